@@ -1,0 +1,109 @@
+//! [`Guard`]: the one object a door asks before a tool touches the workspace.
+//! It composes the permission rules, path containment, the workspace policy
+//! file, read-only mode and shell analysis into allow / deny / ask.
+
+use std::path::{Path, PathBuf};
+
+use bridge_protocol::Decision;
+use serde_json::Value;
+
+use crate::paths::WorkspaceRoot;
+use crate::permission::PermissionPolicy;
+use crate::shell::{self, ShellVerdict};
+use crate::workspace_policy::WorkspacePolicy;
+
+#[derive(Debug, Clone)]
+pub struct Guard {
+    root: WorkspaceRoot,
+    permission: PermissionPolicy,
+    workspace: WorkspacePolicy,
+    read_only: bool,
+    home: Option<PathBuf>,
+}
+
+impl Guard {
+    pub fn new(
+        root: WorkspaceRoot,
+        permission: PermissionPolicy,
+        workspace: WorkspacePolicy,
+        read_only: bool,
+    ) -> Self {
+        Self {
+            root,
+            permission,
+            workspace,
+            read_only,
+            home: std::env::var_os("HOME").map(PathBuf::from),
+        }
+    }
+
+    /// Overrides the home directory used by shell analysis (tests, sandboxes).
+    pub fn with_home(mut self, home: Option<PathBuf>) -> Self {
+        self.home = home;
+        self
+    }
+
+    pub fn root(&self) -> &WorkspaceRoot {
+        &self.root
+    }
+
+    pub fn read_only(&self) -> bool {
+        self.read_only
+    }
+
+    pub fn workspace_policy(&self) -> &WorkspacePolicy {
+        &self.workspace
+    }
+
+    /// Before any call runs: the permission rules, then containment of every
+    /// path-like argument. The first non-allow verdict wins.
+    pub fn check_call(&self, tool: &str, args: &Value) -> Decision {
+        let verdict = self.permission.evaluate(tool, args);
+        if !verdict.is_allow() {
+            return verdict;
+        }
+        match self.root.check_arguments(args) {
+            Ok(()) => verdict,
+            Err(err) => Decision::deny(err.to_string()),
+        }
+    }
+
+    /// Resolves a path the tool will read.
+    pub fn resolve_read(&self, path: &str) -> Result<PathBuf, Decision> {
+        self.root
+            .resolve(path)
+            .map_err(|err| Decision::deny(err.to_string()))
+    }
+
+    /// Resolves a path the tool will write: containment, then the workspace
+    /// policy's write globs and read-only mode.
+    pub fn resolve_write(&self, path: &str) -> Result<PathBuf, Decision> {
+        let resolved = self.resolve_read(path)?;
+        let relative = self.root.relative(&resolved);
+        let verdict = self.workspace.write_decision(&relative, self.read_only);
+        if verdict.is_allow() {
+            Ok(resolved)
+        } else {
+            Err(verdict)
+        }
+    }
+
+    /// May `command` run in `cwd`? Dangerous commands are denied outright;
+    /// known-safe read-only commands are allowed; anything else needs the
+    /// workspace policy's shell allow list, or else approval.
+    pub fn check_shell(&self, command: &str, cwd: &Path) -> Decision {
+        let _ = cwd;
+        let analysis = shell::analyze(command, self.root.path(), self.home.as_deref());
+        let reasons = analysis.reasons.join("; ");
+        match analysis.verdict {
+            ShellVerdict::Dangerous => Decision::deny(format!("dangerous command: {reasons}")),
+            ShellVerdict::Safe => Decision::allow(),
+            ShellVerdict::NeedsApproval if self.workspace.shell_allowed(command) => {
+                Decision::allow()
+            }
+            ShellVerdict::NeedsApproval => Decision::ask(format!(
+                "command needs approval ({reasons}); add it to shell.allow in .agent-policy.yaml to allow it without asking"
+            )),
+        }
+    }
+}

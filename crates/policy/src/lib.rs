@@ -1,0 +1,45 @@
+//! The security layer every tool call passes through, whatever door it came in by.
+//!
+//! Pure decision logic plus the audit file: permission rules, path containment,
+//! the workspace policy file (`.agent-policy.yaml`), secret redaction, shell
+//! command analysis, error classification, and [`Guard`], which composes them.
+//! This crate must not execute tools, talk to the network or hold sessions; and
+//! every function here fails closed — when in doubt, it denies.
+
+pub mod audit;
+pub mod errors;
+pub mod guard;
+pub mod paths;
+pub mod permission;
+pub mod redact;
+pub mod shell;
+pub mod workspace_policy;
+
+pub use audit::{AuditEntry, AuditLog};
+pub use errors::{ErrorClass, ErrorPolicy, RecoveryAction};
+pub use guard::Guard;
+pub use paths::{PathError, WorkspaceRoot};
+pub use permission::{PermissionPolicy, PermissionRules};
+pub use redact::{redact, redact_value};
+pub use shell::{ShellAnalysis, ShellVerdict};
+pub use workspace_policy::WorkspacePolicy;
+
+/// Errors that come from policy *configuration* (never from a decision: a
+/// decision that cannot be made is a deny, not an error).
+#[derive(Debug, thiserror::Error)]
+pub enum PolicyError {
+    #[error("invalid pattern in {key}: {pattern:?}: {reason}")]
+    InvalidPattern {
+        key: String,
+        pattern: String,
+        reason: String,
+    },
+    #[error("invalid workspace policy file {path}: {reason}")]
+    InvalidPolicyFile { path: String, reason: String },
+    #[error("cannot read {path}: {source}")]
+    Io {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+}

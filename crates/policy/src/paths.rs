@@ -1,0 +1,244 @@
+//! Path containment: every path a tool touches must resolve inside the
+//! workspace root.
+//!
+//! Resolution is lexical first (so `a/../../x` is judged by what it spells),
+//! then physical: every existing component is looked up with `lstat`, and a
+//! symlink is replaced by its target, exactly as the kernel would follow it.
+//! Components that do not exist yet are appended as they are, so a file about
+//! to be created is judged by the real directory it will land in. The
+//! returned path is the physical one; tools must open that path, never the
+//! candidate they were given.
+
+use std::collections::VecDeque;
+use std::ffi::OsString;
+use std::fs;
+use std::path::{Component, Path, PathBuf};
+
+use serde_json::Value;
+
+/// Argument names treated as paths, at any depth of the arguments object.
+pub const PATH_KEYS: &[&str] = &[
+    "path",
+    "file",
+    "filePath",
+    "directory",
+    "dir",
+    "destination",
+    "target",
+    "outputPath",
+    "inputPath",
+];
+
+/// Same bound as Linux's `MAXSYMLINKS`: beyond it a chain is a loop or an attack.
+const MAX_SYMLINK_HOPS: usize = 40;
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PathError {
+    #[error("path {path:?} contains a null byte")]
+    NullByte { path: String },
+    #[error("path {path:?} is outside the workspace {root}")]
+    OutsideWorkspace { path: String, root: String },
+    #[error("path {path:?} leads through a symlink to {resolved}, outside the workspace {root}")]
+    SymlinkEscape {
+        path: String,
+        resolved: String,
+        root: String,
+    },
+    #[error("path {path:?} is empty or not valid")]
+    Invalid { path: String },
+    #[error("path {path:?} goes through more than {MAX_SYMLINK_HOPS} symlinks (a symlink loop?)")]
+    SymlinkLoop { path: String },
+    #[error("workspace root {root} cannot be used: {reason}")]
+    BadRoot { root: String, reason: String },
+}
+
+/// A canonical workspace root.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WorkspaceRoot {
+    root: PathBuf,
+}
+
+impl WorkspaceRoot {
+    /// Canonicalizes `root`, which must be an existing directory.
+    pub fn new(root: &Path) -> Result<Self, PathError> {
+        let bad_root = |reason: String| PathError::BadRoot {
+            root: root.display().to_string(),
+            reason,
+        };
+        let canonical = fs::canonicalize(root).map_err(|err| bad_root(err.to_string()))?;
+        if !canonical.is_dir() {
+            return Err(bad_root("not a directory".to_owned()));
+        }
+        Ok(Self { root: canonical })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.root
+    }
+
+    /// The physical path `candidate` designates, if it lies inside the root.
+    /// Relative candidates are taken from the root; absolute ones as they are.
+    pub fn resolve(&self, candidate: &str) -> Result<PathBuf, PathError> {
+        if candidate.contains('\0') {
+            return Err(PathError::NullByte {
+                path: candidate.to_owned(),
+            });
+        }
+        if candidate.trim().is_empty() {
+            return Err(PathError::Invalid {
+                path: candidate.to_owned(),
+            });
+        }
+        let joined = self.root.join(candidate);
+        let lexical = normalize_lexically(&joined);
+        let physical = resolve_physically(&lexical).map_err(|failure| match failure {
+            Unresolvable::Loop => PathError::SymlinkLoop {
+                path: candidate.to_owned(),
+            },
+            Unresolvable::Unreadable => PathError::Invalid {
+                path: candidate.to_owned(),
+            },
+        })?;
+        if physical.starts_with(&self.root) {
+            return Ok(physical);
+        }
+        // Which error tells the user what to fix: the path as written already
+        // pointed outside, or a symlink on the way took it there.
+        if lexical.starts_with(&self.root) {
+            Err(PathError::SymlinkEscape {
+                path: candidate.to_owned(),
+                resolved: physical.display().to_string(),
+                root: self.root.display().to_string(),
+            })
+        } else {
+            Err(PathError::OutsideWorkspace {
+                path: candidate.to_owned(),
+                root: self.root.display().to_string(),
+            })
+        }
+    }
+
+    /// `absolute` relative to the root, with `/` separators; `.` for the root
+    /// itself. A path outside the root is returned whole (lossily as UTF-8).
+    pub fn relative(&self, absolute: &Path) -> String {
+        match absolute.strip_prefix(&self.root) {
+            Ok(inside) => {
+                let parts: Vec<String> = inside
+                    .components()
+                    .map(|part| part.as_os_str().to_string_lossy().into_owned())
+                    .collect();
+                if parts.is_empty() {
+                    ".".to_owned()
+                } else {
+                    parts.join("/")
+                }
+            }
+            Err(_) => absolute.to_string_lossy().into_owned(),
+        }
+    }
+
+    /// Resolves every path-like argument (a [`PATH_KEYS`] key holding a string
+    /// or an array of strings, at any depth); the first failure is returned.
+    pub fn check_arguments(&self, args: &Value) -> Result<(), PathError> {
+        match args {
+            Value::Object(map) => {
+                for (key, value) in map {
+                    if PATH_KEYS.contains(&key.as_str()) {
+                        self.check_path_value(value)?;
+                    }
+                    self.check_arguments(value)?;
+                }
+                Ok(())
+            }
+            Value::Array(items) => items.iter().try_for_each(|item| self.check_arguments(item)),
+            _ => Ok(()),
+        }
+    }
+
+    fn check_path_value(&self, value: &Value) -> Result<(), PathError> {
+        match value {
+            Value::String(path) => self.resolve(path).map(drop),
+            Value::Array(items) => items
+                .iter()
+                .filter_map(Value::as_str)
+                .try_for_each(|path| self.resolve(path).map(drop)),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// Removes `.` and folds `..` into its parent without touching the disk.
+/// `..` at the filesystem root stays at the root, as the kernel does.
+fn normalize_lexically(path: &Path) -> PathBuf {
+    let mut normalized = PathBuf::new();
+    for component in path.components() {
+        match component {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                normalized.pop();
+            }
+            other => normalized.push(other.as_os_str()),
+        }
+    }
+    normalized
+}
+
+enum Unresolvable {
+    Loop,
+    Unreadable,
+}
+
+/// Follows every symlink on `absolute` (which must be absolute), including a
+/// dangling last component, whose target is where a write would land.
+fn resolve_physically(absolute: &Path) -> Result<PathBuf, Unresolvable> {
+    let mut pending: VecDeque<OsString> = VecDeque::new();
+    let mut resolved = PathBuf::new();
+    for component in absolute.components() {
+        match component {
+            Component::Prefix(_) | Component::RootDir => resolved.push(component.as_os_str()),
+            other => pending.push_back(other.as_os_str().to_owned()),
+        }
+    }
+    let mut hops = 0;
+    while let Some(name) = pending.pop_front() {
+        if name == "." {
+            continue;
+        }
+        if name == ".." {
+            // `resolved` never ends in a symlink, so its parent is the real one.
+            resolved.pop();
+            continue;
+        }
+        let next = resolved.join(&name);
+        let Ok(metadata) = fs::symlink_metadata(&next) else {
+            // Missing (or unreadable, which the tool cannot open either): from
+            // here on nothing exists, so the rest is appended as written.
+            resolved = next;
+            continue;
+        };
+        if !metadata.file_type().is_symlink() {
+            resolved = next;
+            continue;
+        }
+        hops += 1;
+        if hops > MAX_SYMLINK_HOPS {
+            return Err(Unresolvable::Loop);
+        }
+        // lstat said symlink but it cannot be read: replaced under our feet.
+        let target = fs::read_link(&next).map_err(|_| Unresolvable::Unreadable)?;
+        if target.has_root() {
+            resolved = PathBuf::new();
+        }
+        let mut target_parts: Vec<OsString> = Vec::new();
+        for component in target.components() {
+            match component {
+                Component::Prefix(_) | Component::RootDir => resolved.push(component.as_os_str()),
+                other => target_parts.push(other.as_os_str().to_owned()),
+            }
+        }
+        for part in target_parts.into_iter().rev() {
+            pending.push_front(part);
+        }
+    }
+    Ok(resolved)
+}

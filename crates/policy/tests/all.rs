@@ -1,0 +1,10 @@
+//! Integration tests of bridge-policy, one binary (see ARCHITECTURE.md).
+
+mod audit;
+mod errors;
+mod guard;
+mod paths;
+mod permission;
+mod redact;
+mod shell;
+mod workspace_policy;

@@ -1,0 +1,61 @@
+//! The verdict a policy gives a tool call, in the shape hook commands and the
+//! audit log print.
+
+use serde::{Deserialize, Serialize};
+
+/// What happens to a tool call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DecisionKind {
+    Allow,
+    Deny,
+    Ask,
+}
+
+/// A verdict with the reason a user will read.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Decision {
+    pub decision: DecisionKind,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+impl Decision {
+    pub fn allow() -> Self {
+        Self {
+            decision: DecisionKind::Allow,
+            reason: None,
+        }
+    }
+
+    pub fn deny(reason: impl Into<String>) -> Self {
+        Self {
+            decision: DecisionKind::Deny,
+            reason: Some(reason.into()),
+        }
+    }
+
+    pub fn ask(reason: impl Into<String>) -> Self {
+        Self {
+            decision: DecisionKind::Ask,
+            reason: Some(reason.into()),
+        }
+    }
+
+    pub fn is_allow(&self) -> bool {
+        self.decision == DecisionKind::Allow
+    }
+
+    pub fn is_deny(&self) -> bool {
+        self.decision == DecisionKind::Deny
+    }
+
+    /// The reason, or a generic text naming the decision.
+    pub fn reason_or_default(&self) -> &str {
+        self.reason.as_deref().unwrap_or(match self.decision {
+            DecisionKind::Allow => "allowed",
+            DecisionKind::Deny => "denied by policy",
+            DecisionKind::Ask => "needs approval",
+        })
+    }
+}

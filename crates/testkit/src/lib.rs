@@ -1,0 +1,87 @@
+//! Test support for copilot-bridge: real temporary workspaces on disk.
+//!
+//! Only ever a dev-dependency. It must not contain production logic, and it
+//! must not fake the thing under test: helpers here build real files, real
+//! directories and real symlinks for tests to run against.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use tempfile::TempDir;
+
+/// A workspace directory that is removed when dropped.
+#[derive(Debug)]
+pub struct TempWorkspace {
+    dir: TempDir,
+    root: PathBuf,
+}
+
+impl TempWorkspace {
+    /// An empty workspace; its path is canonical (symlinks such as macOS
+    /// `/tmp` resolved), so tests can compare paths directly.
+    pub fn new() -> Self {
+        let dir = tempfile::Builder::new()
+            .prefix("bridge-ws-")
+            .tempdir()
+            .unwrap_or_else(|err| panic!("cannot create temp workspace: {err}"));
+        let root = fs::canonicalize(dir.path())
+            .unwrap_or_else(|err| panic!("cannot canonicalize temp workspace: {err}"));
+        Self { dir, root }
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.root
+    }
+
+    /// Writes `contents` at the workspace-relative `relative`, creating parents.
+    pub fn write(&self, relative: &str, contents: impl AsRef<[u8]>) -> PathBuf {
+        let path = self.root.join(relative);
+        if let Some(parent) = path.parent() {
+            fs::create_dir_all(parent)
+                .unwrap_or_else(|err| panic!("cannot create {}: {err}", parent.display()));
+        }
+        fs::write(&path, contents)
+            .unwrap_or_else(|err| panic!("cannot write {}: {err}", path.display()));
+        path
+    }
+
+    /// Reads the workspace-relative file as UTF-8.
+    pub fn read(&self, relative: &str) -> String {
+        let path = self.root.join(relative);
+        fs::read_to_string(&path)
+            .unwrap_or_else(|err| panic!("cannot read {}: {err}", path.display()))
+    }
+
+    pub fn mkdir(&self, relative: &str) -> PathBuf {
+        let path = self.root.join(relative);
+        fs::create_dir_all(&path)
+            .unwrap_or_else(|err| panic!("cannot create {}: {err}", path.display()));
+        path
+    }
+
+    /// Creates a symlink at `relative` pointing to `target` (any path).
+    #[cfg(unix)]
+    pub fn symlink(&self, target: impl AsRef<Path>, relative: &str) -> PathBuf {
+        let link = self.root.join(relative);
+        if let Some(parent) = link.parent() {
+            fs::create_dir_all(parent)
+                .unwrap_or_else(|err| panic!("cannot create {}: {err}", parent.display()));
+        }
+        std::os::unix::fs::symlink(target.as_ref(), &link)
+            .unwrap_or_else(|err| panic!("cannot symlink {}: {err}", link.display()));
+        link
+    }
+
+    /// Keeps the directory on disk after the test (for debugging).
+    pub fn keep(self) -> PathBuf {
+        let root = self.root.clone();
+        let _ = self.dir.keep();
+        root
+    }
+}
+
+impl Default for TempWorkspace {
+    fn default() -> Self {
+        Self::new()
+    }
+}

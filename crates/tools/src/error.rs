@@ -1,0 +1,80 @@
+use bridge_protocol::{Decision, DecisionKind};
+use serde_json::{Value, json};
+
+/// Why a tool call did not produce a result. Each variant has a stable
+/// [`code`](ToolError::code) that doors map onto their own error shapes.
+#[derive(Debug, thiserror::Error)]
+pub enum ToolError {
+    #[error("unknown tool {0:?}")]
+    UnknownTool(String),
+    #[error("invalid arguments: {0}")]
+    InvalidArguments(String),
+    #[error("denied by policy: {}", .0.reason_or_default())]
+    Denied(Decision),
+    #[error("not found: {0}")]
+    NotFound(String),
+    #[error("{message}")]
+    Conflict { message: String, details: Value },
+    #[error("{path} is {size} bytes, over the limit of {limit} bytes")]
+    TooLarge { path: String, size: u64, limit: u64 },
+    #[error("{0} is a binary file")]
+    Binary(String),
+    #[error("not configured: {0}")]
+    NotConfigured(String),
+    #[error("timed out after {0} s")]
+    Timeout(u64),
+    #[error("{context}: {source}")]
+    Io {
+        context: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{0}")]
+    Failed(String),
+}
+
+impl ToolError {
+    pub fn denied(decision: Decision) -> Self {
+        // An "ask" that reaches a tool unanswered is a deny: fail closed.
+        let decision = match decision.decision {
+            DecisionKind::Allow => Decision::deny("internal error: allow reported as a failure"),
+            _ => decision,
+        };
+        Self::Denied(decision)
+    }
+
+    pub fn io(context: impl Into<String>, source: std::io::Error) -> Self {
+        Self::Io {
+            context: context.into(),
+            source,
+        }
+    }
+
+    /// A stable, documented code for the error class.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::UnknownTool(_) => "unknown_tool",
+            Self::InvalidArguments(_) => "invalid_arguments",
+            Self::Denied(_) => "policy_denied",
+            Self::NotFound(_) => "not_found",
+            Self::Conflict { .. } => "conflict",
+            Self::TooLarge { .. } => "too_large",
+            Self::Binary(_) => "binary_file",
+            Self::NotConfigured(_) => "not_configured",
+            Self::Timeout(_) => "timeout",
+            Self::Io { .. } => "io_error",
+            Self::Failed(_) => "failed",
+        }
+    }
+
+    /// The error as JSON: `{code, message, details?}`.
+    pub fn to_json(&self) -> Value {
+        let mut value = json!({"code": self.code(), "message": self.to_string()});
+        match self {
+            Self::Conflict { details, .. } => value["details"] = details.clone(),
+            Self::Denied(decision) => value["details"] = json!(decision),
+            _ => {}
+        }
+        value
+    }
+}
