@@ -1,1 +1,40 @@
-fn main() {}
+//! `copilot-bridge`: the binary. Parses the command line, loads the
+//! configuration, sets up logging and runs one command.
+//!
+//! Command logic that other doors also need lives in the library crates; this
+//! crate must stay a thin shell of argument parsing, terminal output and exit
+//! codes.
+
+mod args;
+mod commands;
+mod exit;
+mod logging;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+use crate::args::{Cli, Command};
+use crate::exit::Failure;
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(code) => code,
+        Err(failure) => failure.report(),
+    }
+}
+
+fn run(cli: Cli) -> Result<ExitCode, Failure> {
+    let config = cli.global.load_config()?;
+    logging::init(config.log_level);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|err| Failure::internal(format!("cannot start the async runtime: {err}")))?;
+    match cli.command {
+        Command::Config(cmd) => commands::config::run(&config, cmd),
+        Command::Tool(cmd) => runtime.block_on(commands::tool::run(&config, cmd)),
+        Command::Tools(cmd) => commands::tool::list(cmd),
+    }
+}

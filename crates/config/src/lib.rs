@@ -1,1 +1,132 @@
-//! config (in progress)
+//! `BridgeConfig`: the one configuration of copilot-bridge.
+//!
+//! Values come from, highest precedence first: command-line flags, the process
+//! environment (the names of copilot-bridge-design.md §7 plus `COPILOT_BRIDGE_*`),
+//! a `.env` file in the working directory, `$COPILOT_BRIDGE_HOME/config.toml`,
+//! and built-in defaults. Every value remembers where it came from, so
+//! `config show` can say so. Validation names the key, the bad value and what
+//! is allowed. This crate must not start anything or touch the network; and it
+//! must never print a secret (secret values are wrapped in [`Secret`]).
+
+pub mod keys;
+mod loader;
+mod secret;
+mod show;
+mod value;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use bridge_policy::PermissionRules;
+use bridge_tools::ToolSettings;
+
+pub use keys::{KEYS, KeySpec};
+pub use loader::{ConfigLoader, DEFAULT_PORT};
+pub use secret::Secret;
+pub use show::ShownValue;
+pub use value::{ByokProvider, LogLevel};
+
+/// Where a configuration value came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Source {
+    Flag(String),
+    Env(String),
+    DotEnv(PathBuf),
+    File(PathBuf),
+    Default,
+}
+
+impl std::fmt::Display for Source {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Flag(flag) => write!(f, "flag {flag}"),
+            Self::Env(name) => write!(f, "env {name}"),
+            Self::DotEnv(path) => write!(f, ".env {}", path.display()),
+            Self::File(path) => write!(f, "file {}", path.display()),
+            Self::Default => f.write_str("default"),
+        }
+    }
+}
+
+/// Bring-your-own-key backend settings (`COPILOT_BYOK_*`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ByokConfig {
+    pub provider: Option<ByokProvider>,
+    pub api_key: Option<Secret>,
+    pub base_url: Option<String>,
+    pub model: Option<String>,
+}
+
+/// The OpenClaw gateway this bridge talks to (`OPENCLAW_*`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OpenClawConfig {
+    pub host: String,
+    pub port: u16,
+    pub gateway_token: Option<Secret>,
+}
+
+/// The effective configuration.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BridgeConfig {
+    /// State directory (`COPILOT_BRIDGE_HOME`, default `~/.copilot-bridge`).
+    pub home: PathBuf,
+    /// The daemon's port (`COPILOT_BRIDGE_PORT`, default 9400; 0 picks a free one).
+    pub port: u16,
+    /// The daemon's bind address (`COPILOT_BRIDGE_BIND`, default 127.0.0.1).
+    pub bind_address: std::net::IpAddr,
+    /// Writes refused unless the workspace policy allows them.
+    pub read_only: bool,
+    pub github_token: Option<Secret>,
+    pub byok: ByokConfig,
+    pub cli_path: Option<PathBuf>,
+    pub log_level: LogLevel,
+    pub openclaw: OpenClawConfig,
+    pub audit_log_dir: PathBuf,
+    pub project_context: Option<String>,
+    pub max_retries: u32,
+    pub transient_retries: u32,
+    pub permissions: PermissionRules,
+    pub tools: ToolSettings,
+    /// The source of each scalar key, by its config.toml name.
+    pub sources: BTreeMap<&'static str, Source>,
+    /// The config file that was read, if one existed.
+    pub config_file: Option<PathBuf>,
+}
+
+impl BridgeConfig {
+    /// Where a key's value came from (`Source::Default` for unknown keys).
+    pub fn source_of(&self, key: &str) -> Source {
+        self.sources.get(key).cloned().unwrap_or(Source::Default)
+    }
+
+    /// The file holding the daemon's port, pid and tokens.
+    pub fn gateway_file(&self) -> PathBuf {
+        self.home.join("gateway.json")
+    }
+
+    /// The error-recovery policy these settings describe.
+    pub fn error_policy(&self) -> bridge_policy::ErrorPolicy {
+        bridge_policy::ErrorPolicy {
+            max_retries: self.max_retries,
+            transient_retries: self.transient_retries,
+        }
+    }
+}
+
+/// A configuration that cannot be used. Every problem found is listed.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("invalid value for {key} (from {origin}): {value}; expected {expected}")]
+    Invalid {
+        key: String,
+        value: String,
+        origin: Source,
+        expected: String,
+    },
+    #[error("config file {path}: {message}")]
+    File { path: PathBuf, message: String },
+    #[error(".env file {path}: {message}")]
+    DotEnv { path: PathBuf, message: String },
+    #[error("{}", .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n"))]
+    Many(Vec<ConfigError>),
+}

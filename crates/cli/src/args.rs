@@ -1,0 +1,107 @@
+//! The command line.
+
+use std::path::PathBuf;
+
+use bridge_config::{BridgeConfig, ConfigLoader};
+use clap::{Args, Parser, Subcommand};
+
+use crate::exit::Failure;
+
+/// One local hub for coding agents, LLM backends and tool providers, with one
+/// security layer in the middle.
+#[derive(Debug, Parser)]
+#[command(name = "copilot-bridge", version, about, long_about = None)]
+#[command(after_help = "Exit codes: 0 ok, 1 the command failed, 2 usage error, \
+3 configuration error, 4 denied by policy. See docs/cli.md.")]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: GlobalArgs,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Settings every command accepts; each overrides its environment variable.
+#[derive(Debug, Args)]
+pub struct GlobalArgs {
+    /// State directory (overrides COPILOT_BRIDGE_HOME).
+    #[arg(long, global = true, value_name = "DIR")]
+    pub home: Option<PathBuf>,
+    /// Config file to read instead of $COPILOT_BRIDGE_HOME/config.toml.
+    #[arg(long, global = true, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Log level: debug, info, warning, error, none, all (overrides COPILOT_LOG_LEVEL).
+    #[arg(long, global = true, value_name = "LEVEL")]
+    pub log_level: Option<String>,
+    /// Daemon port (overrides COPILOT_BRIDGE_PORT).
+    #[arg(long, global = true, value_name = "PORT")]
+    pub port: Option<String>,
+    /// Allow writes (sets read_only = false; overrides COPILOT_BRIDGE_READ_ONLY).
+    #[arg(long, global = true)]
+    pub writable: bool,
+}
+
+impl GlobalArgs {
+    pub fn load_config(&self) -> Result<BridgeConfig, Failure> {
+        use bridge_config::keys;
+        let mut loader = ConfigLoader::from_process();
+        if let Some(home) = &self.home {
+            loader = loader.flag(keys::HOME, home.to_string_lossy(), "--home");
+        }
+        if let Some(path) = &self.config {
+            loader = loader.config_file(path);
+        }
+        if let Some(level) = &self.log_level {
+            loader = loader.flag(keys::LOG_LEVEL, level, "--log-level");
+        }
+        if let Some(port) = &self.port {
+            loader = loader.flag(keys::PORT, port, "--port");
+        }
+        if self.writable {
+            loader = loader.flag(keys::READ_ONLY, "false", "--writable");
+        }
+        loader.load().map_err(Failure::config)
+    }
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Inspect the configuration.
+    #[command(subcommand)]
+    Config(ConfigCommand),
+    /// Run one workspace tool through the policy and print its JSON result.
+    Tool(ToolArgs),
+    /// List the workspace tools with their argument schemas.
+    Tools(ToolsArgs),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ConfigCommand {
+    /// Print the effective configuration, secrets redacted, with the source of each value.
+    Show {
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct ToolArgs {
+    /// The tool, e.g. read_file, search_code, apply_patch (see `copilot-bridge tools`).
+    pub name: String,
+    /// Arguments as a JSON object; `-` reads them from standard input.
+    #[arg(long, value_name = "JSON", default_value = "{}")]
+    pub args: String,
+    /// Workspace root (default: the current directory).
+    #[arg(long, value_name = "DIR")]
+    pub cwd: Option<PathBuf>,
+    /// Print compact JSON instead of pretty JSON.
+    #[arg(long)]
+    pub compact: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ToolsArgs {
+    /// Print the full JSON specs (name, description, input schema, effect).
+    #[arg(long)]
+    pub json: bool,
+}

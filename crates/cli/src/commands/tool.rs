@@ -1,0 +1,152 @@
+//! `copilot-bridge tool NAME --args JSON [--cwd DIR]` and `copilot-bridge tools`.
+
+use std::io::{IsTerminal, Read, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use bridge_config::BridgeConfig;
+use bridge_policy::{AuditLog, Guard, PermissionPolicy, WorkspacePolicy, WorkspaceRoot};
+use bridge_tools::{Approver, ToolContext, ToolError, ToolRegistry, ToolRunner};
+use serde_json::{Value, json};
+
+use crate::args::{ToolArgs, ToolsArgs};
+use crate::exit::{self, Failure};
+
+/// Arguments read from stdin are capped: a diff of this size is already absurd.
+const MAX_STDIN_ARGS_BYTES: u64 = 64 * 1024 * 1024;
+
+pub async fn run(config: &BridgeConfig, args: ToolArgs) -> Result<ExitCode, Failure> {
+    let tool_args = parse_arguments(&args.args)?;
+    let runner = build_runner(config, args.cwd)?;
+    let outcome = runner.call(&args.name, tool_args).await;
+    match outcome {
+        Ok(value) => {
+            print_json(&value, args.compact)?;
+            // A patch that did not apply is a result, not an error, but the
+            // shell should still see it failed.
+            if value.get("ok") == Some(&Value::Bool(false)) {
+                Ok(ExitCode::from(exit::FAILED))
+            } else {
+                Ok(ExitCode::SUCCESS)
+            }
+        }
+        Err(err) => Err(tool_failure(&err)),
+    }
+}
+
+pub fn list(args: ToolsArgs) -> Result<ExitCode, Failure> {
+    let specs = ToolRegistry::builtin().specs();
+    if args.json {
+        print_json(&serde_json::to_value(specs).unwrap_or_default(), false)?;
+    } else {
+        let mut out = String::new();
+        for spec in specs {
+            let effect = serde_json::to_value(spec.effect).unwrap_or_default();
+            out.push_str(&format!(
+                "{:18} {:8} {}\n",
+                spec.name,
+                effect.as_str().unwrap_or("?"),
+                spec.description
+            ));
+        }
+        write_stdout(&out)?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn parse_arguments(text: &str) -> Result<Value, Failure> {
+    let text = if text == "-" {
+        let mut buffer = String::new();
+        std::io::stdin()
+            .take(MAX_STDIN_ARGS_BYTES + 1)
+            .read_to_string(&mut buffer)
+            .map_err(|err| Failure::usage(format!("cannot read --args from stdin: {err}")))?;
+        if buffer.len() as u64 > MAX_STDIN_ARGS_BYTES {
+            return Err(Failure::usage(format!(
+                "--args from stdin is larger than {MAX_STDIN_ARGS_BYTES} bytes"
+            )));
+        }
+        buffer
+    } else {
+        text.to_owned()
+    };
+    let value: Value = serde_json::from_str(&text).map_err(|err| {
+        let message = format!("--args is not valid JSON: {err}");
+        Failure::usage(&message)
+            .with_json(json!({"error": {"code": "invalid_arguments", "message": message}}))
+    })?;
+    Ok(value)
+}
+
+fn build_runner(config: &BridgeConfig, cwd: Option<PathBuf>) -> Result<ToolRunner, Failure> {
+    let dir = match cwd {
+        Some(dir) => dir,
+        None => std::env::current_dir()
+            .map_err(|err| Failure::usage(format!("cannot read the current directory: {err}")))?,
+    };
+    let root = WorkspaceRoot::new(&dir).map_err(|err| Failure::usage(err.to_string()))?;
+    let permission = PermissionPolicy::compile(&config.permissions)
+        .map_err(|err| Failure::new(exit::CONFIG, format!("configuration error: {err}")))?;
+    let workspace = WorkspacePolicy::load(root.path())
+        .map_err(|err| Failure::new(exit::CONFIG, format!("workspace policy error: {err}")))?;
+    let guard = Guard::new(root, permission, workspace, config.read_only);
+    let ctx = ToolContext::new(Arc::new(guard), Arc::new(config.tools.clone()));
+    let mut runner = ToolRunner::new(ToolRegistry::builtin(), ctx)
+        .with_audit(AuditLog::new(&config.audit_log_dir), "cli");
+    if std::io::stdin().is_terminal() && std::io::stderr().is_terminal() {
+        runner = runner.with_approver(Arc::new(TerminalApprover));
+    }
+    Ok(runner)
+}
+
+fn tool_failure(err: &ToolError) -> Failure {
+    let code = match err {
+        ToolError::Denied(_) => exit::DENIED,
+        ToolError::UnknownTool(_) | ToolError::InvalidArguments(_) => exit::USAGE,
+        _ => exit::FAILED,
+    };
+    let hint = match err {
+        ToolError::UnknownTool(_) => " (see `copilot-bridge tools`)",
+        _ => "",
+    };
+    Failure::new(code, format!("{err}{hint}")).with_json(json!({"error": err.to_json()}))
+}
+
+fn print_json(value: &Value, compact: bool) -> Result<(), Failure> {
+    let text = if compact {
+        format!("{value}\n")
+    } else {
+        format!("{value:#}\n")
+    };
+    write_stdout(&text)
+}
+
+fn write_stdout(text: &str) -> Result<(), Failure> {
+    let mut stdout = std::io::stdout().lock();
+    stdout
+        .write_all(text.as_bytes())
+        .and_then(|()| stdout.flush())
+        .map_err(|err| Failure::internal(format!("cannot write to stdout: {err}")))
+}
+
+/// Asks on the terminal when the policy says "ask".
+struct TerminalApprover;
+
+impl Approver for TerminalApprover {
+    fn approve(&self, tool: &str, args: &Value, reason: &str) -> bool {
+        let mut shown = args.clone();
+        bridge_policy::redact_value(&mut shown);
+        let mut stderr = std::io::stderr().lock();
+        let _ = write!(
+            stderr,
+            "copilot-bridge: {tool} needs approval: {reason}\n  arguments: {shown}\nAllow? [y/N] "
+        );
+        let _ = stderr.flush();
+        let mut answer = String::new();
+        if std::io::stdin().read_line(&mut answer).is_err() {
+            return false;
+        }
+        matches!(answer.trim().to_ascii_lowercase().as_str(), "y" | "yes")
+    }
+}

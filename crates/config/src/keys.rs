@@ -1,0 +1,183 @@
+//! The table of scalar configuration keys: one row per setting, naming it in
+//! config.toml, in the environment and on the command line.
+
+/// One scalar setting.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KeySpec {
+    /// Dotted name in config.toml (`byok.provider` is `provider` in `[byok]`).
+    pub key: &'static str,
+    /// Environment variable (also read from `.env`).
+    pub env: &'static str,
+    /// Secret values are never printed.
+    pub secret: bool,
+    /// Whether config.toml may set it (the state directory itself cannot).
+    pub in_file: bool,
+    /// The default as shown to users.
+    pub default: &'static str,
+    pub doc: &'static str,
+}
+
+const fn key(
+    key: &'static str,
+    env: &'static str,
+    default: &'static str,
+    doc: &'static str,
+) -> KeySpec {
+    KeySpec {
+        key,
+        env,
+        secret: false,
+        in_file: true,
+        default,
+        doc,
+    }
+}
+
+const fn secret(key: &'static str, env: &'static str, doc: &'static str) -> KeySpec {
+    KeySpec {
+        key,
+        env,
+        secret: true,
+        in_file: true,
+        default: "",
+        doc,
+    }
+}
+
+pub const HOME: &str = "home";
+pub const PORT: &str = "port";
+pub const BIND_ADDRESS: &str = "bind_address";
+pub const READ_ONLY: &str = "read_only";
+pub const GITHUB_TOKEN: &str = "github_token";
+pub const BYOK_PROVIDER: &str = "byok.provider";
+pub const BYOK_API_KEY: &str = "byok.api_key";
+pub const BYOK_BASE_URL: &str = "byok.base_url";
+pub const BYOK_MODEL: &str = "byok.model";
+pub const CLI_PATH: &str = "cli_path";
+pub const LOG_LEVEL: &str = "log_level";
+pub const OPENCLAW_HOST: &str = "openclaw.host";
+pub const OPENCLAW_PORT: &str = "openclaw.port";
+pub const OPENCLAW_GATEWAY_TOKEN: &str = "openclaw.gateway_token";
+pub const AUDIT_LOG_DIR: &str = "audit_log_dir";
+pub const PROJECT_CONTEXT: &str = "project_context";
+pub const MAX_RETRIES: &str = "max_retries";
+pub const TRANSIENT_RETRIES: &str = "transient_retries";
+
+/// The state directory: read before config.toml, so config.toml cannot set it.
+pub const HOME_SPEC: KeySpec = KeySpec {
+    key: HOME,
+    env: "COPILOT_BRIDGE_HOME",
+    secret: false,
+    in_file: false,
+    default: "~/.copilot-bridge",
+    doc: "State directory: config.toml, gateway.json, sessions, audit log",
+};
+
+/// Every scalar key, in the order `config show` prints them.
+pub const KEYS: &[KeySpec] = &[
+    HOME_SPEC,
+    key(
+        PORT,
+        "COPILOT_BRIDGE_PORT",
+        "9400",
+        "Daemon port (0 = any free port)",
+    ),
+    key(
+        BIND_ADDRESS,
+        "COPILOT_BRIDGE_BIND",
+        "127.0.0.1",
+        "Daemon bind address",
+    ),
+    key(
+        READ_ONLY,
+        "COPILOT_BRIDGE_READ_ONLY",
+        "true",
+        "Refuse writes unless .agent-policy.yaml allows them",
+    ),
+    secret(
+        GITHUB_TOKEN,
+        "COPILOT_GITHUB_TOKEN",
+        "GitHub token for Copilot",
+    ),
+    key(
+        BYOK_PROVIDER,
+        "COPILOT_BYOK_PROVIDER",
+        "",
+        "BYOK provider: openai, azure, anthropic, ollama",
+    ),
+    secret(
+        BYOK_API_KEY,
+        "COPILOT_BYOK_API_KEY",
+        "API key for the BYOK provider",
+    ),
+    key(
+        BYOK_BASE_URL,
+        "COPILOT_BYOK_BASE_URL",
+        "",
+        "Base URL for the BYOK provider",
+    ),
+    key(
+        BYOK_MODEL,
+        "COPILOT_BYOK_MODEL",
+        "",
+        "Model name for the BYOK provider",
+    ),
+    key(
+        CLI_PATH,
+        "COPILOT_CLI_PATH",
+        "",
+        "Path to the Copilot CLI binary",
+    ),
+    key(
+        LOG_LEVEL,
+        "COPILOT_LOG_LEVEL",
+        "info",
+        "debug, info, warning, error, none, all",
+    ),
+    key(
+        OPENCLAW_HOST,
+        "OPENCLAW_HOST",
+        "127.0.0.1",
+        "OpenClaw gateway host",
+    ),
+    key(
+        OPENCLAW_PORT,
+        "OPENCLAW_PORT",
+        "18789",
+        "OpenClaw gateway port",
+    ),
+    secret(
+        OPENCLAW_GATEWAY_TOKEN,
+        "OPENCLAW_GATEWAY_TOKEN",
+        "OpenClaw gateway token",
+    ),
+    key(
+        AUDIT_LOG_DIR,
+        "COPILOT_AUDIT_LOG_DIR",
+        "<home>/audit",
+        "Directory of audit-YYYY-MM-DD.jsonl",
+    ),
+    key(
+        PROJECT_CONTEXT,
+        "COPILOT_PROJECT_CONTEXT",
+        "",
+        "Context injected into every prompt",
+    ),
+    key(
+        MAX_RETRIES,
+        "COPILOT_MAX_RETRIES",
+        "3",
+        "Retries for rate-limited requests (0-100)",
+    ),
+    key(
+        TRANSIENT_RETRIES,
+        "COPILOT_TRANSIENT_RETRIES",
+        "2",
+        "Retries for transient errors (0-100)",
+    ),
+];
+
+/// The row of `key`.
+pub fn spec(key: &str) -> Option<&'static KeySpec> {
+    KEYS.iter().find(|spec| spec.key == key)
+}

@@ -1,0 +1,87 @@
+//! The effective configuration as users see it: every key with its value
+//! (secrets redacted) and its source.
+
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use crate::keys::{self, KEYS};
+use crate::{BridgeConfig, Secret};
+
+/// One row of `config show`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ShownValue {
+    pub key: &'static str,
+    pub env: &'static str,
+    /// `None` when unset.
+    pub value: Option<String>,
+    pub source: String,
+}
+
+fn secret(value: &Option<Secret>) -> Option<String> {
+    value.as_ref().map(|_| "[REDACTED]".to_owned())
+}
+
+fn path(value: &Option<std::path::PathBuf>) -> Option<String> {
+    value.as_ref().map(|p| p.display().to_string())
+}
+
+impl BridgeConfig {
+    fn shown(&self, key: &str) -> Option<String> {
+        match key {
+            keys::HOME => Some(self.home.display().to_string()),
+            keys::PORT => Some(self.port.to_string()),
+            keys::BIND_ADDRESS => Some(self.bind_address.to_string()),
+            keys::READ_ONLY => Some(self.read_only.to_string()),
+            keys::GITHUB_TOKEN => secret(&self.github_token),
+            keys::BYOK_PROVIDER => self.byok.provider.map(|p| p.as_str().to_owned()),
+            keys::BYOK_API_KEY => secret(&self.byok.api_key),
+            keys::BYOK_BASE_URL => self.byok.base_url.clone(),
+            keys::BYOK_MODEL => self.byok.model.clone(),
+            keys::CLI_PATH => path(&self.cli_path),
+            keys::LOG_LEVEL => Some(self.log_level.as_str().to_owned()),
+            keys::OPENCLAW_HOST => Some(self.openclaw.host.clone()),
+            keys::OPENCLAW_PORT => Some(self.openclaw.port.to_string()),
+            keys::OPENCLAW_GATEWAY_TOKEN => secret(&self.openclaw.gateway_token),
+            keys::AUDIT_LOG_DIR => Some(self.audit_log_dir.display().to_string()),
+            keys::PROJECT_CONTEXT => self
+                .project_context
+                .as_deref()
+                .map(|text| bridge_policy::redact(text).into_owned()),
+            keys::MAX_RETRIES => Some(self.max_retries.to_string()),
+            keys::TRANSIENT_RETRIES => Some(self.transient_retries.to_string()),
+            _ => None,
+        }
+    }
+
+    /// Every scalar key with its shown value and source.
+    pub fn show(&self) -> Vec<ShownValue> {
+        KEYS.iter()
+            .map(|spec| {
+                let value = self.shown(spec.key);
+                let source = if value.is_some() {
+                    self.source_of(spec.key).to_string()
+                } else {
+                    "unset".to_owned()
+                };
+                ShownValue {
+                    key: spec.key,
+                    env: spec.env,
+                    value,
+                    source,
+                }
+            })
+            .collect()
+    }
+
+    /// The whole effective configuration as JSON, secrets redacted.
+    pub fn to_redacted_json(&self) -> Value {
+        let mut redacted_tools = serde_json::to_value(&self.tools).unwrap_or(Value::Null);
+        bridge_policy::redact_value(&mut redacted_tools);
+        json!({
+            "configFile": self.config_file.as_ref().map(|p| p.display().to_string()),
+            "values": self.show(),
+            "permissions": self.permissions,
+            "tools": redacted_tools,
+        })
+    }
+}

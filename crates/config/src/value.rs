@@ -1,0 +1,197 @@
+//! Parsing of scalar values, each with the text a user sees when theirs is wrong.
+
+use std::net::IpAddr;
+use std::str::FromStr;
+
+/// A bring-your-own-key backend.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ByokProvider {
+    OpenAi,
+    Azure,
+    Anthropic,
+    Ollama,
+}
+
+impl ByokProvider {
+    pub const ALLOWED: &'static str = "one of openai, azure, anthropic, ollama";
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::OpenAi => "openai",
+            Self::Azure => "azure",
+            Self::Anthropic => "anthropic",
+            Self::Ollama => "ollama",
+        }
+    }
+}
+
+impl FromStr for ByokProvider {
+    type Err = &'static str;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        match text.trim().to_ascii_lowercase().as_str() {
+            "openai" => Ok(Self::OpenAi),
+            "azure" => Ok(Self::Azure),
+            "anthropic" => Ok(Self::Anthropic),
+            "ollama" => Ok(Self::Ollama),
+            _ => Err(Self::ALLOWED),
+        }
+    }
+}
+
+/// Log verbosity, with the names of the original `COPILOT_LOG_LEVEL`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum LogLevel {
+    None,
+    Error,
+    Warning,
+    Info,
+    Debug,
+    All,
+}
+
+impl LogLevel {
+    pub const ALLOWED: &'static str = "one of debug, info, warning, error, none, all";
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::None => "none",
+            Self::Error => "error",
+            Self::Warning => "warning",
+            Self::Info => "info",
+            Self::Debug => "debug",
+            Self::All => "all",
+        }
+    }
+
+    /// The equivalent `tracing` filter directive.
+    pub fn as_filter(self) -> &'static str {
+        match self {
+            Self::None => "off",
+            Self::Error => "error",
+            Self::Warning => "warn",
+            Self::Info => "info",
+            Self::Debug => "debug",
+            Self::All => "trace",
+        }
+    }
+}
+
+impl FromStr for LogLevel {
+    type Err = &'static str;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        match text.trim().to_ascii_lowercase().as_str() {
+            "none" => Ok(Self::None),
+            "error" => Ok(Self::Error),
+            "warning" | "warn" => Ok(Self::Warning),
+            "info" => Ok(Self::Info),
+            "debug" => Ok(Self::Debug),
+            "all" => Ok(Self::All),
+            _ => Err(Self::ALLOWED),
+        }
+    }
+}
+
+pub(crate) fn parse_port(text: &str, allow_zero: bool) -> Result<u16, &'static str> {
+    let expected = if allow_zero {
+        "a port number from 0 to 65535 (0 picks a free port)"
+    } else {
+        "a port number from 1 to 65535"
+    };
+    match text.trim().parse::<i64>() {
+        Ok(n) if (if allow_zero { 0 } else { 1 }..=65535).contains(&n) => {
+            u16::try_from(n).map_err(|_| expected)
+        }
+        _ => Err(expected),
+    }
+}
+
+pub(crate) fn parse_retries(text: &str) -> Result<u32, &'static str> {
+    const EXPECTED: &str = "a whole number from 0 to 100";
+    match text.trim().parse::<i64>() {
+        Ok(n) if (0..=100).contains(&n) => u32::try_from(n).map_err(|_| EXPECTED),
+        _ => Err(EXPECTED),
+    }
+}
+
+pub(crate) fn parse_bool(text: &str) -> Result<bool, &'static str> {
+    match text.trim().to_ascii_lowercase().as_str() {
+        "true" | "1" | "yes" | "on" => Ok(true),
+        "false" | "0" | "no" | "off" => Ok(false),
+        _ => Err("true or false (also 1/0, yes/no, on/off)"),
+    }
+}
+
+pub(crate) fn parse_ip(text: &str) -> Result<IpAddr, &'static str> {
+    text.trim()
+        .parse()
+        .map_err(|_| "an IP address such as 127.0.0.1 or ::1")
+}
+
+pub(crate) fn parse_url(text: &str) -> Result<String, &'static str> {
+    let trimmed = text.trim();
+    let rest = trimmed
+        .strip_prefix("https://")
+        .or_else(|| trimmed.strip_prefix("http://"));
+    match rest {
+        Some(host) if !host.is_empty() && !host.starts_with('/') && !trimmed.contains(' ') => {
+            Ok(trimmed.trim_end_matches('/').to_owned())
+        }
+        _ => Err("an http:// or https:// URL"),
+    }
+}
+
+pub(crate) fn parse_host(text: &str) -> Result<String, &'static str> {
+    let trimmed = text.trim();
+    let valid = !trimmed.is_empty()
+        && trimmed.len() <= 253
+        && trimmed
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | ':' | '[' | ']'));
+    if valid {
+        Ok(trimmed.to_owned())
+    } else {
+        Err("a host name or IP address")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ports_reject_out_of_range_and_garbage() {
+        assert_eq!(parse_port("9400", false), Ok(9400));
+        assert!(parse_port("0", false).is_err());
+        assert_eq!(parse_port("0", true), Ok(0));
+        assert!(parse_port("65536", true).is_err());
+        assert!(parse_port("-1", true).is_err());
+        assert!(parse_port("80a", true).is_err());
+    }
+
+    #[test]
+    fn retries_reject_negative() {
+        assert_eq!(parse_retries("0"), Ok(0));
+        assert!(parse_retries("-2").is_err());
+        assert!(parse_retries("1000").is_err());
+    }
+
+    #[test]
+    fn urls_need_a_scheme_and_host() {
+        assert_eq!(
+            parse_url("http://localhost:11434/"),
+            Ok("http://localhost:11434".to_owned())
+        );
+        assert!(parse_url("localhost:11434").is_err());
+        assert!(parse_url("https:///x").is_err());
+    }
+
+    #[test]
+    fn log_levels_accept_the_spec_names() {
+        for name in ["debug", "info", "warning", "error", "none", "all", "WARN"] {
+            assert!(name.parse::<LogLevel>().is_ok(), "{name}");
+        }
+        assert!("verbose".parse::<LogLevel>().is_err());
+    }
+}
