@@ -1,0 +1,48 @@
+//! Running the built binary with a clean environment and its own state directory.
+
+use assert_cmd::Command;
+use bridge_testkit::TempWorkspace;
+use tempfile::TempDir;
+
+/// The binary with an empty environment except PATH, a private HOME and a
+/// private COPILOT_BRIDGE_HOME, so the developer's own settings never leak in.
+pub struct Bridge {
+    pub state: TempDir,
+}
+
+impl Bridge {
+    pub fn new() -> Self {
+        Self {
+            state: TempDir::new().unwrap(),
+        }
+    }
+
+    pub fn cmd(&self) -> Command {
+        let mut cmd = Command::cargo_bin("copilot-bridge").unwrap();
+        cmd.env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", self.state.path())
+            .env("COPILOT_BRIDGE_HOME", self.state.path());
+        cmd
+    }
+
+    /// `copilot-bridge tool NAME --args ARGS --cwd WS`.
+    pub fn tool(&self, ws: &TempWorkspace, name: &str, args: &serde_json::Value) -> Command {
+        let mut cmd = self.cmd();
+        cmd.args(["tool", name, "--compact", "--args"])
+            .arg(args.to_string())
+            .arg("--cwd")
+            .arg(ws.path());
+        cmd
+    }
+}
+
+pub fn stdout_json(output: &std::process::Output) -> serde_json::Value {
+    serde_json::from_slice(&output.stdout).unwrap_or_else(|err| {
+        panic!(
+            "stdout is not JSON ({err}): {}\nstderr: {}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        )
+    })
+}
