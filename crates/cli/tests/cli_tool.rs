@@ -280,3 +280,20 @@ fn the_tools_command_lists_every_tool() {
         );
     }
 }
+
+#[test]
+fn debug_logs_never_show_a_secret() {
+    let ws = TempWorkspace::new();
+    ws.write("a.txt", "hello\n");
+    let token = format!("ghp_{}", "k3".repeat(18));
+    let output = Bridge::new()
+        .tool(&ws, "search_code", &json!({"query": token}))
+        .arg("--log-level")
+        .arg("debug")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("running tool"), "the debug line is there: {stderr}");
+    assert!(stderr.contains("[REDACTED]"), "{stderr}");
+    assert!(!stderr.contains(&token), "{stderr}");
+}

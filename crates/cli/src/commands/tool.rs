@@ -19,6 +19,7 @@ const MAX_STDIN_ARGS_BYTES: u64 = 64 * 1024 * 1024;
 pub async fn run(config: &BridgeConfig, args: ToolArgs) -> Result<ExitCode, Failure> {
     let tool_args = parse_arguments(&args.args)?;
     let runner = build_runner(config, args.cwd)?;
+    tracing::debug!(tool = %args.name, arguments = %tool_args, "running tool");
     let outcome = runner.call(&args.name, tool_args).await;
     match outcome {
         Ok(value) => {
