@@ -1,5 +1,7 @@
 //! End-to-end tests of the `copilot-bridge` binary, run as a user would run it.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod cli_config;
 mod cli_tool;
 mod support;

@@ -293,7 +293,10 @@ fn debug_logs_never_show_a_secret() {
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(stderr.contains("running tool"), "the debug line is there: {stderr}");
+    assert!(
+        stderr.contains("running tool"),
+        "the debug line is there: {stderr}"
+    );
     assert!(stderr.contains("[REDACTED]"), "{stderr}");
     assert!(!stderr.contains(&token), "{stderr}");
 }

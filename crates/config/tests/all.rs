@@ -1,4 +1,6 @@
 //! Integration tests of bridge-config: real files in temp dirs, injected environments.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod layering;
 mod validation;

@@ -1,11 +1,21 @@
-//! Audit log. (STUB: to be implemented.)
+//! Audit log: one JSON line per tool call in `<dir>/audit-YYYY-MM-DD.jsonl`
+//! (UTC date), secrets redacted before they reach the disk.
+//!
+//! Several threads and several bridge processes may append to the same file.
+//! Each line is written by one `write` on a file opened with `O_APPEND`, which
+//! the kernel applies atomically at the end of a regular file, so lines never
+//! interleave and no lock file is needed.
 
-use std::path::PathBuf;
+use std::fs::{self, File, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
 
+use chrono::{DateTime, NaiveDate, SecondsFormat, Utc};
 use serde::Serialize;
 use serde_json::Value;
 
 use crate::PolicyError;
+use crate::redact::redact_value;
 
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -20,6 +30,11 @@ pub struct AuditEntry {
     pub elapsed_ms: u64,
 }
 
+/// The current time in the format audit entries use (RFC 3339, UTC, ms).
+pub fn now_timestamp() -> String {
+    Utc::now().to_rfc3339_opts(SecondsFormat::Millis, true)
+}
+
 #[derive(Debug, Clone)]
 pub struct AuditLog {
     dir: PathBuf,
@@ -30,8 +45,81 @@ impl AuditLog {
         Self { dir: dir.into() }
     }
 
-    pub fn append(&self, _entry: &AuditEntry) -> Result<(), PolicyError> {
-        let _ = &self.dir;
-        Ok(())
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The file holding the entries of the UTC day `date`.
+    pub fn file_for(&self, date: NaiveDate) -> PathBuf {
+        self.dir
+            .join(format!("audit-{}.jsonl", date.format("%Y-%m-%d")))
+    }
+
+    /// Redacts and appends `entry` as one line. An entry without a parsable
+    /// timestamp is stamped now (and filed under today).
+    pub fn append(&self, entry: &AuditEntry) -> Result<(), PolicyError> {
+        let mut record = entry.clone();
+        redact_value(&mut record.input);
+        redact_value(&mut record.output);
+        let instant = match DateTime::parse_from_rfc3339(&record.timestamp) {
+            Ok(parsed) => parsed.with_timezone(&Utc),
+            Err(_) => {
+                let now = Utc::now();
+                record.timestamp = now.to_rfc3339_opts(SecondsFormat::Millis, true);
+                now
+            }
+        };
+        let path = self.file_for(instant.date_naive());
+
+        let mut line = serde_json::to_vec(&record).map_err(|err| PolicyError::Io {
+            path: path.display().to_string(),
+            source: std::io::Error::other(err),
+        })?;
+        line.push(b'\n');
+
+        self.create_dir()?;
+        let io_error = |source| PolicyError::Io {
+            path: path.display().to_string(),
+            source,
+        };
+        let mut file = open_append(&path).map_err(io_error)?;
+        // One buffer, one write_all: see the module comment.
+        file.write_all(&line).map_err(io_error)
+    }
+
+    fn create_dir(&self) -> Result<(), PolicyError> {
+        let mut builder = fs::DirBuilder::new();
+        builder.recursive(true);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::DirBuilderExt;
+            builder.mode(0o700);
+        }
+        builder.create(&self.dir).map_err(|source| PolicyError::Io {
+            path: self.dir.display().to_string(),
+            source,
+        })
+    }
+}
+
+/// Opens for appending, creating the file private to its owner. A file that
+/// exists with wider permissions (created by hand, copied) is narrowed.
+fn open_append(path: &Path) -> std::io::Result<File> {
+    let mut options = OpenOptions::new();
+    options.create(true).append(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+        options.mode(0o600);
+        let file = options.open(path)?;
+        let permissions = file.metadata()?.permissions();
+        if permissions.mode() & 0o077 != 0 {
+            file.set_permissions(fs::Permissions::from_mode(0o600))?;
+        }
+        Ok(file)
+    }
+    #[cfg(not(unix))]
+    {
+        options.open(path)
     }
 }

@@ -56,10 +56,11 @@ impl Guard {
     }
 
     /// Before any call runs: the permission rules, then containment of every
-    /// path-like argument. The first non-allow verdict wins.
+    /// path-like argument. A deny from either wins; paths are checked even
+    /// when the rules say "ask", so approval never lifts containment.
     pub fn check_call(&self, tool: &str, args: &Value) -> Decision {
         let verdict = self.permission.evaluate(tool, args);
-        if !verdict.is_allow() {
+        if verdict.is_deny() {
             return verdict;
         }
         match self.root.check_arguments(args) {
