@@ -1,1 +1,172 @@
-fn main() {}
+//! Throughput of secret redaction on tool output, and latency of shell
+//! command analysis. Fake secrets are assembled at run time.
+
+use std::hint::black_box;
+
+use bridge_policy::redact::{redact, redact_value};
+use bridge_policy::shell;
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use serde_json::{Value, json};
+
+const MEGABYTE: usize = 1024 * 1024;
+
+/// Lines of the kind tools print: source code, build and server logs,
+/// including words that look a little like secrets.
+fn ordinary_line(index: usize) -> String {
+    match index % 8 {
+        0 => format!(
+            "    let total_{index} = items.iter().map(|item| item.price * item.quantity).sum::<u64>();"
+        ),
+        1 => format!(
+            "2024-05-01T10:{:02}:{:02}Z INFO  http: GET /api/v1/orders/{index} 200 {}ms",
+            index % 60,
+            index % 59,
+            index % 97
+        ),
+        2 => format!(
+            "   Compiling serde_json v1.0.{} (registry+https://github.com/rust-lang/crates.io-index)",
+            index % 140
+        ),
+        3 => format!(
+            "    fn handle_{index}(&mut self, request: &Request) -> Result<Response, Error> {{"
+        ),
+        4 => format!(
+            "DEBUG model usage: prompt_tokens={} max_tokens=4096 task-list updated",
+            index * 3
+        ),
+        5 => format!(
+            "commit {:040x} Merge pull request #{index} from feature/risk-management",
+            index * 7919
+        ),
+        6 => {
+            "        // The password reset flow sends a one-time link; see docs/auth.md.".to_owned()
+        }
+        _ => format!(
+            "test tests::case_{index} ... ok ({} tests, Größe {index} — fine)",
+            index % 13
+        ),
+    }
+}
+
+fn ordinary_text(bytes: usize) -> String {
+    let mut text = String::with_capacity(bytes + 200);
+    let mut index = 0;
+    while text.len() < bytes {
+        text.push_str(&ordinary_line(index));
+        text.push('\n');
+        index += 1;
+    }
+    text
+}
+
+fn fake_secret(index: usize) -> String {
+    let body: String = (0..40)
+        .map(|offset| char::from(b"aB3dE5gH7jK9mN1pQ2sT4vW6yZ8cF0hL"[(index + offset * 7) % 32]))
+        .collect();
+    match index % 5 {
+        0 => format!("export GITHUB_TOKEN=gh{}_{}", "p", &body[..36]),
+        1 => format!("Authorization: Bearer {body}"),
+        2 => format!("client = OpenAI(api_key=\"sk-{body}\")"),
+        3 => format!("AWS key AKIA{} in config", "QRSTUVWXYZ234567"),
+        _ => format!("db: postgres://app:{}@db.internal:5432/app", &body[..12]),
+    }
+}
+
+/// Ordinary text with a secret line about every 2 KB.
+fn text_with_secrets(bytes: usize) -> String {
+    let mut text = String::with_capacity(bytes + 200);
+    let mut index = 0;
+    let mut next_secret_at = 2048;
+    while text.len() < bytes {
+        if text.len() >= next_secret_at {
+            text.push_str(&fake_secret(index));
+            text.push('\n');
+            next_secret_at += 2048;
+        }
+        text.push_str(&ordinary_line(index));
+        text.push('\n');
+        index += 1;
+    }
+    text
+}
+
+/// A shell tool result as the runner redacts it: ~8 KB of output with two
+/// secrets, metadata, and an environment map.
+fn tool_result() -> Value {
+    let mut stdout = ordinary_text(8 * 1024);
+    stdout.insert_str(4000, &format!("{}\n", fake_secret(0)));
+    json!({
+        "tool": "shell",
+        "command": "cargo test --workspace 2>&1 | tail -200",
+        "exit_code": 0,
+        "duration_ms": 5123,
+        "stdout": stdout,
+        "stderr": format!("warning: unused variable\n{}\n", fake_secret(1)),
+        "truncated": false,
+        "env": { "PATH": "/usr/bin:/bin", "HOME": "/home/dev", "API_KEY": "abc123", "LANG": "C.UTF-8" },
+        "files": ["src/lib.rs", "src/main.rs", "tests/all.rs"],
+        "usage": { "prompt_tokens": 1200, "max_tokens": 4096 },
+    })
+}
+
+fn bench_redaction(c: &mut Criterion) {
+    let clean = ordinary_text(MEGABYTE);
+    let dirty = text_with_secrets(MEGABYTE);
+    assert!(
+        matches!(redact(&clean), std::borrow::Cow::Borrowed(_)),
+        "clean text has a false positive"
+    );
+    let redacted_count = redact(&dirty).matches("[REDACTED]").count();
+    assert!(
+        redacted_count >= MEGABYTE / 2048 - 1,
+        "only {redacted_count} secrets redacted"
+    );
+
+    let mut group = c.benchmark_group("redact");
+    group.throughput(Throughput::Bytes(clean.len() as u64));
+    group.bench_function("1MB_no_secrets", |b| {
+        b.iter(|| redact(black_box(&clean)).len())
+    });
+    group.throughput(Throughput::Bytes(dirty.len() as u64));
+    group.bench_function("1MB_secret_every_2KB", |b| {
+        b.iter(|| redact(black_box(&dirty)).len())
+    });
+    let result = tool_result();
+    let result_bytes = serde_json::to_string(&result).map_or(0, |text| text.len());
+    group.throughput(Throughput::Bytes(result_bytes as u64));
+    group.bench_function("redact_value_tool_result", |b| {
+        b.iter_batched(
+            || result.clone(),
+            |mut value| {
+                redact_value(&mut value);
+                value
+            },
+            criterion::BatchSize::SmallInput,
+        )
+    });
+    group.finish();
+}
+
+fn bench_shell(c: &mut Criterion) {
+    let workspace = tempfile::tempdir().unwrap_or_else(|err| panic!("temp dir: {err}"));
+    std::fs::create_dir_all(workspace.path().join("src"))
+        .unwrap_or_else(|err| panic!("mkdir: {err}"));
+    let home = workspace.path().parent().map(std::path::Path::to_path_buf);
+    let short = "ls -la src";
+    let pipeline = "cat src/main.rs src/lib.rs | grep -v '^//' | sed -n '1,400p' | sort | uniq -c \
+                    | sort -rn | head -n 50 | cut -c1-120 | tr -s ' ' | wc -l && git status --short && git log --oneline -n 20";
+    assert!(shell::analyze(short, workspace.path(), home.as_deref()).is_safe());
+    assert!(shell::analyze(pipeline, workspace.path(), home.as_deref()).is_safe());
+
+    let mut group = c.benchmark_group("shell_analyze");
+    group.bench_function("short_safe_command", |b| {
+        b.iter(|| shell::analyze(black_box(short), workspace.path(), home.as_deref()))
+    });
+    group.bench_function("long_pipeline", |b| {
+        b.iter(|| shell::analyze(black_box(pipeline), workspace.path(), home.as_deref()))
+    });
+    group.finish();
+}
+
+criterion_group!(benches, bench_redaction, bench_shell);
+criterion_main!(benches);

@@ -93,8 +93,7 @@ impl Guard {
     /// known-safe read-only commands are allowed; anything else needs the
     /// workspace policy's shell allow list, or else approval.
     pub fn check_shell(&self, command: &str, cwd: &Path) -> Decision {
-        let _ = cwd;
-        let analysis = shell::analyze(command, self.root.path(), self.home.as_deref());
+        let analysis = shell::analyze_in(command, self.root.path(), cwd, self.home.as_deref());
         let reasons = analysis.reasons.join("; ");
         match analysis.verdict {
             ShellVerdict::Dangerous => Decision::deny(format!("dangerous command: {reasons}")),

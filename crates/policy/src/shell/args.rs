@@ -36,7 +36,9 @@ pub(crate) struct Parsed<'w> {
 
 impl<'w> Parsed<'w> {
     pub(crate) fn has(&self, names: &[&str]) -> bool {
-        self.options.iter().any(|option| names.contains(&option.name.as_str()))
+        self.options
+            .iter()
+            .any(|option| names.contains(&option.name.as_str()))
     }
 
     pub(crate) fn values(&self, names: &[&str]) -> Vec<Word> {
@@ -45,11 +47,6 @@ impl<'w> Parsed<'w> {
             .filter(|option| names.contains(&option.name.as_str()))
             .filter_map(|option| option.value.as_ref().map(OptionValue::to_word))
             .collect()
-    }
-
-    /// The first option whose name is in `names`.
-    pub(crate) fn first_of(&self, names: &[&str]) -> Option<&ParsedOption<'w>> {
-        self.options.iter().find(|option| names.contains(&option.name.as_str()))
     }
 }
 
@@ -71,7 +68,10 @@ pub(crate) fn parse<'w>(args: &'w [Word], takes_value: &[&str]) -> Parsed<'w> {
         }
         if let Some(long) = text.strip_prefix("--") {
             let (name, attached) = match long.split_once('=') {
-                Some((name, value)) => (format!("--{name}"), Some(OptionValue::Attached(value.to_owned()))),
+                Some((name, value)) => (
+                    format!("--{name}"),
+                    Some(OptionValue::Attached(value.to_owned())),
+                ),
                 None => (format!("--{long}"), None),
             };
             let value = match attached {

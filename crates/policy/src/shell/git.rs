@@ -18,11 +18,25 @@ pub(crate) struct GitCommand<'w> {
 /// Splits git's global options from the subcommand.
 pub(crate) fn split(args: &[Word]) -> GitCommand<'_> {
     const WITH_VALUE: [&str; 7] = [
-        "-C", "-c", "--git-dir", "--work-tree", "--namespace", "--config-env", "--super-prefix",
+        "-C",
+        "-c",
+        "--git-dir",
+        "--work-tree",
+        "--namespace",
+        "--config-env",
+        "--super-prefix",
     ];
     const HARMLESS: [&str; 10] = [
-        "--no-pager", "-P", "--no-optional-locks", "--literal-pathspecs", "--glob-pathspecs",
-        "--noglob-pathspecs", "--icase-pathspecs", "--no-replace-objects", "--version", "--help",
+        "--no-pager",
+        "-P",
+        "--no-optional-locks",
+        "--literal-pathspecs",
+        "--glob-pathspecs",
+        "--noglob-pathspecs",
+        "--icase-pathspecs",
+        "--no-replace-objects",
+        "--version",
+        "--help",
     ];
     let mut directories = Vec::new();
     let mut unsafe_global = None;
@@ -63,7 +77,10 @@ pub(crate) fn split(args: &[Word]) -> GitCommand<'_> {
 
 /// Why `git push ARGS` destroys remote history, if it does.
 pub(crate) fn destructive_push(args: &[Word]) -> Option<String> {
-    let parsed = args::parse(args, &["-o", "--push-option", "--repo", "--receive-pack", "--exec"]);
+    let parsed = args::parse(
+        args,
+        &["-o", "--push-option", "--repo", "--receive-pack", "--exec"],
+    );
     for option in &parsed.options {
         let reason = match option.name.as_str() {
             "-f" | "--force" | "--force-with-lease" | "--force-if-includes" => {
@@ -105,24 +122,59 @@ pub(crate) fn read_only(command: &GitCommand<'_>) -> Result<Vec<Word>, String> {
     };
     let values: Vec<String> = command.args.iter().map(Word::display).collect();
     let has = |names: &[&str]| {
-        values
-            .iter()
-            .any(|value| names.iter().any(|name| value == name || value.starts_with(&format!("{name}="))))
+        values.iter().any(|value| {
+            names
+                .iter()
+                .any(|name| value == name || value.starts_with(&format!("{name}=")))
+        })
     };
     // Options that run external programs or write files, whatever the subcommand.
-    if has(&["--output", "--ext-diff", "--open-files-in-pager", "-O", "--exec", "--upload-pack"]) {
-        return Err(format!("git {subcommand} with an option that writes files or runs programs"));
+    if has(&[
+        "--output",
+        "--ext-diff",
+        "--open-files-in-pager",
+        "-O",
+        "--exec",
+        "--upload-pack",
+    ]) {
+        return Err(format!(
+            "git {subcommand} with an option that writes files or runs programs"
+        ));
     }
     let positional = values.iter().any(|value| !value.starts_with('-'));
     let verdict = match subcommand {
-        "status" | "log" | "show" | "diff" | "rev-parse" | "ls-files" | "ls-tree" | "blame" | "grep"
-        | "shortlog" | "describe" | "cat-file" | "rev-list" | "whatchanged" | "annotate" | "merge-base"
-        | "name-rev" | "count-objects" | "version" | "help" => Ok(()),
+        "status" | "log" | "show" | "diff" | "rev-parse" | "ls-files" | "ls-tree" | "blame"
+        | "grep" | "shortlog" | "describe" | "cat-file" | "rev-list" | "whatchanged"
+        | "annotate" | "merge-base" | "name-rev" | "count-objects" | "version" | "help" => Ok(()),
         "branch" => {
-            let listing = has(&["-l", "--list", "--contains", "--no-contains", "--merged", "--no-merged", "--points-at"]);
+            let listing = has(&[
+                "-l",
+                "--list",
+                "--contains",
+                "--no-contains",
+                "--merged",
+                "--no-merged",
+                "--points-at",
+            ]);
             let mutating = has(&[
-                "-d", "-D", "-m", "-M", "-c", "-C", "-f", "-u", "-t", "--delete", "--move", "--copy", "--force",
-                "--set-upstream-to", "--unset-upstream", "--edit-description", "--track", "--no-track",
+                "-d",
+                "-D",
+                "-m",
+                "-M",
+                "-c",
+                "-C",
+                "-f",
+                "-u",
+                "-t",
+                "--delete",
+                "--move",
+                "--copy",
+                "--force",
+                "--set-upstream-to",
+                "--unset-upstream",
+                "--edit-description",
+                "--track",
+                "--no-track",
             ]);
             if mutating || (positional && !listing) {
                 Err("git branch with these arguments changes branches".to_owned())
@@ -135,7 +187,9 @@ pub(crate) fn read_only(command: &GitCommand<'_>) -> Result<Vec<Word>, String> {
             Some(_) => Err("git tag with these arguments changes tags".to_owned()),
         },
         "remote" => {
-            let listing = values.iter().all(|value| value == "-v" || value == "--verbose");
+            let listing = values
+                .iter()
+                .all(|value| value == "-v" || value == "--verbose");
             let get_url = values.first().is_some_and(|value| value == "get-url");
             if listing || get_url {
                 Ok(())
@@ -157,7 +211,13 @@ pub(crate) fn read_only(command: &GitCommand<'_>) -> Result<Vec<Word>, String> {
     verdict?;
     let mut reads = command.directories.clone();
     if subcommand == "diff" && has(&["--no-index"]) {
-        reads.extend(command.args.iter().filter(|word| !word.display().starts_with('-')).cloned());
+        reads.extend(
+            command
+                .args
+                .iter()
+                .filter(|word| !word.display().starts_with('-'))
+                .cloned(),
+        );
     }
     Ok(reads)
 }

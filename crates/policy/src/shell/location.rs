@@ -37,7 +37,9 @@ pub(crate) struct Target {
     /// The absolute path, symlinks followed; `None` when it depends on
     /// something unknown. For a glob, the directory holding the matches.
     pub path: Option<PathBuf>,
-    /// The word ends in a glob that matches every entry (`*`, `.*`).
+    /// The word is a glob: `path` is the directory its matches are in.
+    pub glob: bool,
+    /// The glob matches every entry of that directory (`*`, `.*`).
     pub glob_everything: bool,
     /// The word names a home directory that cannot be resolved (`~` without
     /// a known home, `~other`).
@@ -45,6 +47,25 @@ pub(crate) struct Target {
     /// Starts with an unknown expansion followed by `/` (see
     /// [`Word::starts_with_unknown_then_slash`]).
     pub empty_variable_risk: bool,
+}
+
+impl Target {
+    pub(crate) fn at(path: PathBuf) -> Self {
+        Self {
+            path: Some(path),
+            ..Self::unknown()
+        }
+    }
+
+    pub(crate) fn unknown() -> Self {
+        Self {
+            path: None,
+            glob: false,
+            glob_everything: false,
+            home_unknown: false,
+            empty_variable_risk: false,
+        }
+    }
 }
 
 pub(crate) struct Resolver {
@@ -72,17 +93,15 @@ impl Resolver {
         resolver
     }
 
-    pub(crate) fn workspace(&self) -> &Path {
-        &self.workspace
-    }
-
     pub(crate) fn home(&self) -> Option<&Path> {
         self.home.as_deref()
     }
 
-    pub(crate) fn initial_cwd(&self) -> Cwd {
+    /// The working directory `directory` (relative to the workspace unless absolute).
+    pub(crate) fn cwd_at(&mut self, directory: &Path) -> Cwd {
+        let absolute = self.workspace.join(directory);
         Cwd {
-            candidates: vec![self.workspace.clone()],
+            candidates: vec![self.follow(&absolute)],
             unknown: false,
         }
     }
@@ -97,20 +116,29 @@ impl Resolver {
 
     /// The filesystem root, the home directory, or a directory above it.
     pub(crate) fn is_root_or_home(&self, path: &Path) -> bool {
-        path == Path::new("/") || self.home.as_deref().is_some_and(|home| home.starts_with(path))
+        path == Path::new("/")
+            || self
+                .home
+                .as_deref()
+                .is_some_and(|home| home.starts_with(path))
     }
 
     /// Every meaning of `word` as a path, one per working-directory candidate.
     pub(crate) fn resolve(&mut self, word: &Word, cwd: &Cwd) -> Vec<Target> {
         let unresolved = Target {
-            path: None,
-            glob_everything: false,
-            home_unknown: false,
             empty_variable_risk: word.starts_with_unknown_then_slash(),
+            ..Target::unknown()
         };
         let Some(value) = word.value() else {
-            return vec![unresolved];
+            // `$HOME` is only unknown here when no home directory was given.
+            let raw = word.raw.trim_start_matches('"');
+            let home_unknown = raw.starts_with("$HOME") || raw.starts_with("${HOME}");
+            return vec![Target {
+                home_unknown,
+                ..unresolved
+            }];
         };
+        let glob = word.glob_offset().is_some();
         let (text, glob_everything) = match word.glob_offset() {
             Some(offset) => split_glob(&value, offset),
             None => (value.as_str(), false),
@@ -132,6 +160,7 @@ impl Resolver {
             let path = self.follow(Path::new(&text));
             targets.push(Target {
                 path: Some(path),
+                glob,
                 glob_everything,
                 ..unresolved.clone()
             });
@@ -140,6 +169,7 @@ impl Resolver {
                 let path = self.follow(&base.join(&text));
                 targets.push(Target {
                     path: Some(path),
+                    glob,
                     glob_everything,
                     ..unresolved.clone()
                 });
@@ -176,9 +206,9 @@ impl Resolver {
                     // written is what tells whether the write is harmless.
                     let is_virtual = resolved.starts_with("/dev") || resolved.starts_with("/proc");
                     let is_link = !is_virtual
-                        &&  std::fs::symlink_metadata(&resolved)
-                        .map(|meta| meta.file_type().is_symlink())
-                        .unwrap_or(false);
+                        && std::fs::symlink_metadata(&resolved)
+                            .map(|meta| meta.file_type().is_symlink())
+                            .unwrap_or(false);
                     if is_link && hops < MAX_SYMLINK_HOPS {
                         hops += 1;
                         if let Ok(link_target) = std::fs::read_link(&resolved) {
@@ -189,7 +219,8 @@ impl Resolver {
                 }
             }
         }
-        self.canonical_cache.insert(path.to_path_buf(), resolved.clone());
+        self.canonical_cache
+            .insert(path.to_path_buf(), resolved.clone());
         resolved
     }
 }
@@ -214,11 +245,17 @@ fn push_components(path: &Path, pending: &mut Vec<PathBuf>) {
 fn split_glob(value: &str, glob_offset: usize) -> (&str, bool) {
     let directory_end = value[..glob_offset].rfind('/').map_or(0, |slash| slash + 1);
     let pattern = &value[directory_end..];
-    let last_component = pattern.split('/').find(|part| !part.is_empty()).unwrap_or("");
+    let last_component = pattern
+        .split('/')
+        .find(|part| !part.is_empty())
+        .unwrap_or("");
     let matches_everything = pattern.split('/').filter(|part| !part.is_empty()).count() == 1
         && !last_component.chars().any(char::is_alphanumeric);
     let directory = &value[..directory_end];
-    (if directory.is_empty() { "." } else { directory }, matches_everything)
+    (
+        if directory.is_empty() { "." } else { directory },
+        matches_everything,
+    )
 }
 
 fn expand_tilde(text: &str, home: Option<&Path>) -> Option<String> {
@@ -254,7 +291,10 @@ pub(crate) fn credential_reason(path: &str) -> Option<&'static str> {
     if [".netrc", "_netrc", ".git-credentials", ".pgpass"].contains(&file_name) {
         return Some("reads a credentials file");
     }
-    if has_pair("gh", "hosts.yml") || has_pair(".docker", "config.json") || has_pair(".kube", "config") {
+    if has_pair("gh", "hosts.yml")
+        || has_pair(".docker", "config.json")
+        || has_pair(".kube", "config")
+    {
         return Some("reads stored CLI credentials");
     }
     if has_pair(".config", "gcloud") || has(".azure") {
@@ -266,14 +306,25 @@ pub(crate) fn credential_reason(path: &str) -> Option<&'static str> {
     if has_pair("etc", "ssh") && file_name.starts_with("ssh_host_") && file_name.ends_with("_key") {
         return Some("reads an SSH host private key");
     }
-    let private_key_names = ["id_rsa", "id_dsa", "id_ecdsa", "id_ed25519"];
-    if private_key_names.iter().any(|name| file_name.starts_with(name)) && !file_name.ends_with(".pub") {
+    if is_private_key_file_name(file_name) {
         return Some("reads an SSH private key");
     }
     if has("proc") && file_name == "environ" {
         return Some("reads a process environment");
     }
     None
+}
+
+/// `id_rsa`, `id_ed25519_work`, `id_ecdsa.bak`, but not `id_rsa.pub` or
+/// `id_rsa_parser.py`.
+fn is_private_key_file_name(file_name: &str) -> bool {
+    const KEY_NAMES: [&str; 4] = ["id_rsa", "id_dsa", "id_ecdsa", "id_ed25519"];
+    const BACKUP_SUFFIXES: [&str; 6] = [".bak", ".old", ".orig", ".backup", ".pem", ".key"];
+    KEY_NAMES.iter().any(|key| {
+        file_name.strip_prefix(key).is_some_and(|rest| {
+            !rest.contains('.') || BACKUP_SUFFIXES.iter().any(|suffix| rest.ends_with(suffix))
+        })
+    })
 }
 
 /// `.env` files hold a project's secrets; the workspace's own are the
@@ -298,7 +349,9 @@ pub(crate) fn is_block_device(path: &Path) -> bool {
     let Some(name) = path.strip_prefix("/dev").ok().and_then(Path::to_str) else {
         return false;
     };
-    ["sd", "hd", "vd", "xvd", "nvme", "mmcblk", "disk", "rdisk", "dm-", "md", "loop", "mapper/"]
-        .iter()
-        .any(|prefix| name.starts_with(prefix))
+    [
+        "sd", "hd", "vd", "xvd", "nvme", "mmcblk", "disk", "rdisk", "dm-", "md", "loop", "mapper/",
+    ]
+    .iter()
+    .any(|prefix| name.starts_with(prefix))
 }

@@ -1,10 +1,33 @@
-//! Shell command analysis on tree-sitter-bash. (STUB: to be implemented.)
+//! Shell command analysis on tree-sitter-bash: is a command line known to
+//! only read, does it need a human's approval, or is it dangerous enough to
+//! refuse outright?
+//!
+//! The analysis is static and fails closed: anything it cannot see through
+//! (substitutions, expansions, unparseable input) needs at least approval,
+//! and anything that could destroy data outside the workspace, leak
+//! credentials or run downloaded code is dangerous.
+
+mod args;
+mod cd;
+mod commands;
+mod deletion;
+mod git;
+mod location;
+mod readonly;
+mod scripts;
+mod sed;
+mod walker;
+mod words;
+mod writes;
 
 use std::path::Path;
 
 use serde::Serialize;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+use location::{Cwd, Resolver};
+
+/// Ordered: the worst verdict over all the commands of a line wins.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ShellVerdict {
     Safe,
@@ -15,12 +38,150 @@ pub enum ShellVerdict {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ShellAnalysis {
     pub verdict: ShellVerdict,
+    /// Why the verdict is what it is: the reasons at the verdict's level,
+    /// without duplicates, in the order found. Empty for [`ShellVerdict::Safe`].
     pub reasons: Vec<String>,
 }
 
-pub fn analyze(_command: &str, _workspace: &Path, _home: Option<&Path>) -> ShellAnalysis {
-    ShellAnalysis {
-        verdict: ShellVerdict::Dangerous,
-        reasons: vec!["shell analysis not implemented".to_owned()],
+impl ShellAnalysis {
+    pub fn is_safe(&self) -> bool {
+        self.verdict == ShellVerdict::Safe
+    }
+
+    pub fn is_dangerous(&self) -> bool {
+        self.verdict == ShellVerdict::Dangerous
+    }
+}
+
+/// Longer input is refused rather than analysed: no legitimate command line
+/// is this long, and a human could not review it either.
+pub const MAX_COMMAND_BYTES: usize = 256 * 1024;
+
+/// How deep `bash -c '...'`, `eval '...'` and friends are followed.
+const MAX_NESTED_SCRIPTS: usize = 8;
+
+/// Analyses `command` as bash would run it in `workspace`, with `home` as
+/// the home directory (`~`, `$HOME`); without `home`, paths under it count as
+/// outside the workspace.
+pub fn analyze(command: &str, workspace: &Path, home: Option<&Path>) -> ShellAnalysis {
+    analyze_in(command, workspace, Path::new("."), home)
+}
+
+/// Like [`analyze`], for a command that starts in `cwd` (absolute, or
+/// relative to `workspace`) rather than at the workspace root.
+pub fn analyze_in(
+    command: &str,
+    workspace: &Path,
+    cwd: &Path,
+    home: Option<&Path>,
+) -> ShellAnalysis {
+    let mut context = Context::new(workspace, cwd, home);
+    if command.len() > MAX_COMMAND_BYTES {
+        context.flag(
+            ShellVerdict::Dangerous,
+            format!(
+                "command is {} bytes long, more than the {MAX_COMMAND_BYTES} bytes that are analysed",
+                command.len()
+            ),
+        );
+    } else if command.trim().is_empty() {
+        context.flag(ShellVerdict::NeedsApproval, "empty command".to_owned());
+    } else {
+        context.analyze_script(command);
+        if context.commands_seen == 0 && context.findings.is_empty() {
+            context.flag(ShellVerdict::NeedsApproval, "no command to run".to_owned());
+        }
+    }
+    context.findings.into_analysis()
+}
+
+#[derive(Debug, Default)]
+struct Findings {
+    entries: Vec<(ShellVerdict, String)>,
+}
+
+impl Findings {
+    fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    fn into_analysis(self) -> ShellAnalysis {
+        let verdict = self
+            .entries
+            .iter()
+            .map(|(verdict, _)| *verdict)
+            .max()
+            .unwrap_or(ShellVerdict::Safe);
+        let reasons = self
+            .entries
+            .into_iter()
+            .filter(|(level, _)| *level == verdict && verdict != ShellVerdict::Safe)
+            .map(|(_, reason)| reason)
+            .collect();
+        ShellAnalysis { verdict, reasons }
+    }
+}
+
+/// State shared by everything analysed for one command line, nested
+/// scripts included.
+struct Context {
+    resolver: Resolver,
+    findings: Findings,
+    cwd: Cwd,
+    /// How many `bash -c` levels deep the current script is.
+    script_depth: usize,
+    /// Whether a `cd` about to be analysed certainly takes effect for what
+    /// follows it (set by the walker from the command's position).
+    cd_replaces_cwd: bool,
+    commands_seen: usize,
+}
+
+impl Context {
+    fn new(workspace: &Path, cwd: &Path, home: Option<&Path>) -> Self {
+        let mut resolver = Resolver::new(workspace, home);
+        let cwd = resolver.cwd_at(cwd);
+        Self {
+            resolver,
+            findings: Findings::default(),
+            cwd,
+            script_depth: 0,
+            cd_replaces_cwd: false,
+            commands_seen: 0,
+        }
+    }
+
+    fn flag(&mut self, verdict: ShellVerdict, reason: String) {
+        let duplicate = self
+            .findings
+            .entries
+            .iter()
+            .any(|(level, known)| *level == verdict && *known == reason);
+        if !duplicate {
+            self.findings.entries.push((verdict, reason));
+        }
+    }
+
+    fn needs_approval(&mut self, reason: impl Into<String>) {
+        self.flag(ShellVerdict::NeedsApproval, reason.into());
+    }
+
+    fn dangerous(&mut self, reason: impl Into<String>) {
+        self.flag(ShellVerdict::Dangerous, reason.into());
+    }
+
+    /// Analyses a script: the command line itself or a nested one (`bash -c`).
+    /// A nested script runs in a child process, so its `cd`s do not leak out.
+    fn analyze_script(&mut self, script: &str) {
+        if self.script_depth > MAX_NESTED_SCRIPTS {
+            self.dangerous(format!(
+                "shell scripts nested more than {MAX_NESTED_SCRIPTS} levels deep are not analysed"
+            ));
+            return;
+        }
+        let saved_cwd = self.cwd.clone();
+        self.script_depth += 1;
+        walker::walk(self, script);
+        self.script_depth -= 1;
+        self.cwd = saved_cwd;
     }
 }

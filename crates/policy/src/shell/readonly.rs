@@ -2,11 +2,14 @@
 //! would make it write or run something, and which words are files it reads.
 
 use super::args::{self, Parsed};
+use super::sed;
 use super::words::Word;
 
 pub(crate) enum ReadOnly {
     /// Read-only; `reads` are the files (or directories) it reads.
-    Safe { reads: Vec<Word> },
+    Safe {
+        reads: Vec<Word>,
+    },
     NotSafe(String),
 }
 
@@ -34,41 +37,145 @@ fn reads_operands(args: &[Word], value_options: &[&str], read_options: &[&str]) 
 
 /// Judges `name args` (wrappers already removed, `name` without directory).
 pub(crate) fn classify(name: &str, args: &[Word]) -> ReadOnly {
+    let mut verdict = classify_explicit(name, args);
+    // Without a path, these read the working directory.
+    if let ReadOnly::Safe { reads } = &mut verdict
+        && reads.is_empty()
+        && matches!(name, "ls" | "dir" | "du" | "tree" | "rg")
+    {
+        reads.push(Word::known(".", true));
+    }
+    verdict
+}
+
+fn classify_explicit(name: &str, args: &[Word]) -> ReadOnly {
     match name {
         "ls" | "dir" => reads_operands(
             args,
-            &["-I", "--ignore", "-w", "--width", "-T", "--tabsize", "--hide", "--format", "--sort", "--time-style", "--quoting-style", "--block-size"],
+            &[
+                "-I",
+                "--ignore",
+                "-w",
+                "--width",
+                "-T",
+                "--tabsize",
+                "--hide",
+                "--format",
+                "--sort",
+                "--time-style",
+                "--quoting-style",
+                "--block-size",
+            ],
             &[],
         ),
-        "cat" | "tac" | "rev" | "md5sum" | "sha1sum" | "sha256sum" | "sha512sum" | "cksum" | "b2sum" => {
-            reads_operands(args, &[], &[])
-        }
+        "cat" | "tac" | "rev" | "md5sum" | "sha1sum" | "sha256sum" | "sha512sum" | "cksum"
+        | "b2sum" => reads_operands(args, &[], &[]),
         "head" | "tail" => reads_operands(
             args,
-            &["-n", "-c", "--lines", "--bytes", "-s", "--sleep-interval", "--pid", "--max-unchanged-stats"],
+            &[
+                "-n",
+                "-c",
+                "--lines",
+                "--bytes",
+                "-s",
+                "--sleep-interval",
+                "--pid",
+                "--max-unchanged-stats",
+            ],
             &[],
         ),
         "wc" => reads_operands(args, &[], &["--files0-from"]),
-        "nl" => reads_operands(args, &["-b", "-d", "-f", "-h", "-i", "-l", "-n", "-s", "-v", "-w"], &[]),
+        "nl" => reads_operands(
+            args,
+            &["-b", "-d", "-f", "-h", "-i", "-l", "-n", "-s", "-v", "-w"],
+            &[],
+        ),
         "fold" => reads_operands(args, &["-w", "--width"], &[]),
         "paste" => reads_operands(args, &["-d", "--delimiters"], &[]),
         "comm" => reads_operands(args, &["--output-delimiter"], &[]),
-        "column" => reads_operands(args, &["-s", "-c", "-o", "-N", "-R", "-H", "-W", "-E", "-J"], &[]),
-        "strings" => reads_operands(args, &["-n", "-t", "-e", "--bytes", "--radix", "--encoding"], &[]),
-        "od" => reads_operands(args, &["-A", "-t", "-N", "-j", "-w", "--address-radix", "--format", "--read-bytes", "--skip-bytes"], &[]),
+        "column" => reads_operands(
+            args,
+            &["-s", "-c", "-o", "-N", "-R", "-H", "-W", "-E", "-J"],
+            &[],
+        ),
+        "strings" => reads_operands(
+            args,
+            &["-n", "-t", "-e", "--bytes", "--radix", "--encoding"],
+            &[],
+        ),
+        "od" => reads_operands(
+            args,
+            &[
+                "-A",
+                "-t",
+                "-N",
+                "-j",
+                "-w",
+                "--address-radix",
+                "--format",
+                "--read-bytes",
+                "--skip-bytes",
+            ],
+            &[],
+        ),
         "hexdump" => reads_operands(args, &["-n", "-s", "-e"], &["-f"]),
-        "cut" => reads_operands(args, &["-b", "-c", "-d", "-f", "--bytes", "--characters", "--delimiter", "--fields", "--output-delimiter"], &[]),
+        "cut" => reads_operands(
+            args,
+            &[
+                "-b",
+                "-c",
+                "-d",
+                "-f",
+                "--bytes",
+                "--characters",
+                "--delimiter",
+                "--fields",
+                "--output-delimiter",
+            ],
+            &[],
+        ),
         "stat" => reads_operands(args, &["-c", "--format", "--printf"], &[]),
         "du" => reads_operands(
             args,
-            &["-d", "--max-depth", "-B", "--block-size", "-t", "--threshold", "--exclude", "--time-style"],
+            &[
+                "-d",
+                "--max-depth",
+                "-B",
+                "--block-size",
+                "-t",
+                "--threshold",
+                "--exclude",
+                "--time-style",
+            ],
             &["-X", "--exclude-from", "--files0-from"],
         ),
-        "df" => reads_operands(args, &["-B", "--block-size", "-t", "--type", "-x", "--exclude-type"], &[]),
+        "df" => reads_operands(
+            args,
+            &["-B", "--block-size", "-t", "--type", "-x", "--exclude-type"],
+            &[],
+        ),
         "cmp" => reads_operands(args, &["-i", "--ignore-initial", "-n", "--bytes"], &[]),
         "diff" => reads_operands(
             args,
-            &["-U", "-C", "--unified", "--context", "-I", "--ignore-matching-lines", "-x", "--exclude", "--label", "-L", "-F", "--show-function-line", "-W", "--width", "--tabsize", "--color", "--palette"],
+            &[
+                "-U",
+                "-C",
+                "--unified",
+                "--context",
+                "-I",
+                "--ignore-matching-lines",
+                "-x",
+                "--exclude",
+                "--label",
+                "-L",
+                "-F",
+                "--show-function-line",
+                "-W",
+                "--width",
+                "--tabsize",
+                "--color",
+                "--palette",
+            ],
             &["-X", "--exclude-from", "--from-file", "--to-file"],
         ),
         "file" => classify_file(args),
@@ -80,8 +187,9 @@ pub(crate) fn classify(name: &str, args: &[Word]) -> ReadOnly {
         "sed" => classify_sed(args),
         "find" => classify_find(args),
         // Print their arguments or facts about the system; read no file.
-        "echo" | "printf" | "pwd" | "basename" | "dirname" | "realpath" | "readlink" | "which" | "whoami" | "id"
-        | "uname" | "true" | "false" | "seq" | "type" | "tr" | "nproc" | "arch" => safe(Vec::new()),
+        "echo" | "printf" | "pwd" | "basename" | "dirname" | "realpath" | "readlink" | "which"
+        | "whoami" | "id" | "uname" | "true" | "false" | "seq" | "type" | "tr" | "nproc"
+        | "arch" => safe(Vec::new()),
         "hostname" if args.is_empty() => safe(Vec::new()),
         "date" => {
             let parsed = args::parse(args, &["-d", "--date", "-r", "--reference", "-f", "--file"]);
@@ -101,7 +209,18 @@ pub(crate) fn classify(name: &str, args: &[Word]) -> ReadOnly {
 fn classify_file(args: &[Word]) -> ReadOnly {
     let parsed = args::parse(
         args,
-        &["-m", "--magic-file", "-f", "--files-from", "-F", "--separator", "-P", "--parameter", "-e", "--exclude"],
+        &[
+            "-m",
+            "--magic-file",
+            "-f",
+            "--files-from",
+            "-F",
+            "--separator",
+            "-P",
+            "--parameter",
+            "-e",
+            "--exclude",
+        ],
     );
     if parsed.has(&["-C", "--compile"]) {
         return not_safe("file --compile writes a magic file");
@@ -114,7 +233,18 @@ fn classify_file(args: &[Word]) -> ReadOnly {
 fn classify_tree(args: &[Word]) -> ReadOnly {
     let parsed = args::parse(
         args,
-        &["-L", "-P", "-I", "-H", "-T", "-o", "--charset", "--filelimit", "--timefmt", "--sort"],
+        &[
+            "-L",
+            "-P",
+            "-I",
+            "-H",
+            "-T",
+            "-o",
+            "--charset",
+            "--filelimit",
+            "--timefmt",
+            "--sort",
+        ],
     );
     if parsed.has(&["-o", "--fromfile"]) {
         return not_safe("tree -o writes its output to a file");
@@ -126,7 +256,23 @@ fn classify_sort(args: &[Word]) -> ReadOnly {
     let read_options = ["--files0-from", "--random-source"];
     let parsed = args::parse(
         args,
-        &["-k", "--key", "-t", "--field-separator", "-S", "--buffer-size", "-T", "--temporary-directory", "--parallel", "--batch-size", "-o", "--output", "--compress-program", "--files0-from", "--random-source"],
+        &[
+            "-k",
+            "--key",
+            "-t",
+            "--field-separator",
+            "-S",
+            "--buffer-size",
+            "-T",
+            "--temporary-directory",
+            "--parallel",
+            "--batch-size",
+            "-o",
+            "--output",
+            "--compress-program",
+            "--files0-from",
+            "--random-source",
+        ],
     );
     if parsed.has(&["-o", "--output"]) {
         return not_safe("sort -o writes its output to a file");
@@ -140,7 +286,17 @@ fn classify_sort(args: &[Word]) -> ReadOnly {
 }
 
 fn classify_uniq(args: &[Word]) -> ReadOnly {
-    let parsed = args::parse(args, &["-f", "-s", "-w", "--skip-fields", "--skip-chars", "--check-chars"]);
+    let parsed = args::parse(
+        args,
+        &[
+            "-f",
+            "-s",
+            "-w",
+            "--skip-fields",
+            "--skip-chars",
+            "--check-chars",
+        ],
+    );
     if parsed.operands.len() > 1 {
         // `uniq INPUT OUTPUT` writes OUTPUT.
         return not_safe("uniq with two operands writes its output to a file");
@@ -152,7 +308,30 @@ fn classify_grep(args: &[Word]) -> ReadOnly {
     let pattern_options = ["-e", "--regexp", "-f", "--file"];
     let parsed = args::parse(
         args,
-        &["-e", "--regexp", "-f", "--file", "-m", "--max-count", "-A", "-B", "-C", "--after-context", "--before-context", "--context", "-d", "--directories", "-D", "--devices", "--include", "--exclude", "--exclude-dir", "--exclude-from", "--label", "--binary-files"],
+        &[
+            "-e",
+            "--regexp",
+            "-f",
+            "--file",
+            "-m",
+            "--max-count",
+            "-A",
+            "-B",
+            "-C",
+            "--after-context",
+            "--before-context",
+            "--context",
+            "-d",
+            "--directories",
+            "-D",
+            "--devices",
+            "--include",
+            "--exclude",
+            "--exclude-dir",
+            "--exclude-from",
+            "--label",
+            "--binary-files",
+        ],
     );
     let mut files = operands(&parsed);
     if !parsed.has(&pattern_options) && !files.is_empty() {
@@ -166,13 +345,61 @@ fn classify_grep(args: &[Word]) -> ReadOnly {
 fn classify_rg(args: &[Word]) -> ReadOnly {
     let parsed = args::parse(
         args,
-        &["-e", "--regexp", "-f", "--file", "-g", "--glob", "--iglob", "-t", "--type", "-T", "--type-not", "--type-add", "--type-clear", "-m", "--max-count", "-A", "-B", "-C", "--after-context", "--before-context", "--context", "-j", "--threads", "-M", "--max-columns", "-E", "--encoding", "-r", "--replace", "--sort", "--sortr", "-d", "--max-depth", "--max-filesize", "--colors", "--color", "--path-separator", "--ignore-file", "--engine", "--pre", "--pre-glob", "--field-match-separator", "--field-context-separator", "--context-separator", "-V"],
+        &[
+            "-e",
+            "--regexp",
+            "-f",
+            "--file",
+            "-g",
+            "--glob",
+            "--iglob",
+            "-t",
+            "--type",
+            "-T",
+            "--type-not",
+            "--type-add",
+            "--type-clear",
+            "-m",
+            "--max-count",
+            "-A",
+            "-B",
+            "-C",
+            "--after-context",
+            "--before-context",
+            "--context",
+            "-j",
+            "--threads",
+            "-M",
+            "--max-columns",
+            "-E",
+            "--encoding",
+            "-r",
+            "--replace",
+            "--sort",
+            "--sortr",
+            "-d",
+            "--max-depth",
+            "--max-filesize",
+            "--colors",
+            "--color",
+            "--path-separator",
+            "--ignore-file",
+            "--engine",
+            "--pre",
+            "--pre-glob",
+            "--field-match-separator",
+            "--field-context-separator",
+            "--context-separator",
+            "-V",
+        ],
     );
     if parsed.has(&["--pre"]) {
         return not_safe("rg --pre runs a preprocessor command");
     }
     let mut files = operands(&parsed);
-    if !parsed.has(&["-e", "--regexp", "-f", "--file", "--files", "--type-list"]) && !files.is_empty() {
+    if !parsed.has(&["-e", "--regexp", "-f", "--file", "--files", "--type-list"])
+        && !files.is_empty()
+    {
         files.remove(0);
     }
     files.extend(parsed.values(&["-f", "--file", "--ignore-file"]));
@@ -197,9 +424,9 @@ fn classify_find(args: &[Word]) -> ReadOnly {
 pub(crate) fn find_roots(args: &[Word]) -> Vec<Word> {
     let mut roots = Vec::new();
     for word in args {
-        let starts_expression = word
-            .value()
-            .is_some_and(|value| value.starts_with('-') || matches!(value.as_str(), "(" | ")" | "!" | ","));
+        let starts_expression = word.value().is_some_and(|value| {
+            value.starts_with('-') || matches!(value.as_str(), "(" | ")" | "!" | ",")
+        });
         if starts_expression {
             break;
         }
@@ -212,7 +439,10 @@ pub(crate) fn find_roots(args: &[Word]) -> Vec<Word> {
 }
 
 fn classify_sed(args: &[Word]) -> ReadOnly {
-    let parsed = args::parse(args, &["-e", "--expression", "-f", "--file", "-l", "--line-length"]);
+    let parsed = args::parse(
+        args,
+        &["-e", "--expression", "-f", "--file", "-l", "--line-length"],
+    );
     let in_place = parsed
         .options
         .iter()
@@ -243,97 +473,12 @@ fn classify_sed(args: &[Word]) -> ReadOnly {
     }
     if !parsed.has(&["--sandbox"]) {
         for script in &scripts {
-            if let Err(command) = sed_script_is_read_only(script) {
-                return not_safe(format!("sed command `{command}` writes files or runs commands"));
+            if let Err(command) = sed::script_is_read_only(script) {
+                return not_safe(format!(
+                    "sed command `{command}` writes files or runs commands"
+                ));
             }
         }
     }
     safe(files)
-}
-
-/// Scans a sed script for the commands that write files (`w`, `W`, the `w`
-/// flag of `s`) or run commands (`e`, the `e` flag of `s`) or read other
-/// files (`r`, `R`). Anything it does not understand is refused.
-fn sed_script_is_read_only(script: &str) -> Result<(), char> {
-    let chars: Vec<char> = script.chars().collect();
-    let mut at = 0;
-    let skip_regex = |at: &mut usize, delimiter: char| {
-        while *at < chars.len() && chars[*at] != delimiter {
-            if chars[*at] == '\\' {
-                *at += 1;
-            }
-            *at += 1;
-        }
-        *at += 1;
-    };
-    while at < chars.len() {
-        // Separators and addresses: numbers, `$`, `/regex/`, `\cregexc`, ranges, steps, negation.
-        match chars[at] {
-            ' ' | '\t' | '\n' | ';' | ',' | '!' | '$' | '~' | '+' | '0'..='9' | '{' | '}' => {
-                at += 1;
-                continue;
-            }
-            '/' => {
-                at += 1;
-                skip_regex(&mut at, '/');
-                skip_address_flags(&chars, &mut at);
-                continue;
-            }
-            '\\' => {
-                let Some(&delimiter) = chars.get(at + 1) else {
-                    return Err('\\');
-                };
-                at += 2;
-                skip_regex(&mut at, delimiter);
-                skip_address_flags(&chars, &mut at);
-                continue;
-            }
-            _ => {}
-        }
-        let command = chars[at];
-        at += 1;
-        match command {
-            's' | 'y' => {
-                let Some(&delimiter) = chars.get(at) else {
-                    return Err(command);
-                };
-                at += 1;
-                skip_regex(&mut at, delimiter);
-                skip_regex(&mut at, delimiter);
-                if command == 's' {
-                    while at < chars.len() && !matches!(chars[at], ';' | '\n' | '}') {
-                        if matches!(chars[at], 'w' | 'e' | 'W') {
-                            return Err(command);
-                        }
-                        at += 1;
-                    }
-                }
-            }
-            // Text or label arguments run to the end of the line (or `;` for labels).
-            'a' | 'i' | 'c' => skip_to_line_end(&chars, &mut at),
-            ':' | 'b' | 't' | 'T' => {
-                while at < chars.len() && !matches!(chars[at], ';' | '\n') {
-                    at += 1;
-                }
-            }
-            'p' | 'P' | 'd' | 'D' | 'n' | 'N' | 'g' | 'G' | 'h' | 'H' | 'x' | 'l' | '=' | 'q' | 'Q' | 'z' | 'F' => {}
-            other => return Err(other),
-        }
-    }
-    Ok(())
-}
-
-fn skip_address_flags(chars: &[char], at: &mut usize) {
-    while *at < chars.len() && matches!(chars[*at], 'I' | 'M') {
-        *at += 1;
-    }
-}
-
-fn skip_to_line_end(chars: &[char], at: &mut usize) {
-    while *at < chars.len() && chars[*at] != '\n' {
-        if chars[*at] == '\\' {
-            *at += 1;
-        }
-        *at += 1;
-    }
 }

@@ -52,6 +52,20 @@ impl Word {
         }
     }
 
+    /// Some entry under the directory this word names (`find`'s `{}`): it
+    /// is inside or outside the workspace exactly when the directory is,
+    /// and it is never the directory itself.
+    pub(crate) fn some_child(&self) -> Self {
+        if self.value().is_none() {
+            // Unknown either way; keep the word's own risks (`$DIR/` may be `/`).
+            return self.clone();
+        }
+        let mut child = self.clone();
+        child.raw.push_str("/{}");
+        child.push_known("/{}", true);
+        child
+    }
+
     /// The value, when every part of it is known.
     pub(crate) fn value(&self) -> Option<String> {
         let mut value = String::new();
@@ -346,7 +360,11 @@ fn decode_ansi_c(text: &str) -> Option<String> {
             '"' => b'"',
             '?' => b'?',
             'x' => {
-                let digits: String = chars.clone().take_while(char::is_ascii_hexdigit).take(2).collect();
+                let digits: String = chars
+                    .clone()
+                    .take_while(char::is_ascii_hexdigit)
+                    .take(2)
+                    .collect();
                 if digits.is_empty() {
                     return None;
                 }
@@ -357,7 +375,12 @@ fn decode_ansi_c(text: &str) -> Option<String> {
             }
             '0'..='7' => {
                 let mut digits = String::from(escaped);
-                digits.extend(chars.clone().take_while(|c| ('0'..='7').contains(c)).take(2));
+                digits.extend(
+                    chars
+                        .clone()
+                        .take_while(|c| ('0'..='7').contains(c))
+                        .take(2),
+                );
                 for _ in 1..digits.len() {
                     chars.next();
                 }
