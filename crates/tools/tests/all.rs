@@ -1,5 +1,7 @@
 //! Integration tests of bridge-tools on real temp workspaces, one binary.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod common;
 mod format;
 mod list;

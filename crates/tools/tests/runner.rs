@@ -1,1 +1,240 @@
-//! Tests of runner.
+//! Tests of ToolRunner: errors before a tool runs, permission rules and
+//! approval, redaction of results, and the audit log.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test helpers outside #[test] functions: a failed setup must stop the test"
+)]
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use bridge_policy::{AuditLog, PermissionRules};
+use bridge_protocol::ToolEffect;
+use bridge_testkit::TempWorkspace;
+use bridge_tools::{Approver, ToolRegistry, ToolSettings};
+use serde_json::{Value, json};
+
+use crate::common::{runner, runner_with};
+
+/// Every audit line written under `dir`, parsed.
+fn audit_entries(dir: &std::path::Path) -> Vec<Value> {
+    let mut entries = Vec::new();
+    for file in std::fs::read_dir(dir).unwrap() {
+        let path = file.unwrap().path();
+        if path.extension().is_some_and(|ext| ext == "jsonl") {
+            for line in std::fs::read_to_string(&path).unwrap().lines() {
+                entries.push(serde_json::from_str(line).unwrap());
+            }
+        }
+    }
+    entries
+}
+
+fn fake_token() -> String {
+    format!("ghp_{}", "a".repeat(36))
+}
+
+#[tokio::test]
+async fn an_unknown_tool_is_an_unknown_tool_error() {
+    let ws = TempWorkspace::new();
+    let err = runner(&ws, false)
+        .call("launch_missiles", json!({}))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), "unknown_tool");
+    assert!(err.to_string().contains("launch_missiles"), "{err}");
+}
+
+#[tokio::test]
+async fn arguments_must_be_a_json_object() {
+    let ws = TempWorkspace::new();
+    ws.write("a.txt", "a\n");
+    let runner = runner(&ws, false);
+    for (args, kind) in [
+        (json!(["a.txt"]), "an array"),
+        (json!("a.txt"), "a string"),
+        (Value::Null, "null"),
+        (json!(7), "a number"),
+    ] {
+        let err = runner.call("create_file", args).await.unwrap_err();
+        assert_eq!(err.code(), "invalid_arguments");
+        assert!(err.to_string().contains("must be a JSON object"), "{err}");
+        assert!(err.to_string().contains(kind), "{err}");
+    }
+    assert_eq!(ws.read("a.txt"), "a\n");
+}
+
+#[tokio::test]
+async fn every_call_writes_one_audit_entry_with_its_decision() {
+    let ws = TempWorkspace::new();
+    let audit_dir = tempfile::tempdir().unwrap();
+    let runner = runner(&ws, false).with_audit(AuditLog::new(audit_dir.path()), "session-42");
+
+    runner
+        .call(
+            "create_file",
+            json!({"path": "made.txt", "content": "hi\n"}),
+        )
+        .await
+        .unwrap();
+    runner
+        .call(
+            "create_file",
+            json!({"path": "../escape.txt", "content": "x"}),
+        )
+        .await
+        .unwrap_err();
+
+    let entries = audit_entries(audit_dir.path());
+    assert_eq!(entries.len(), 2, "{entries:?}");
+    let allowed = entries
+        .iter()
+        .find(|entry| entry["input"]["path"] == "made.txt")
+        .unwrap();
+    assert_eq!(allowed["tool"], "create_file");
+    assert_eq!(allowed["sessionId"], "session-42");
+    assert_eq!(allowed["hook"], "toolCall");
+    assert_eq!(allowed["decision"], "allow");
+    assert_eq!(allowed["output"]["created"], true);
+    assert!(allowed["elapsedMs"].is_u64());
+    assert!(allowed["timestamp"].as_str().unwrap().ends_with('Z'));
+
+    let denied = entries
+        .iter()
+        .find(|entry| entry["input"]["path"] == "../escape.txt")
+        .unwrap();
+    assert_eq!(denied["decision"], "deny");
+    assert_eq!(denied["output"]["error"]["code"], "policy_denied");
+}
+
+#[tokio::test]
+async fn secrets_in_results_are_redacted_in_the_answer_and_the_audit_log() {
+    let ws = TempWorkspace::new();
+    ws.write(".agent-policy.yaml", "shell:\n  allow: [\"cat\"]\n");
+    let token = fake_token();
+    ws.write("leaky.env", format!("TOKEN={token}\n"));
+    let audit_dir = tempfile::tempdir().unwrap();
+    let runner = runner(&ws, false).with_audit(AuditLog::new(audit_dir.path()), "s");
+
+    let result = runner
+        .call("shell", json!({"command": "cat leaky.env"}))
+        .await
+        .unwrap();
+
+    let stdout = result["stdout"].as_str().unwrap();
+    assert!(!stdout.contains(&token), "{stdout}");
+    assert!(stdout.contains("[REDACTED]"), "{stdout}");
+    let audit = serde_json::to_string(&audit_entries(audit_dir.path())).unwrap();
+    assert!(!audit.contains(&token), "{audit}");
+}
+
+#[tokio::test]
+async fn blocked_tools_never_run() {
+    let ws = TempWorkspace::new();
+    let rules = PermissionRules {
+        blocked_tools: vec!["create_file".to_owned()],
+        ..PermissionRules::default()
+    };
+    let err = runner_with(&ws, false, ToolSettings::default(), rules)
+        .call("create_file", json!({"path": "a.txt", "content": "x"}))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), "policy_denied");
+    assert!(!ws.path().join("a.txt").exists());
+}
+
+struct CountingApprover {
+    answer: bool,
+    asked: AtomicUsize,
+}
+
+impl Approver for CountingApprover {
+    fn approve(&self, tool: &str, _args: &Value, _reason: &str) -> bool {
+        assert_eq!(tool, "create_file");
+        self.asked.fetch_add(1, Ordering::SeqCst);
+        self.answer
+    }
+}
+
+#[tokio::test]
+async fn ask_tools_run_only_when_approved() {
+    let ws = TempWorkspace::new();
+    let rules = PermissionRules {
+        ask_tools: vec!["create_file".to_owned()],
+        ..PermissionRules::default()
+    };
+    let base = runner_with(&ws, false, ToolSettings::default(), rules);
+
+    let refused = base
+        .call("create_file", json!({"path": "a.txt", "content": "x"}))
+        .await
+        .unwrap_err();
+    assert_eq!(refused.code(), "policy_denied");
+    assert!(
+        refused.to_string().contains("approval required"),
+        "{refused}"
+    );
+    assert!(!ws.path().join("a.txt").exists());
+
+    let no = Arc::new(CountingApprover {
+        answer: false,
+        asked: AtomicUsize::new(0),
+    });
+    let err = base
+        .clone()
+        .with_approver(no.clone())
+        .call("create_file", json!({"path": "a.txt", "content": "x"}))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), "policy_denied");
+    assert_eq!(no.asked.load(Ordering::SeqCst), 1);
+
+    let yes = Arc::new(CountingApprover {
+        answer: true,
+        asked: AtomicUsize::new(0),
+    });
+    base.with_approver(yes.clone())
+        .call("create_file", json!({"path": "a.txt", "content": "x"}))
+        .await
+        .unwrap();
+    assert_eq!(yes.asked.load(Ordering::SeqCst), 1);
+    assert_eq!(ws.read("a.txt"), "x");
+}
+
+#[test]
+fn the_write_and_execute_tools_have_strict_schemas_and_effects() {
+    let registry = ToolRegistry::builtin();
+    let expected = [
+        ("create_file", ToolEffect::Write, vec!["path", "content"]),
+        (
+            "edit_file",
+            ToolEffect::Write,
+            vec!["path", "oldString", "newString"],
+        ),
+        ("apply_patch", ToolEffect::Write, vec!["unifiedDiff"]),
+        ("format", ToolEffect::Write, vec!["path"]),
+        ("organize_imports", ToolEffect::Write, vec!["path"]),
+        ("shell", ToolEffect::Execute, vec!["command"]),
+        ("run_task", ToolEffect::Execute, vec!["name"]),
+    ];
+    for (name, effect, required) in expected {
+        let tool = registry
+            .get(name)
+            .unwrap_or_else(|| panic!("{name} is registered"));
+        let spec = tool.spec();
+        assert_eq!(spec.effect, effect, "{name}");
+        assert!(!spec.description.is_empty());
+        let schema = &spec.input_schema;
+        assert_eq!(schema["type"], "object", "{name}");
+        assert_eq!(schema["additionalProperties"], false, "{name}");
+        assert_eq!(schema["required"], json!(required), "{name}");
+        for key in schema["required"].as_array().unwrap() {
+            assert!(
+                schema["properties"].get(key.as_str().unwrap()).is_some(),
+                "{name}: {key} has no property"
+            );
+        }
+    }
+}
