@@ -9,7 +9,12 @@ use bridge_tools::{ToolContext, ToolRegistry, ToolRunner, ToolSettings};
 /// A runner over `ws` with default permission rules, the workspace's own
 /// `.agent-policy.yaml` (if any) and the given read-only mode.
 pub fn runner(ws: &TempWorkspace, read_only: bool) -> ToolRunner {
-    runner_with(ws, read_only, ToolSettings::default(), PermissionRules::default())
+    runner_with(
+        ws,
+        read_only,
+        ToolSettings::default(),
+        PermissionRules::default(),
+    )
 }
 
 pub fn runner_with(
