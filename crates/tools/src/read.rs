@@ -1,9 +1,235 @@
-//! (STUB: to be implemented.)
+//! `read_file`: a workspace file's text, whole or a line range, with the
+//! SHA-256 of the whole file so an edit can later prove it saw this version.
 
+pub(crate) mod support;
+
+use std::fs::File;
+use std::io::{BufRead, BufReader, Read};
 use std::sync::Arc;
 
-use crate::Tool;
+use async_trait::async_trait;
+use bridge_protocol::ToolEffect;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+
+use crate::{Tool, ToolContext, ToolError};
+use support::{BINARY_SNIFF_BYTES, looks_binary, parse_args, resolve_regular_file, run_blocking};
+
+const NAME: &str = "read_file";
 
 pub fn tools() -> Vec<Arc<dyn Tool>> {
-    Vec::new()
+    vec![Arc::new(ReadFile)]
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct ReadArgs {
+    path: String,
+    start_line: Option<u64>,
+    end_line: Option<u64>,
+}
+
+impl ReadArgs {
+    fn validate(&self) -> Result<(), ToolError> {
+        for (name, value) in [("startLine", self.start_line), ("endLine", self.end_line)] {
+            if value == Some(0) {
+                return Err(ToolError::InvalidArguments(format!(
+                    "{NAME}: {name} is 1-based and must be at least 1"
+                )));
+            }
+        }
+        if let (Some(start), Some(end)) = (self.start_line, self.end_line)
+            && start > end
+        {
+            return Err(ToolError::InvalidArguments(format!(
+                "{NAME}: startLine {start} is after endLine {end}"
+            )));
+        }
+        Ok(())
+    }
+
+    fn has_range(&self) -> bool {
+        self.start_line.is_some() || self.end_line.is_some()
+    }
+}
+
+/// Reads a file of the workspace.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ReadFile;
+
+#[async_trait]
+impl Tool for ReadFile {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn description(&self) -> &'static str {
+        "Read a text file of the workspace, whole or a 1-based inclusive line range. \
+         Returns the content, the SHA-256 of the whole file, and the total line count. \
+         Files larger than the configured limit can only be read by line range; \
+         binary files are refused."
+    }
+
+    fn input_schema(&self) -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "path": {
+                    "type": "string",
+                    "description": "File path relative to the workspace root."
+                },
+                "startLine": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "description": "First line to return, 1-based (default 1)."
+                },
+                "endLine": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "description": "Last line to return, 1-based and inclusive (default: the last line)."
+                }
+            },
+            "required": ["path"],
+            "additionalProperties": false
+        })
+    }
+
+    fn effect(&self) -> ToolEffect {
+        ToolEffect::Read
+    }
+
+    async fn call(&self, ctx: &ToolContext, args: Value) -> Result<Value, ToolError> {
+        let args: ReadArgs = parse_args(NAME, args)?;
+        args.validate()?;
+        let ctx = ctx.clone();
+        run_blocking(NAME, move || read_file(&ctx, &args)).await
+    }
+}
+
+/// The selected lines of a file, gathered in one streaming pass that also
+/// hashes and counts every line.
+struct Excerpt {
+    content: Vec<u8>,
+    first_line: u64,
+    last_included: u64,
+    total_lines: u64,
+    truncated: bool,
+    sha256: String,
+}
+
+fn read_file(ctx: &ToolContext, args: &ReadArgs) -> Result<Value, ToolError> {
+    let file = resolve_regular_file(NAME, ctx, &args.path)?;
+    let limit = ctx.settings.read_max_bytes;
+    let size = file.metadata.len();
+    if !args.has_range() && size > limit {
+        return Err(ToolError::TooLarge {
+            path: file.relative,
+            size,
+            limit,
+        });
+    }
+    let io_context = || format!("{NAME}: cannot read {}", file.relative);
+    let mut handle = File::open(&file.absolute).map_err(|err| ToolError::io(io_context(), err))?;
+    let prefix = read_prefix(&mut handle, BINARY_SNIFF_BYTES)
+        .map_err(|err| ToolError::io(io_context(), err))?;
+    if looks_binary(&prefix) {
+        return Err(ToolError::Binary(file.relative));
+    }
+    let reader = BufReader::with_capacity(64 * 1024, std::io::Cursor::new(prefix).chain(handle));
+    let first_line = args.start_line.unwrap_or(1);
+    let last_line = args.end_line.unwrap_or(u64::MAX);
+    let cap = usize::try_from(limit).unwrap_or(usize::MAX);
+    let excerpt = collect_lines(reader, first_line, last_line, cap)
+        .map_err(|err| ToolError::io(io_context(), err))?;
+
+    if first_line > excerpt.total_lines.max(1) {
+        return Err(ToolError::InvalidArguments(format!(
+            "{NAME}: startLine {first_line} is past the end of {} ({} lines)",
+            file.relative, excerpt.total_lines
+        )));
+    }
+    let (content, lossy) = match String::from_utf8(excerpt.content) {
+        Ok(text) => (text, false),
+        Err(err) => (String::from_utf8_lossy(err.as_bytes()).into_owned(), true),
+    };
+    let mut result = json!({
+        "path": file.relative,
+        "content": content,
+        "sha256": excerpt.sha256,
+        "totalLines": excerpt.total_lines,
+        "startLine": excerpt.first_line,
+        "endLine": excerpt.last_included,
+    });
+    if excerpt.truncated {
+        result["truncated"] = Value::Bool(true);
+    }
+    if lossy {
+        result["lossy"] = Value::Bool(true);
+    }
+    Ok(result)
+}
+
+/// Reads up to `len` bytes (fewer only at end of file).
+fn read_prefix(file: &mut File, len: usize) -> std::io::Result<Vec<u8>> {
+    let mut prefix = Vec::with_capacity(len);
+    file.by_ref().take(len as u64).read_to_end(&mut prefix)?;
+    Ok(prefix)
+}
+
+fn collect_lines(
+    mut reader: impl BufRead,
+    first_line: u64,
+    last_line: u64,
+    cap: usize,
+) -> std::io::Result<Excerpt> {
+    let mut hasher = Sha256::new();
+    let mut line = Vec::new();
+    let mut content = Vec::new();
+    let mut line_number = 0u64;
+    let mut last_included = first_line.saturating_sub(1);
+    let mut truncated = false;
+    loop {
+        line.clear();
+        if reader.read_until(b'\n', &mut line)? == 0 {
+            break;
+        }
+        hasher.update(&line);
+        line_number += 1;
+        if truncated || line_number < first_line || line_number > last_line {
+            continue;
+        }
+        if content.len() + line.len() <= cap {
+            content.extend_from_slice(&line);
+            last_included = line_number;
+        } else {
+            // Whole lines only, except when the very first line alone is over
+            // the cap: then a prefix of it beats returning nothing.
+            if content.is_empty() {
+                content.extend_from_slice(&line[..utf8_prefix_len(&line, cap)]);
+                last_included = line_number;
+            }
+            truncated = true;
+        }
+    }
+    Ok(Excerpt {
+        content,
+        first_line,
+        last_included: last_included.min(line_number),
+        total_lines: line_number,
+        truncated,
+        sha256: hex::encode(hasher.finalize()),
+    })
+}
+
+/// The longest prefix of `bytes` within `max` bytes that does not split a
+/// UTF-8 character (invalid bytes are left to the lossy decoding).
+pub(crate) fn utf8_prefix_len(bytes: &[u8], max: usize) -> usize {
+    if bytes.len() <= max {
+        return bytes.len();
+    }
+    match std::str::from_utf8(&bytes[..max]) {
+        Err(err) if err.error_len().is_none() => err.valid_up_to(),
+        _ => max,
+    }
 }
