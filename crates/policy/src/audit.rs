@@ -35,6 +35,54 @@ pub fn now_timestamp() -> String {
     Utc::now().to_rfc3339_opts(SecondsFormat::Millis, true)
 }
 
+/// Longest string kept whole in an audit entry.
+pub const AUDIT_MAX_STRING_BYTES: usize = 4096;
+/// Most array items kept in an audit entry.
+pub const AUDIT_MAX_ARRAY_ITEMS: usize = 100;
+
+/// A copy of `value` small enough for the audit log: long strings are cut
+/// (on a character boundary) and long arrays shortened, each with a note of
+/// what was left out. The log records what happened, not every byte a tool
+/// read; keeping entries small keeps the log cheap in the hot path.
+///
+/// Cut only values that are already redacted: a secret cut in half no longer
+/// matches its rule.
+pub fn summarize_for_audit(value: &Value) -> Value {
+    match value {
+        Value::String(text) if text.len() > AUDIT_MAX_STRING_BYTES => {
+            let mut end = AUDIT_MAX_STRING_BYTES;
+            while !text.is_char_boundary(end) {
+                end -= 1;
+            }
+            Value::String(format!(
+                "{}…[{} more bytes]",
+                &text[..end],
+                text.len() - end
+            ))
+        }
+        Value::Array(items) => {
+            let mut kept: Vec<Value> = items
+                .iter()
+                .take(AUDIT_MAX_ARRAY_ITEMS)
+                .map(summarize_for_audit)
+                .collect();
+            if items.len() > AUDIT_MAX_ARRAY_ITEMS {
+                kept.push(Value::String(format!(
+                    "…[{} more items]",
+                    items.len() - AUDIT_MAX_ARRAY_ITEMS
+                )));
+            }
+            Value::Array(kept)
+        }
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .map(|(key, inner)| (key.clone(), summarize_for_audit(inner)))
+                .collect(),
+        ),
+        other => other.clone(),
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct AuditLog {
     dir: PathBuf,

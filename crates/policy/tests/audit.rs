@@ -274,3 +274,33 @@ fn concurrent_processes_never_interleave_lines() {
     }
     assert_eq!(seen, vec![PER_PROCESS; PROCESSES]);
 }
+
+#[test]
+fn summaries_cut_long_strings_and_arrays_but_keep_shape() {
+    use bridge_policy::audit::{
+        AUDIT_MAX_ARRAY_ITEMS, AUDIT_MAX_STRING_BYTES, summarize_for_audit,
+    };
+    let long = "é".repeat(AUDIT_MAX_STRING_BYTES); // 2 bytes a char: cut mid-char
+    let value = serde_json::json!({
+        "content": long,
+        "files": (0..250).collect::<Vec<_>>(),
+        "ok": true,
+        "short": "kept",
+    });
+    let summary = summarize_for_audit(&value);
+    let content = summary["content"].as_str().unwrap();
+    assert!(
+        content.len() < AUDIT_MAX_STRING_BYTES + 40,
+        "{}",
+        content.len()
+    );
+    assert!(content.ends_with(&format!(
+        "…[{} more bytes]",
+        AUDIT_MAX_STRING_BYTES * 2 - AUDIT_MAX_STRING_BYTES
+    )));
+    let files = summary["files"].as_array().unwrap();
+    assert_eq!(files.len(), AUDIT_MAX_ARRAY_ITEMS + 1);
+    assert_eq!(files[AUDIT_MAX_ARRAY_ITEMS], "…[150 more items]");
+    assert_eq!(summary["ok"], true);
+    assert_eq!(summary["short"], "kept");
+}

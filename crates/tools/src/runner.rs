@@ -1,6 +1,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
+use bridge_policy::audit::summarize_for_audit;
 use bridge_policy::{AuditEntry, AuditLog, redact_value};
 use bridge_protocol::{Decision, DecisionKind};
 use serde_json::Value;
@@ -141,16 +142,21 @@ impl ToolRunner {
         started: Instant,
     ) {
         let Some(audit) = &self.audit else { return };
+        // The output is already redacted; the input is redacted here, before
+        // it is cut, so no secret is cut in half and missed.
         let output = match outcome {
-            Ok(value) => value.clone(),
+            Ok(value) => summarize_for_audit(value),
             Err(err) => serde_json::json!({"error": err.to_json()}),
         };
+        let mut input = args.clone();
+        redact_value(&mut input);
+        let input = summarize_for_audit(&input);
         let entry = AuditEntry {
             timestamp: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
             session_id: self.session_id.clone(),
             hook: "toolCall".to_owned(),
             tool: name.to_owned(),
-            input: args.clone(),
+            input,
             output,
             decision: serde_json::to_value(decision.decision)
                 .ok()
