@@ -23,7 +23,7 @@ use bridge_protocol::{DecisionKind, ToolEffect};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-pub use env::{is_secret_env_name, scrub_env, scrubbed_env};
+pub use env::{git_hardening_env, is_secret_env_name, scrub_env, scrubbed_env};
 pub use process::ProcessOutcome;
 pub(crate) use process::run_process;
 

@@ -434,3 +434,40 @@ async fn env_child_sees_no_secrets() {
         assert!(!env.contains(secret), "{secret} leaked:\n{env}");
     }
 }
+
+/// A workspace may arrive with a hostile `.git/config`: `git status` is a
+/// read-only command, and must not run the fsmonitor hook it names.
+#[tokio::test]
+async fn git_status_does_not_run_a_hostile_fsmonitor_hook() {
+    let ws = TempWorkspace::new();
+    let marker = ws.path().join("fsmonitor-ran");
+    let init = std::process::Command::new("git")
+        .args(["init", "-q"])
+        .current_dir(ws.path())
+        .status()
+        .expect("git is installed by scripts/install-test-deps.sh");
+    assert!(init.success());
+    ws.write("tracked.txt", "hello\n");
+    let config = ws.read(".git/config");
+    ws.write(
+        ".git/config",
+        format!(
+            "{config}[core]\n\tfsmonitor = \"touch '{}'; false\"\n",
+            marker.display()
+        ),
+    );
+    // The hook does run for a plain git, so the test would notice a regression.
+    let plain = std::process::Command::new("git")
+        .args(["status", "--short"])
+        .current_dir(ws.path())
+        .output()
+        .unwrap();
+    assert!(plain.status.success());
+    assert!(marker.exists(), "precondition: git runs the fsmonitor hook");
+    std::fs::remove_file(&marker).unwrap();
+
+    let result = shell(&ws, json!({"command": "git status --short"})).await;
+    assert_eq!(result["exitCode"], 0, "{result}");
+    assert!(result["stdout"].as_str().unwrap().contains("tracked.txt"));
+    assert!(!marker.exists(), "the bridge's git ran the hook");
+}

@@ -14,7 +14,7 @@ use serde::Serialize;
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::process::Command;
 
-use super::env::scrubbed_env;
+use super::env::{git_hardening_env, scrubbed_env};
 
 /// How long output is still read after the command ended; a process that
 /// left the process group may hold the pipes open forever.
@@ -56,6 +56,7 @@ pub(crate) async fn run_process<S: AsRef<OsStr>>(
         .current_dir(cwd)
         .env_clear()
         .envs(scrubbed_env())
+        .envs(git_hardening_env())
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
