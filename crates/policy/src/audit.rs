@@ -135,6 +135,20 @@ impl AuditLog {
         file.write_all(&line).map_err(io_error)
     }
 
+    /// Checks that today's file can be appended to, creating it if needed.
+    /// Doors call this before a tool runs, so a call that could not be
+    /// audited does not run at all (fail closed).
+    pub fn ensure_writable(&self) -> Result<(), PolicyError> {
+        self.create_dir()?;
+        let path = self.file_for(Utc::now().date_naive());
+        open_append(&path)
+            .map(drop)
+            .map_err(|source| PolicyError::Io {
+                path: path.display().to_string(),
+                source,
+            })
+    }
+
     fn create_dir(&self) -> Result<(), PolicyError> {
         let mut builder = fs::DirBuilder::new();
         builder.recursive(true);

@@ -50,6 +50,45 @@ impl ToolError {
         }
     }
 
+    /// The same error with secrets redacted from every text it carries: an
+    /// error message may quote a file (a formatter's syntax error, a task's
+    /// stderr), and errors reach the caller just like results do.
+    pub fn redacted(self) -> Self {
+        let text = |s: String| bridge_policy::redact(&s).into_owned();
+        match self {
+            Self::UnknownTool(name) => Self::UnknownTool(text(name)),
+            Self::InvalidArguments(message) => Self::InvalidArguments(text(message)),
+            Self::Denied(mut decision) => {
+                decision.reason = decision.reason.map(text);
+                Self::Denied(decision)
+            }
+            Self::NotFound(path) => Self::NotFound(text(path)),
+            Self::Conflict {
+                message,
+                mut details,
+            } => {
+                bridge_policy::redact_value(&mut details);
+                Self::Conflict {
+                    message: text(message),
+                    details,
+                }
+            }
+            Self::TooLarge { path, size, limit } => Self::TooLarge {
+                path: text(path),
+                size,
+                limit,
+            },
+            Self::Binary(path) => Self::Binary(text(path)),
+            Self::NotConfigured(message) => Self::NotConfigured(text(message)),
+            Self::Timeout(secs) => Self::Timeout(secs),
+            Self::Io { context, source } => Self::Io {
+                context: text(context),
+                source: std::io::Error::new(source.kind(), text(source.to_string())),
+            },
+            Self::Failed(message) => Self::Failed(text(message)),
+        }
+    }
+
     /// A stable, documented code for the error class.
     pub fn code(&self) -> &'static str {
         match self {

@@ -79,10 +79,13 @@ impl ToolRunner {
     pub async fn call(&self, name: &str, args: Value) -> Result<Value, ToolError> {
         let started = Instant::now();
         let (decision, outcome) = self.decide_and_run(name, &args).await;
-        let outcome = outcome.map(|mut value| {
-            redact_value(&mut value);
-            value
-        });
+        let outcome = match outcome {
+            Ok(mut value) => {
+                redact_value(&mut value);
+                Ok(value)
+            }
+            Err(err) => Err(err.redacted()),
+        };
         self.audit(name, &args, &decision, &outcome, started);
         outcome
     }
@@ -125,6 +128,14 @@ impl ToolRunner {
                 }
             }
         };
+        if let Some(audit) = &self.audit {
+            if let Err(err) = audit.ensure_writable() {
+                let denied = Decision::deny(format!(
+                    "the audit log cannot be written ({err}); no tool runs unaudited"
+                ));
+                return (denied.clone(), Err(ToolError::denied(denied)));
+            }
+        }
         let outcome = tool.call(&self.ctx, args.clone()).await;
         let decision = match &outcome {
             Err(ToolError::Denied(inner)) => inner.clone(),

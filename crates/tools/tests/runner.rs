@@ -238,3 +238,56 @@ fn the_write_and_execute_tools_have_strict_schemas_and_effects() {
         }
     }
 }
+
+#[tokio::test]
+async fn no_tool_runs_when_the_audit_log_cannot_be_written() {
+    let ws = TempWorkspace::new();
+    // A file where the audit directory should be: nothing can be created there.
+    let blocker = ws.write("not-a-dir", "x");
+    let runner = runner(&ws, false).with_audit(AuditLog::new(blocker.join("audit")), "s1");
+    let err = runner
+        .call("create_file", json!({"path": "new.txt", "content": "hi"}))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), "policy_denied");
+    assert!(err.to_string().contains("audit log"), "{err}");
+    assert!(
+        !ws.path().join("new.txt").exists(),
+        "the write must not happen"
+    );
+}
+
+#[tokio::test]
+async fn errors_are_redacted_like_results() {
+    let ws = TempWorkspace::new();
+    let token = fake_token();
+    // A task whose failure output quotes a secret, as a compiler quoting a
+    // source line would.
+    let settings = ToolSettings {
+        formatters: [(
+            "rs".to_owned(),
+            vec![
+                "sh".to_owned(),
+                "-c".to_owned(),
+                "cat \"$0\" >&2; exit 1".to_owned(),
+                "{file}".to_owned(),
+            ],
+        )]
+        .into_iter()
+        .collect(),
+        ..ToolSettings::default()
+    };
+    ws.write("bad.rs", format!("let t = \"{token}\" +++ ;\n"));
+    let runner = runner_with(&ws, false, settings, PermissionRules::default());
+    let err = runner
+        .call("format", json!({"path": "bad.rs"}))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), "failed", "{err}");
+    let shown = format!("{err} {}", err.to_json());
+    assert!(
+        shown.contains("+++"),
+        "the error still says what failed: {shown}"
+    );
+    assert!(!shown.contains(&token), "{shown}");
+}

@@ -85,7 +85,10 @@ pub fn git_hardening_env() -> Vec<(OsString, OsString)> {
         ("credential.helper", ""),
     ];
     let mut vars: Vec<(OsString, OsString)> = vec![
-        ("GIT_CONFIG_COUNT".into(), OVERRIDES.len().to_string().into()),
+        (
+            "GIT_CONFIG_COUNT".into(),
+            OVERRIDES.len().to_string().into(),
+        ),
         ("GIT_PAGER".into(), "cat".into()),
         ("PAGER".into(), "cat".into()),
         ("GIT_TERMINAL_PROMPT".into(), "0".into()),
