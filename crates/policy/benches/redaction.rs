@@ -72,6 +72,52 @@ fn fake_secret(index: usize) -> String {
     }
 }
 
+/// Configuration-shaped credentials: netrc, cookies, curl, docker, Azure,
+/// `*_KEY`, `*_PASS` and URLs with an empty user.
+fn fake_config_secret(index: usize) -> String {
+    let body: String = (0..40)
+        .map(|offset| char::from(b"aB3dE5gH7jK9mN1pQ2sT4vW6yZ8cF0hL"[(index + offset * 7) % 32]))
+        .collect();
+    match index % 8 {
+        0 => format!("machine api.example.com login ci password {}", &body[..16]),
+        1 => format!(
+            "> Cookie: sessionid={}; csrftoken={}",
+            &body[..20],
+            &body[20..]
+        ),
+        2 => format!(
+            "+ curl -sS -u deploy:{} https://deploy.example.com",
+            &body[..14]
+        ),
+        3 => format!("      \"auth\": \"{}=\"", &body[..28]),
+        4 => format!(
+            "AccountName=acct;AccountKey={}==;EndpointSuffix=core.windows.net",
+            body
+        ),
+        5 => format!("SIGNING_KEY={body}"),
+        6 => format!("SMTP_PASS: \"{}\"", &body[..12]),
+        _ => format!("REDIS_URL=redis://:{}@cache:6379/0", &body[..12]),
+    }
+}
+
+/// Ordinary text with a configuration credential line about every 2 KB.
+fn text_with_config_secrets(bytes: usize) -> String {
+    let mut text = String::with_capacity(bytes + 200);
+    let mut index = 0;
+    let mut next_secret_at = 2048;
+    while text.len() < bytes {
+        if text.len() >= next_secret_at {
+            text.push_str(&fake_config_secret(index));
+            text.push('\n');
+            next_secret_at += 2048;
+        }
+        text.push_str(&ordinary_line(index));
+        text.push('\n');
+        index += 1;
+    }
+    text
+}
+
 /// Ordinary text with a secret line about every 2 KB.
 fn text_with_secrets(bytes: usize) -> String {
     let mut text = String::with_capacity(bytes + 200);
@@ -122,6 +168,13 @@ fn bench_redaction(c: &mut Criterion) {
         "only {redacted_count} secrets redacted"
     );
 
+    let config = text_with_config_secrets(MEGABYTE);
+    let config_count = redact(&config).matches("[REDACTED]").count();
+    assert!(
+        config_count >= MEGABYTE / 2048 - 1,
+        "only {config_count} configuration secrets redacted"
+    );
+
     let mut group = c.benchmark_group("redact");
     group.throughput(Throughput::Bytes(clean.len() as u64));
     group.bench_function("1MB_no_secrets", |b| {
@@ -130,6 +183,10 @@ fn bench_redaction(c: &mut Criterion) {
     group.throughput(Throughput::Bytes(dirty.len() as u64));
     group.bench_function("1MB_secret_every_2KB", |b| {
         b.iter(|| redact(black_box(&dirty)).len())
+    });
+    group.throughput(Throughput::Bytes(config.len() as u64));
+    group.bench_function("1MB_config_secret_every_2KB", |b| {
+        b.iter(|| redact(black_box(&config)).len())
     });
     let result = tool_result();
     let result_bytes = serde_json::to_string(&result).map_or(0, |text| text.len());

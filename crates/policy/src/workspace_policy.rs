@@ -10,20 +10,31 @@
 //! ```
 //!
 //! Globs use `/` as separator: `*` stays inside one directory, `**` crosses
-//! directories.
+//! directories. As in `.gitignore`, a pattern without a `/` matches at any
+//! depth, one with a `/` is anchored to the workspace root.
+//!
+//! Whatever the file says, a tool never writes the policy file itself nor
+//! anything under a `.git` directory.
+
+mod globs;
 
 use std::fs::File;
 use std::io::{ErrorKind, Read};
 use std::path::Path;
 
 use bridge_protocol::Decision;
-use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::PolicyError;
+use globs::{FileNames, GlobList};
 
 pub const POLICY_FILE_NAME: &str = ".agent-policy.yaml";
+
+/// Git's own directory (or, in worktrees and submodules, the file pointing
+/// to it): `core.fsmonitor`, `core.pager`, hooks and friends in there run
+/// commands at the next `git status`, so writing it is running code.
+pub const GIT_DIR_NAME: &str = ".git";
 
 /// A policy file is a few lines; anything bigger is a mistake or an attack.
 pub const MAX_POLICY_FILE_BYTES: u64 = 1024 * 1024;
@@ -55,64 +66,25 @@ struct ShellSection {
     allow: Vec<String>,
 }
 
-/// A list of globs kept with their source text, so a verdict can quote the
-/// pattern that fired.
 #[derive(Debug, Clone)]
-struct GlobList {
-    patterns: Vec<String>,
-    set: GlobSet,
-}
-
-impl Default for GlobList {
-    fn default() -> Self {
-        Self {
-            patterns: Vec::new(),
-            set: GlobSet::empty(),
-        }
-    }
-}
-
-impl GlobList {
-    fn compile(patterns: Vec<String>, key: &str, origin: &str) -> Result<Self, PolicyError> {
-        let mut builder = GlobSetBuilder::new();
-        for (index, pattern) in patterns.iter().enumerate() {
-            let invalid = |reason: String| PolicyError::InvalidPolicyFile {
-                path: origin.to_owned(),
-                reason: format!("{key}[{index}] {pattern:?}: {reason}"),
-            };
-            if pattern.trim().is_empty() {
-                return Err(invalid("empty pattern".to_owned()));
-            }
-            let glob = GlobBuilder::new(pattern)
-                .literal_separator(true)
-                .build()
-                .map_err(|err| invalid(err.kind().to_string()))?;
-            builder.add(glob);
-        }
-        let set = builder
-            .build()
-            .map_err(|err| PolicyError::InvalidPolicyFile {
-                path: origin.to_owned(),
-                reason: format!("{key}: {err}"),
-            })?;
-        Ok(Self { patterns, set })
-    }
-
-    fn first_match(&self, relative: &str) -> Option<&str> {
-        self.set
-            .matches(relative)
-            .first()
-            .and_then(|&index| self.patterns.get(index))
-            .map(String::as_str)
-    }
-}
-
-#[derive(Debug, Clone, Default)]
 pub struct WorkspacePolicy {
     origin: Option<String>,
+    file_names: FileNames,
     write_allow: GlobList,
     write_deny: GlobList,
     shell_allow: Vec<String>,
+}
+
+impl Default for WorkspacePolicy {
+    fn default() -> Self {
+        Self {
+            origin: None,
+            file_names: FileNames::HOST,
+            write_allow: GlobList::default(),
+            write_deny: GlobList::default(),
+            shell_allow: Vec::new(),
+        }
+    }
 }
 
 impl WorkspacePolicy {
@@ -166,6 +138,16 @@ impl WorkspacePolicy {
 
     /// Parses policy text; `origin` names the file in error messages.
     pub fn from_yaml(text: &str, origin: &str) -> Result<Self, PolicyError> {
+        Self::from_yaml_for(text, origin, FileNames::HOST)
+    }
+
+    /// [`Self::from_yaml`] for a filesystem that compares names by
+    /// `file_names`, so that tests can check every platform's rules.
+    pub(crate) fn from_yaml_for(
+        text: &str,
+        origin: &str,
+        file_names: FileNames,
+    ) -> Result<Self, PolicyError> {
         let parsed: Option<PolicyFile> =
             serde_yaml_ng::from_str(text).map_err(|err| PolicyError::InvalidPolicyFile {
                 path: origin.to_owned(),
@@ -185,31 +167,47 @@ impl WorkspacePolicy {
             }
             shell_allow.push(normalized);
         }
+        // Deny globs follow the filesystem's case rules, or `SECRET/x` would
+        // walk around `secret`. Allow globs stay exact: a spelling they miss
+        // is refused, which is the safe way to be wrong.
+        let case_insensitive = file_names.case_insensitive();
         Ok(Self {
             origin: Some(origin.to_owned()),
-            write_allow: GlobList::compile(writes.allow, "writes.allow", origin)?,
-            write_deny: GlobList::compile(writes.deny, "writes.deny", origin)?,
+            file_names,
+            write_allow: GlobList::compile(writes.allow, "writes.allow", origin, false)?,
+            write_deny: GlobList::compile(writes.deny, "writes.deny", origin, case_insensitive)?,
             shell_allow,
         })
     }
 
-    /// May the workspace-relative path `relative` be written?
+    /// May the workspace-relative path `relative` (`/`-separated, as
+    /// [`crate::WorkspaceRoot::relative`] spells it) be written?
     ///
     /// A non-empty `writes.allow` is the user's consent to write those paths,
-    /// so it also lifts read-only mode for them.
+    /// so it also lifts read-only mode for them. Nothing lifts the refusal
+    /// of the policy file and of `.git`.
     pub fn write_decision(&self, relative: &str, read_only: bool) -> Decision {
-        if relative == POLICY_FILE_NAME {
+        let path = self.file_names.normalize(relative);
+        if self.file_names.same_name(&path, POLICY_FILE_NAME) {
             return Decision::deny(format!(
                 "{POLICY_FILE_NAME} cannot be written by a tool: the agent may not change its own policy"
             ));
         }
-        if let Some(pattern) = self.deny_match(relative) {
+        if path
+            .split('/')
+            .any(|component| self.file_names.same_name(component, GIT_DIR_NAME))
+        {
+            return Decision::deny(format!(
+                "writing {relative} is denied: writes to {GIT_DIR_NAME}/ are never allowed (git config and hooks can execute code)"
+            ));
+        }
+        if let Some(pattern) = self.write_deny.first_match_with_parents(&path) {
             return Decision::deny(format!(
                 "writing {relative} is denied: it matches writes.deny pattern {pattern:?} in {POLICY_FILE_NAME}"
             ));
         }
-        if !self.write_allow.patterns.is_empty() {
-            if self.write_allow.first_match(relative).is_some() {
+        if !self.write_allow.is_empty() {
+            if self.write_allow.first_match(&path).is_some() {
                 return Decision::allow();
             }
             return Decision::deny(format!(
@@ -223,17 +221,6 @@ impl WorkspacePolicy {
             ));
         }
         Decision::allow()
-    }
-
-    /// A deny pattern naming a directory protects everything below it, so the
-    /// path's ancestors are checked as well as the path itself.
-    fn deny_match(&self, relative: &str) -> Option<&str> {
-        if let Some(pattern) = self.write_deny.first_match(relative) {
-            return Some(pattern);
-        }
-        relative
-            .match_indices('/')
-            .find_map(|(slash, _)| self.write_deny.first_match(&relative[..slash]))
     }
 
     /// Is `command` covered by `shell.allow`? It must equal an entry or extend
@@ -269,3 +256,6 @@ impl WorkspacePolicy {
 fn normalize_whitespace(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
+
+#[cfg(test)]
+mod tests;

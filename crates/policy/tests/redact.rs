@@ -9,6 +9,8 @@ use std::borrow::Cow;
 use bridge_policy::redact::{self, REDACTED, is_secret_key, redact, redact_value};
 use serde_json::{Value, json};
 
+mod formats;
+
 /// Deterministic mixed-case letters and digits, `length` long.
 fn alnum(length: usize, seed: usize) -> String {
     const ALPHABET: &[u8] = b"aB3dE5gH7jK9mN1pQ2sT4vW6yZ8cF0hL";
@@ -297,6 +299,34 @@ fn look_alikes() -> Vec<String> {
         "Authorization required; secret santa; token-based auth",
         "eyJhbGciOiJIUzI1NiJ9 alone is only a header",
         "Größe: 5 — こんにちは — пароль сброшен 🔑",
+        // Code and configuration that name secrets without holding one.
+        "token = getToken()",
+        "const url = process.env.DB_PASSWORD || process.env.DB_PASS;",
+        "password: ${{ secrets.DB_PASSWORD }}\nSMTP_PASS: ${{ secrets.SMTP_PASS }}",
+        "passthrough=1 compass=north --passthrough=yes",
+        "bypass: true\nbypass: enabled\nBYPASS=on\ncompass: north",
+        "test result: ok. 12 passed; Pass: 12  Fail: 0",
+        "DB_PASS=$DB_PASS\npass = get_pass()\ndbPass: string",
+        "the default password is admin; machine learning login page",
+        "Password reset: log in with your new password",
+        "use_auth=1 basic_auth: false require_auth=yes oauth=enabled always-auth=true",
+        "Cookie: chocolate chip\nthe Set-Cookie header is sent by the server",
+        "cookie = request.cookies.get(\"sid\")\ncookies: 3\ncookie_policy=strict",
+        "cookie: ${{ secrets.COOKIE }}",
+        "{\"author\": \"Jane Doe\", \"authors\": [\"A\"], \"auth\": \"none\", \"oauth\": \"on\"}",
+        "PRIMARY_KEY=id\nSORT_KEY=name\nKEY=value\nCACHE_KEY=user_profile_v2_by_id",
+        "partition_key: tenantId\nSSH_KEY=~/.ssh/id_ed25519\n\"sort_key\": \"name\"",
+        "FOREIGN_KEY=users.id; hotkey=Ctrl+Shift+K; monkey: banana",
+        "docker run -u 1000:1000 alpine id\ngit push -u origin main\npodman exec -u app:app web ls",
+        "redis://cache:6379/0 and http://[::1]:8080/ and https://example.com:443/a@b",
+        // Constants and types in source code named like secrets.
+        "pub const FS_IOC_ADD_ENCRYPTION_KEY: u32 = 3226494487;\nNETKIT_PASS = 0,\nDEVSTAT_MATCH_PASS = 0x04,",
+        "pub const HTTP_QUERY_AUTHORIZATION: u32 = 28u32;\npub pvKeyEncryptionKey: *mut c_void,",
+        "pub const InheritNewDefaultKey: X509RequestInheritOptions = 1i32;",
+        "pub const SHARES_RO_PASS: windows_sys::core::PCWSTR = w!(\"Parm2\");\nconst FLAGS_PASS = sys::IORING_FLAGS_PASS;",
+        "hmasterkey : NCRYPT_KEY_HANDLE, phmasterkey : *mut NCRYPT_KEY_HANDLE",
+        "brace_token: syn::token::Brace,\npub type FREE_PASSWORD = Option<unsafe extern \"system\" fn()>;",
+        "the command we'd otherwise pass:\n// $ /opt/bin/clang --target=x86_64 dummy.c",
         "plain ordinary source code\nfn main() { println!(\"hi\"); }\n",
         "",
     ]

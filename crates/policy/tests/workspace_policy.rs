@@ -244,3 +244,184 @@ fn shell_allow_entry_whitespace_is_normalized() {
     assert!(parsed.shell_allowed("cargo test --workspace"));
     assert_eq!(parsed.to_summary()["shell"]["allow"][0], "cargo test");
 }
+
+const GIT_REASON: &str =
+    "writes to .git/ are never allowed (git config and hooks can execute code)";
+
+#[test]
+fn git_directories_are_never_writable_whatever_the_policy_says() {
+    let everything = policy("writes:\n  allow: [\"**\", \".git/**\"]\n");
+    for parsed in [WorkspacePolicy::default(), everything] {
+        for relative in [
+            ".git",
+            ".git/config",
+            ".git/hooks/pre-commit",
+            ".git/info/attributes",
+            "vendor/lib/.git",
+            "vendor/lib/.git/config",
+            "a/b/.git/hooks/post-checkout",
+        ] {
+            for read_only in [false, true] {
+                let decision = parsed.write_decision(relative, read_only);
+                assert!(decision.is_deny(), "{relative} read_only={read_only}");
+                assert!(reason(&decision).contains(GIT_REASON), "{decision:?}");
+                assert!(reason(&decision).contains(relative), "{decision:?}");
+            }
+        }
+    }
+}
+
+#[test]
+fn names_that_only_look_like_git_stay_writable() {
+    let parsed = policy("writes:\n  allow: [\"**\"]\n");
+    for relative in [
+        ".github/workflows/ci.yml",
+        ".gitignore",
+        ".gitattributes",
+        ".gitmodules",
+        "docs/.git-blame-ignore-revs",
+        "repo.git/HEAD",
+        "src/git/config.rs",
+    ] {
+        assert!(
+            parsed.write_decision(relative, true).is_allow(),
+            "{relative}"
+        );
+    }
+}
+
+#[cfg(unix)]
+#[test]
+fn a_symlink_into_git_is_judged_by_where_it_lands() {
+    use bridge_policy::{Guard, PermissionPolicy, PermissionRules, WorkspaceRoot};
+    let ws = TempWorkspace::new();
+    ws.mkdir(".git/hooks");
+    ws.symlink(".git/hooks", "hooks");
+    ws.write(POLICY_FILE_NAME, "writes:\n  allow: [\"**\"]\n");
+    let guard = Guard::new(
+        WorkspaceRoot::new(ws.path()).unwrap(),
+        PermissionPolicy::compile(&PermissionRules::default()).unwrap(),
+        WorkspacePolicy::load(ws.path()).unwrap(),
+        false,
+    );
+    let decision = guard.resolve_write("hooks/pre-commit").unwrap_err();
+    assert!(reason(&decision).contains(GIT_REASON), "{decision:?}");
+    assert!(
+        reason(&decision).contains(".git/hooks/pre-commit"),
+        "{decision:?}"
+    );
+    assert!(guard.resolve_write("src/main.rs").is_ok());
+}
+
+#[test]
+fn patterns_without_a_slash_match_the_name_at_any_depth() {
+    let parsed = policy("writes:\n  deny: [\"*.pem\", \"secrets\", \"build/\"]\n");
+    for relative in [
+        "key.pem",
+        "certs/deep/key.pem",
+        "secrets",
+        "secrets/a.txt",
+        "config/secrets",
+        "config/secrets/prod/db.yml",
+        "build/out.js",
+        "pkg/a/build/out.js",
+    ] {
+        let decision = parsed.write_decision(relative, false);
+        assert!(decision.is_deny(), "{relative}");
+        assert!(
+            reason(&decision).contains("writes.deny pattern"),
+            "{decision:?}"
+        );
+    }
+    for relative in [
+        "key.pem.txt",
+        "src/secrets.rs",
+        "my-secrets/a",
+        "builder/x.js",
+    ] {
+        assert!(
+            parsed.write_decision(relative, false).is_allow(),
+            "{relative}"
+        );
+    }
+}
+
+#[test]
+fn patterns_with_a_slash_stay_anchored_to_the_root() {
+    let parsed = policy("writes:\n  deny: [\"/build\", \"config/prod.yml\", \"/dist/\"]\n");
+    for relative in ["build", "build/x.js", "config/prod.yml", "dist/a.js"] {
+        assert!(
+            parsed.write_decision(relative, false).is_deny(),
+            "{relative}"
+        );
+    }
+    for relative in [
+        "src/build/x.js",
+        "other/config/prod.yml",
+        "pkg/dist/a.js",
+        "config/prod.yml.bak",
+    ] {
+        assert!(
+            parsed.write_decision(relative, false).is_allow(),
+            "{relative}"
+        );
+    }
+}
+
+#[test]
+fn allow_patterns_follow_the_same_gitignore_rules() {
+    let parsed = policy("writes:\n  allow: [\"*.md\", \"/Makefile\", \"scripts/\"]\n");
+    // `scripts/` has no `/` but the trailing one: as in `.gitignore`, it
+    // names a directory at any depth.
+    for relative in [
+        "README.md",
+        "docs/guide/intro.md",
+        "Makefile",
+        "scripts/build.sh",
+        "scripts/ci/x.sh",
+        "tools/scripts/x.sh",
+    ] {
+        assert!(
+            parsed.write_decision(relative, true).is_allow(),
+            "{relative}"
+        );
+    }
+    for relative in ["src/main.rs", "sub/Makefile", "scripts", "README.md.bak"] {
+        let decision = parsed.write_decision(relative, true);
+        assert!(decision.is_deny(), "{relative}");
+        assert!(
+            reason(&decision).contains("none of the writes.allow patterns"),
+            "{decision:?}"
+        );
+    }
+    // The summary quotes the patterns as the user wrote them.
+    assert_eq!(parsed.to_summary()["writes"]["allow"][0], "*.md");
+}
+
+#[test]
+fn a_pattern_that_is_only_slashes_is_rejected() {
+    let message = invalid_reason("writes:\n  deny: [\"/\"]\n");
+    assert!(message.contains("writes.deny[0]"), "{message}");
+    assert!(message.contains("empty pattern"), "{message}");
+}
+
+/// Linux filesystems tell `SECRET` from `secret`: the rules keep exact
+/// case there (case-insensitive matching is checked per platform in the
+/// crate's unit tests).
+#[cfg(target_os = "linux")]
+#[test]
+fn linux_matching_keeps_exact_case() {
+    let parsed = policy("writes:\n  deny: [\"secret\", \"*.PEM\"]\n");
+    assert!(parsed.write_decision("secret/x", false).is_deny());
+    assert!(parsed.write_decision("SECRET/x", false).is_allow());
+    assert!(parsed.write_decision("a/key.PEM", false).is_deny());
+    assert!(parsed.write_decision("a/key.pem", false).is_allow());
+    assert!(
+        parsed
+            .write_decision(".AGENT-POLICY.YAML", false)
+            .is_allow()
+    );
+    assert!(parsed.write_decision(".GIT/config", false).is_allow());
+    assert!(parsed.write_decision(POLICY_FILE_NAME, false).is_deny());
+    assert!(parsed.write_decision(".git/config", false).is_deny());
+}

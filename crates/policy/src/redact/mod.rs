@@ -1,11 +1,16 @@
 //! Secret redaction of text and JSON before it leaves a tool: tokens of
 //! well-known services, private key blocks, JWTs, bearer tokens,
-//! `key=value` secrets and passwords in URLs become [`REDACTED`].
+//! `key=value` secrets, passwords in URLs, `.netrc`, `.npmrc`, docker and
+//! Azure credentials, curl `-u` passwords and cookies become [`REDACTED`].
 //!
 //! All rules are compiled into one regex, so clean text costs one scan and
-//! is returned borrowed. Redaction is idempotent: [`REDACTED`] never matches.
+//! is returned borrowed; what a regex cannot judge cheaply (is this value
+//! code? random? does this line run curl?) is judged on the match only.
+//! Redaction is idempotent: [`REDACTED`] is never taken for a secret.
 
+mod keys;
 mod rules;
+mod values;
 
 use std::borrow::Cow;
 use std::sync::LazyLock;
@@ -13,8 +18,8 @@ use std::sync::LazyLock;
 use regex::bytes::{CaptureLocations, Regex, RegexBuilder};
 use serde_json::Value;
 
+pub use keys::is_secret_key;
 use rules::Kind;
-pub use rules::is_secret_key;
 
 pub const REDACTED: &str = "[REDACTED]";
 
@@ -96,6 +101,11 @@ pub fn check_rules() -> Result<(), &'static RuleError> {
     ENGINE.as_ref().map(|_| ())
 }
 
+/// How deep [`collect_spans`] looks into the text a match keeps (the part
+/// before its secret). Real text needs one level; beyond the limit the
+/// kept part is withheld too.
+const MAX_NESTING: u8 = 4;
+
 /// Redacts secrets in `text`; borrowed when there was nothing to redact.
 ///
 /// Should the rules fail to compile (a bug caught by the tests), the whole
@@ -104,44 +114,74 @@ pub fn redact(text: &str) -> Cow<'_, str> {
     let Ok(engine) = ENGINE.as_ref() else {
         return Cow::Owned(REDACTED.to_owned());
     };
-    let haystack = text.as_bytes();
     let mut locations = engine.regex.capture_locations();
-    let mut output: Option<String> = None;
+    let mut spans = Vec::new();
+    collect_spans(engine, text, 0, MAX_NESTING, &mut locations, &mut spans);
+    if spans.is_empty() {
+        return Cow::Borrowed(text);
+    }
+    // Spans found inside a match's context come before it, and a resumed
+    // search may overlap an earlier one: order, then merge.
+    spans.sort_unstable();
+    let mut output = String::with_capacity(text.len());
     let mut copied = 0;
-    let mut at = 0;
-    while at <= haystack.len() {
-        let Some(found) = engine.regex.captures_read_at(&mut locations, haystack, at) else {
-            break;
-        };
-        at = if found.end() > found.start() {
-            found.end()
-        } else {
-            found.end() + 1
-        };
-        let (start, end) = match replacement_span(engine, &locations, text) {
-            Outcome::Replace { start, end } => (start, end),
-            Outcome::Keep => continue,
-            Outcome::KeepAndSearchFrom(resume) => {
-                // A value that is not a secret as a whole (`"<ghp_...>"`)
-                // may still contain one.
-                at = resume.max(found.start() + 1);
-                continue;
-            }
-        };
-        let (start, end) = widen_to_char_boundaries(text, start, end);
-        if start < copied {
+    for (start, end) in spans {
+        if end <= copied {
             continue;
         }
-        let output = output.get_or_insert_with(|| String::with_capacity(text.len()));
-        output.push_str(&text[copied..start]);
-        output.push_str(REDACTED);
+        if start >= copied {
+            output.push_str(&text[copied..start]);
+            output.push_str(REDACTED);
+        }
         copied = end;
     }
-    match output {
-        None => Cow::Borrowed(text),
-        Some(mut output) => {
-            output.push_str(&text[copied..]);
-            Cow::Owned(output)
+    output.push_str(&text[copied..]);
+    Cow::Owned(output)
+}
+
+/// Finds the spans to replace in `text` from `from` on, appending them to
+/// `spans` (on char boundaries, possibly overlapping).
+///
+/// A match reaches from its context (`machine … login … password`,
+/// `https://user:`, `-u user:`) to its secret, and the search resumes after
+/// it; the context is searched on its own, so that a token in it (`curl -u
+/// ghp_…:x`) is not passed over.
+fn collect_spans(
+    engine: &Engine,
+    text: &str,
+    from: usize,
+    depth: u8,
+    locations: &mut CaptureLocations,
+    spans: &mut Vec<(usize, usize)>,
+) {
+    let haystack = text.as_bytes();
+    let mut at = from;
+    while at <= haystack.len() {
+        let Some(found) = engine.regex.captures_read_at(locations, haystack, at) else {
+            break;
+        };
+        let (secret_start, outcome) = judge(engine, locations, text);
+        at = match outcome {
+            Outcome::Replace { start, end } => {
+                spans.push(widen_to_char_boundaries(text, start, end));
+                // A private key block reaches past the match.
+                end.max(found.end()).max(found.start() + 1)
+            }
+            Outcome::Keep => found.end().max(found.start() + 1),
+            // A value that is not a secret as a whole (`"<ghp_...>"`) may
+            // still contain one.
+            Outcome::KeepAndSearchFrom(resume) => resume.max(found.start() + 1),
+        };
+        let context_end = secret_start.map_or(found.start(), |start| start.min(found.end()));
+        if context_end > found.start() {
+            let (context_start, context_end) =
+                widen_to_char_boundaries(text, found.start(), context_end);
+            if depth == 0 {
+                spans.push((context_start, context_end));
+            } else {
+                let context = &text[..context_end];
+                collect_spans(engine, context, context_start, depth - 1, locations, spans);
+            }
         }
     }
 }
@@ -156,187 +196,55 @@ enum Outcome {
     KeepAndSearchFrom(usize),
 }
 
-/// What to do with the current match.
-fn replacement_span(engine: &Engine, locations: &CaptureLocations, text: &str) -> Outcome {
+/// Where the current match's secret starts, and what to do with the match.
+fn judge(engine: &Engine, locations: &CaptureLocations, text: &str) -> (Option<usize>, Outcome) {
     let Some(rule) = engine
         .rules
         .iter()
         .find(|rule| locations.get(rule.whole_group).is_some())
     else {
-        return Outcome::Keep;
+        return (None, Outcome::Keep);
     };
     let Some((start, end)) = locations.get(rule.secret_group) else {
-        return Outcome::Keep;
+        return (None, Outcome::Keep);
     };
     let secret = text.get(start..end).unwrap_or_default();
-    let replace = match rule.kind {
-        Kind::Token => true,
-        Kind::Bearer => looks_like_token(secret),
-        Kind::UrlPassword => secret != REDACTED,
-        Kind::KeyValue => {
-            let key = rule
-                .key_group
-                .and_then(|group| locations.get(group))
-                .and_then(|(key_start, key_end)| text.get(key_start..key_end))
-                .unwrap_or_default();
-            return match key_value_span(key, text, start, end) {
-                Some((start, end)) => Outcome::Replace { start, end },
-                None => Outcome::KeepAndSearchFrom(start + 1),
-            };
+    let key = || {
+        rule.key_group
+            .and_then(|group| locations.get(group))
+            .and_then(|(key_start, key_end)| text.get(key_start..key_end))
+            .unwrap_or_default()
+    };
+    let span = match rule.kind {
+        Kind::Token => Some((start, end)),
+        Kind::PrivateKeyBlock => Some((start, values::private_key_block_end(text, end))),
+        Kind::Bearer => values::looks_like_token(secret).then_some((start, end)),
+        Kind::UrlPassword => (secret != REDACTED).then_some((start, end)),
+        Kind::CurlPassword => {
+            let option_start = locations.get(rule.whole_group).map_or(start, |(at, _)| at);
+            (!secret.starts_with(REDACTED)
+                && !values::is_reference(secret)
+                && values::runs_curl(text, option_start))
+            .then_some((start, end))
+        }
+        Kind::Cookie => values::cookie_span(text, start, end),
+        Kind::KeyValue => values::key_value_span(key(), text, start, end),
+        Kind::RandomKeyValue if !keys::names_a_key(key()) => None,
+        Kind::RandomKeyValue => {
+            values::key_value_span(key(), text, start, end).filter(|&(value_start, value_end)| {
+                text.get(value_start..value_end)
+                    .is_some_and(values::looks_random)
+            })
         }
     };
-    if replace {
-        Outcome::Replace { start, end }
-    } else {
-        Outcome::Keep
-    }
-}
-
-/// `Bearer` is also an English word: only a token-looking word after it counts.
-fn looks_like_token(word: &str) -> bool {
-    word.len() >= 16 || word.bytes().any(|byte| byte.is_ascii_digit())
-}
-
-const AUTH_SCHEMES: [&str; 4] = ["bearer", "basic", "token", "digest"];
-
-/// Words that are placeholders, types or literals rather than secret values.
-const NOT_VALUES: [&str; 16] = [
-    "null",
-    "none",
-    "nil",
-    "true",
-    "false",
-    "undefined",
-    "yes",
-    "no",
-    "string",
-    "str",
-    "bool",
-    "int",
-    "number",
-    "required",
-    "optional",
-    "redacted",
-];
-
-/// For `key=value`, the span of the value proper: inside its quotes, after an
-/// auth scheme. `None` when the value is not a secret after all.
-fn key_value_span(key: &str, text: &str, start: usize, end: usize) -> Option<(usize, usize)> {
-    let raw = text.get(start..end)?;
-    let (quoted, inner_start, inner_end) =
-        if raw.len() >= 4 && raw.starts_with("\\\"") && raw.ends_with("\\\"") {
-            (true, start + 2, end - 2)
-        } else if raw.len() >= 2
-            && ((raw.starts_with('"') && raw.ends_with('"'))
-                || (raw.starts_with('\'') && raw.ends_with('\'')))
-        {
-            (true, start + 1, end - 1)
-        } else {
-            (false, start, end)
-        };
-    let inner = text.get(inner_start..inner_end)?;
-    let scheme_length = auth_scheme_length(inner);
-    let value = &inner[scheme_length..];
-    let value_start = inner_start + scheme_length;
-    if value.is_empty() || value.starts_with(REDACTED) {
-        return None;
-    }
-    let lower = value.to_ascii_lowercase();
-    if NOT_VALUES.contains(&lower.as_str())
-        || (scheme_length == 0 && AUTH_SCHEMES.contains(&lower.as_str()))
-    {
-        return None;
-    }
-    // References to a secret are not the secret: `$TOKEN`, `${TOKEN}`, `%(password)s`, `<token>`, `{{ secret }}`.
-    if value.starts_with(['$', '%', '<', '{'])
-        || value.chars().all(|c| matches!(c, '*' | 'x' | 'X' | '.'))
-    {
-        return None;
-    }
-    if !quoted {
-        // `token == ""`: a comparison.
-        if value.starts_with('=') || is_code_reference(value) {
-            return None;
+    let outcome = match (span, rule.kind) {
+        (Some((start, end)), _) => Outcome::Replace { start, end },
+        (None, Kind::Token | Kind::PrivateKeyBlock | Kind::Bearer | Kind::UrlPassword) => {
+            Outcome::Keep
         }
-        let next = text.get(end..).and_then(|rest| rest.chars().next());
-        // `token = get_token()`, `token = self.token`: code, not a value.
-        if matches!(next, Some('(' | '.')) {
-            return None;
-        }
-        // `self.token = token`: a variable named like the field.
-        let key_tail = key.rsplit(['.', '-', '>', ' ']).next().unwrap_or(key);
-        if value.eq_ignore_ascii_case(key_tail) {
-            return None;
-        }
-        // `token: Token`, `password: String`: a type annotation.
-        let type_like = value.starts_with(|c: char| c.is_ascii_uppercase())
-            && value.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-            && !value.chars().any(|c| c.is_ascii_digit());
-        let after_colon = text
-            .get(..start)
-            .is_some_and(|before| before.trim_end().ends_with(':'));
-        if type_like && after_colon {
-            return None;
-        }
-    }
-    // `PWD=/home/me` is the working directory, not a password.
-    let key_lower = key.to_ascii_lowercase();
-    if key_lower.ends_with("pwd") && value.starts_with(['/', '~']) {
-        return None;
-    }
-    Some((value_start, inner_end))
-}
-
-/// Objects that configuration is read from in code: `process.env.API_KEY`,
-/// `self.config.token`, `settings.SECRET_KEY` are references, not values.
-const CODE_ROOTS: [&str; 20] = [
-    "process",
-    "os",
-    "env",
-    "self",
-    "this",
-    "config",
-    "cfg",
-    "settings",
-    "options",
-    "opts",
-    "args",
-    "ctx",
-    "context",
-    "secrets",
-    "vars",
-    "props",
-    "params",
-    "window",
-    "system",
-    "environment",
-];
-
-fn is_code_reference(value: &str) -> bool {
-    let mut segments = value.split('.');
-    let root = segments.next().unwrap_or_default();
-    let is_identifier = |segment: &str| {
-        !segment.is_empty()
-            && !segment.starts_with(|c: char| c.is_ascii_digit())
-            && segment
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '$')
+        (None, _) => Outcome::KeepAndSearchFrom(start + 1),
     };
-    CODE_ROOTS.contains(&root.to_ascii_lowercase().as_str())
-        && value.contains('.')
-        && value.split('.').all(is_identifier)
-}
-
-/// Length of a leading `Bearer ` (any scheme, any case) with its blanks.
-fn auth_scheme_length(value: &str) -> usize {
-    let Some((first, _)) = value.split_once([' ', '\t']) else {
-        return 0;
-    };
-    if !AUTH_SCHEMES.contains(&first.to_ascii_lowercase().as_str()) {
-        return 0;
-    }
-    let rest = &value[first.len()..];
-    first.len() + (rest.len() - rest.trim_start_matches([' ', '\t']).len())
+    (Some(start), outcome)
 }
 
 fn widen_to_char_boundaries(text: &str, mut start: usize, mut end: usize) -> (usize, usize) {
@@ -350,8 +258,10 @@ fn widen_to_char_boundaries(text: &str, mut start: usize, mut end: usize) -> (us
 }
 
 /// Redacts every string in a JSON tree, object keys included, and replaces
-/// the whole value of keys that name a secret (see [`is_secret_key`]).
-/// `null` and booleans under such keys are kept: they hold no secret.
+/// the whole value of keys that name a secret (see [`is_secret_key`]), and
+/// the random-looking string value of any other `*_key` (`"WEBHOOK_KEY":
+/// "q8Zt…"`, not `"sort_key": "name"`). `null` and booleans under such keys
+/// are kept: they hold no secret.
 pub fn redact_value(value: &mut Value) {
     // Iterative: a hostile tree may be deeper than the stack.
     let mut pending: Vec<&mut Value> = vec![value];
@@ -371,10 +281,15 @@ pub fn redact_value(value: &mut Value) {
                         .collect();
                 }
                 for (key, child) in map.iter_mut() {
-                    if !is_secret_key(key) {
-                        pending.push(child);
-                    } else if !matches!(child, Value::Null | Value::Bool(_)) {
+                    let secret = if is_secret_key(key) {
+                        !matches!(child, Value::Null | Value::Bool(_))
+                    } else {
+                        child.as_str().is_some_and(values::looks_random) && keys::names_a_key(key)
+                    };
+                    if secret {
                         *child = Value::String(REDACTED.to_owned());
+                    } else {
+                        pending.push(child);
                     }
                 }
             }

@@ -1,23 +1,44 @@
 //! The secret patterns, after gitleaks' rules for the formats an agent is
-//! likely to meet in tool output, and the names of secret-holding keys.
+//! likely to meet in tool output.
 //!
 //! Every pattern marks what to replace with a group named `secret`;
 //! key/value rules also name the `key`. Patterns are compiled as ASCII byte
 //! regexes (no Unicode classes): faster, and every match still starts and
 //! ends on an ASCII character, so on `char` boundaries.
+//!
+//! Text is often JSON that holds other text, so a line break may be the two
+//! characters `\n` (or `\\n`, one level deeper): patterns that care about
+//! where a key starts accept an escaped `\n`, `\r` or `\t` there, where `\b`
+//! does not hold, and a bare value ends at one.
 
 /// How a match is turned into a replacement.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Kind {
     /// Replace the `secret` span.
     Token,
+    /// A private key header: replace it with the block it starts, up to its
+    /// `-----END … -----` footer, or up to where the base64 body stops when
+    /// the output was cut short. Searched by code, once per block: a lazy
+    /// "anything up to the footer" in the regex rescans the rest of the text
+    /// for every header that has no footer.
+    PrivateKeyBlock,
     /// `Bearer <token>`: keep the scheme; only token-like words count.
     Bearer,
     /// `key=value` and friends: replace the value (inside its quotes),
     /// unless it is a placeholder, a type or a function call.
     KeyValue,
+    /// `SOME_KEY=value` for a key that may or may not be secret
+    /// (`SIGNING_KEY`, `SORT_KEY`): as [`Kind::KeyValue`], but only when the
+    /// value looks randomly generated.
+    RandomKeyValue,
     /// `scheme://user:password@host`: replace the password.
     UrlPassword,
+    /// `-u user:password` of curl: replace the password, when the line
+    /// runs curl and the password is not a `$VARIABLE`.
+    CurlPassword,
+    /// A `Cookie:` / `Set-Cookie:` value: replaced whole when it holds
+    /// `name=value` pairs.
+    Cookie,
 }
 
 pub(super) struct Rule {
@@ -30,10 +51,10 @@ pub(super) fn rules() -> Vec<Rule> {
     vec![
         Rule {
             name: "private key block",
-            kind: Kind::Token,
-            // A block cut short (truncated output) is redacted up to where
-            // the base64 body ends.
-            pattern: r"(?P<secret>-----BEGIN[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----(?:(?s:.)*?-----END[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----|[A-Za-z0-9+/=\s:,\\-]*))",
+            kind: Kind::PrivateKeyBlock,
+            // Only the header: the body and footer are found by code (see
+            // `Kind::PrivateKeyBlock`).
+            pattern: r"(?P<secret>-----BEGIN[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----)",
         },
         Rule {
             name: "GitHub token",
@@ -73,12 +94,44 @@ pub(super) fn rules() -> Vec<Rule> {
         Rule {
             name: "URL credentials",
             kind: Kind::UrlPassword,
-            pattern: r#"\b(?i:[a-z][a-z0-9+.-]{0,20})://[^\s/?#@:'"<>]+:(?P<secret>[^\s/?#@'"<>]+)@"#,
+            // The user may be empty: `redis://:password@host`.
+            pattern: r#"\b(?i:[a-z][a-z0-9+.-]{0,20})://[^\s/?#@:'"<>]*:(?P<secret>[^\s/?#@'"<>]+)@"#,
+        },
+        Rule {
+            name: ".netrc entry",
+            kind: Kind::KeyValue,
+            // `machine host login bob password hunter2`, on one line or
+            // spread over several. Only the netrc keywords may come between
+            // `machine` and `password`, so prose ("the default password is")
+            // does not match.
+            pattern: r#"(?:\b|\\+[nrt])(?i:machine(?:\s|\\+[nrt])+[^\s"'\\]+(?:(?:\s|\\+[nrt])+(?:login|account|port)(?:\s|\\+[nrt])+[^\s"'\\]+)*|default(?:(?:\s|\\+[nrt])+(?:login|account|port)(?:\s|\\+[nrt])+[^\s"'\\]+)+)(?:\s|\\+[nrt])+(?P<key>(?i:password|passwd))(?:\s|\\+[nrt])+(?P<secret>[^\s"'\\]+)"#,
+        },
+        Rule {
+            name: "docker config auth",
+            kind: Kind::KeyValue,
+            // `"auth": "base64(user:password)"`; only as a quoted JSON key,
+            // the bare word `auth` is too common.
+            pattern: r#"(?:"|\\")(?P<key>(?i:auth))(?:"|\\")\s*:\s*(?P<secret>"(?:[^"\\\n]|\\.)*"|\\"(?:[^"\\]|\\[^"])*\\")"#,
+        },
+        Rule {
+            name: "cookie header",
+            kind: Kind::Cookie,
+            pattern: r#"(?P<key>(?:\b|\\+[nrt])(?i:(?:[a-z0-9_.-]*[_.-])?cookie))\\?["']?[ \t]*[:=][ \t]*(?:\\?["'])?(?P<secret>[^\s"'`\\][^\r\n"'`\\]*)"#,
+        },
+        Rule {
+            name: "curl user password",
+            kind: Kind::CurlPassword,
+            pattern: r#"(?:(?m:^)|[ \t"'=]|\\+[nrt])(?:-u[ \t]*|--user(?:[ \t]+|=)|-U[ \t]*|--proxy-user(?:[ \t]+|=))\\?["']?[^\s:"'\\]*:(?P<secret>[^\s"'\\]+)"#,
         },
         Rule {
             name: "key/value secret",
             kind: Kind::KeyValue,
             pattern: KEY_VALUE,
+        },
+        Rule {
+            name: "key with a random value",
+            kind: Kind::RandomKeyValue,
+            pattern: RANDOM_KEY_VALUE,
         },
         Rule {
             name: "Bearer token",
@@ -88,92 +141,29 @@ pub(super) fn rules() -> Vec<Rule> {
     ]
 }
 
-/// `key` then `=`, `:`, `:=` or `=>` (the key possibly quoted, also as
-/// escaped JSON `\"key\"`), then the value: double-quoted (with escapes),
+/// `key` then `=`, `:`, `:=` or `=>` on the same line (the key possibly
+/// quoted, also as escaped JSON `\"key\"`), then the value: double-quoted (with escapes),
 /// single-quoted, escaped-quoted, or bare up to a delimiter. A bare value
 /// may start with an HTTP auth scheme (`Authorization: Bearer xyz`).
+///
+/// Keys: anything ending in a secret word (`DB_PASSWORD`, `x-api-key`,
+/// `AccountKey`, `SECRET_KEY_BASE`); `pass` only as a whole word or after a
+/// separator or in camel case (`DB_PASS`, `smtpPass`, not `bypass` or
+/// `compass`); npm's `_auth` only as a whole key or after `_`
+/// (`npm_config__auth`), not `basic_auth` or `oauth`.
 const KEY_VALUE: &str = concat!(
     r"(?P<key>(?i:[a-z0-9_.-]*",
-    r"(?:pass(?:word|wd|phrase)|pwd|secret|token|(?:api|access|secret|private)[_-]?key|apikey|authorization)",
-    r"))",
-    r#"\\?["']?\s*(?::=|=>|[:=])\s*"#,
-    r#"(?P<secret>"(?:[^"\\\n]|\\.)*"|'[^'\n]*'|\\"(?:[^"\\]|\\[^"])*\\"|(?:(?i:bearer|basic|token|digest)[ \t]+)?[^\s"'`,;&<>{}\[\]()]+)"#,
+    r"(?:pass(?:word|wd|phrase)|pwd|secret|token|(?:api|access|secret|private|account|encryption|signing|master)[_-]?key|apikey|authorization|secret[_-]?key[_-]?base)",
+    r")|(?:\b|\\+[nrt])(?i:(?:[a-z0-9_.-]*[_.-])?pass|(?:[a-z0-9_.-]*_)?_auth)",
+    r"|\b[A-Za-z0-9_.-]*[a-z0-9]Pass)",
+    r#"\\?["']?[ \t]*(?::=|=>|[:=])[ \t]*"#,
+    r#"(?P<secret>"(?:[^"\\\n]|\\.)*"|'[^'\n]*'|\\"(?:[^"\\]|\\[^"])*\\"|(?:(?i:bearer|basic|token|digest)[ \t]+)?(?:[^\s"'`,;&<>{}\[\]()\\]|\\+[^\s"'`,;&<>{}\[\]()\\nrt])+)"#,
 );
 
-/// JSON object keys whose whole value is a secret, normalized (lower case,
-/// only letters and digits): exact names, then suffixes.
-const SECRET_KEYS: [&str; 8] = [
-    "authorization",
-    "proxyauthorization",
-    "cookie",
-    "setcookie",
-    "credentials",
-    "credential",
-    "passwd",
-    "secret",
-];
-const SECRET_KEY_SUFFIXES: [&str; 10] = [
-    "password",
-    "passwd",
-    "passphrase",
-    "secret",
-    "token",
-    "apikey",
-    "privatekey",
-    "accesskey",
-    "secretkey",
-    "clientsecret",
-];
-/// Words of a key that make it a count or a setting about secrets rather
-/// than a secret (`max_token`, `tokenLimit`, `token_ttl`).
-const NOT_SECRET_WORDS: [&str; 12] = [
-    "max", "min", "count", "limit", "used", "total", "length", "size", "ttl", "type", "expiry",
-    "expires",
-];
-
-/// Splits `apiKey`, `api_key`, `API-KEY` into lower-case words.
-fn key_words(key: &str) -> Vec<String> {
-    let mut words = Vec::new();
-    let mut current = String::new();
-    let mut previous_lower = false;
-    for ch in key.chars() {
-        if !ch.is_ascii_alphanumeric() {
-            previous_lower = false;
-            if !current.is_empty() {
-                words.push(std::mem::take(&mut current));
-            }
-            continue;
-        }
-        if ch.is_ascii_uppercase() && previous_lower && !current.is_empty() {
-            words.push(std::mem::take(&mut current));
-        }
-        previous_lower = ch.is_ascii_lowercase() || ch.is_ascii_digit();
-        current.push(ch.to_ascii_lowercase());
-    }
-    if !current.is_empty() {
-        words.push(current);
-    }
-    words
-}
-
-/// Whether a JSON object key names a secret: `password`, `apiKey`,
-/// `client_secret`, `X-Api-Key`, `GITHUB_TOKEN`, but not `tokens_used`,
-/// `max_tokens`, `token_type` or `public_key`.
-pub fn is_secret_key(key: &str) -> bool {
-    let normalized: String = key
-        .chars()
-        .filter(char::is_ascii_alphanumeric)
-        .map(|c| c.to_ascii_lowercase())
-        .collect();
-    if normalized.is_empty()
-        || key_words(key)
-            .iter()
-            .any(|word| NOT_SECRET_WORDS.contains(&word.as_str()))
-    {
-        return false;
-    }
-    SECRET_KEYS.contains(&normalized.as_str())
-        || SECRET_KEY_SUFFIXES
-            .iter()
-            .any(|suffix| normalized.ends_with(suffix))
-}
+/// `*_KEY` / `*Key` with any value; the caller keeps only random-looking
+/// values, so `PRIMARY_KEY=id` stays.
+const RANDOM_KEY_VALUE: &str = concat!(
+    r"(?P<key>(?i:[a-z0-9_.-]*[_.-]key)|[A-Za-z0-9_.-]*[a-z0-9]Key)",
+    r#"\\?["']?[ \t]*(?::=|=>|[:=])[ \t]*"#,
+    r#"(?P<secret>"(?:[^"\\\n]|\\.)*"|'[^'\n]*'|\\"(?:[^"\\]|\\[^"])*\\"|(?:[^\s"'`,;&<>{}\[\]()\\]|\\+[^\s"'`,;&<>{}\[\]()\\nrt])+)"#,
+);
