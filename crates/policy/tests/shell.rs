@@ -7,12 +7,22 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use bridge_policy::shell::ShellVerdict::{Dangerous, NeedsApproval, Safe};
+use bridge_policy::shell::ShellVerdict::{self, Dangerous, NeedsApproval, Safe};
 use bridge_policy::shell::{self, ShellAnalysis};
 
 mod cases;
+mod dangerous_cases;
+mod filesystem;
+mod option_cases;
+mod read_cases;
 
 use cases::CASES;
+use dangerous_cases::DANGEROUS_CASES;
+use option_cases::OPTION_CASES;
+use read_cases::READ_CASES;
+
+/// Text only found outside the workspace, to tell whether a command reached it.
+const OUTSIDE_MARKER: &str = "OUTSIDE-MARKER-7f3a";
 
 struct Fixture {
     _root: tempfile::TempDir,
@@ -28,6 +38,7 @@ fn fixture() -> Fixture {
     for dir in [
         workspace.join("src"),
         workspace.join("build"),
+        workspace.join("secrets"),
         home.join(".ssh"),
         home.join(".aws"),
         outside.clone(),
@@ -42,6 +53,8 @@ fn fixture() -> Fixture {
         (home.join(".aws/credentials"), "[default]\n"),
         (home.join(".env"), "SECRET=1\n"),
         (outside.join("file.txt"), "outside\n"),
+        (workspace.join("secrets/server.pem"), "not a real key\n"),
+        (outside.join("marker.txt"), OUTSIDE_MARKER),
     ] {
         std::fs::write(path, content).unwrap();
     }
@@ -65,11 +78,19 @@ impl Fixture {
     }
 }
 
+fn all_cases() -> impl Iterator<Item = &'static (&'static str, ShellVerdict, &'static str)> {
+    CASES
+        .iter()
+        .chain(DANGEROUS_CASES)
+        .chain(OPTION_CASES)
+        .chain(READ_CASES)
+}
+
 #[test]
 fn verdict_table() {
     let fixture = fixture();
     let mut failures = Vec::new();
-    for (command, expected, reason) in CASES {
+    for (command, expected, reason) in all_cases() {
         let analysis = fixture.analyze(command);
         let reason_found =
             reason.is_empty() || analysis.reasons.iter().any(|found| found.contains(reason));
@@ -84,7 +105,7 @@ fn verdict_table() {
         failures.is_empty(),
         "{} of {} cases failed:\n{}",
         failures.len(),
-        CASES.len(),
+        all_cases().count(),
         failures.join("\n")
     );
 }
@@ -92,8 +113,7 @@ fn verdict_table() {
 #[test]
 fn table_covers_each_verdict_generously() {
     for verdict in [Safe, NeedsApproval, Dangerous] {
-        let count = CASES
-            .iter()
+        let count = all_cases()
             .filter(|(_, expected, _)| *expected == verdict)
             .count();
         assert!(count >= 25, "only {count} cases for {verdict:?}");

@@ -1,8 +1,13 @@
 //! Rules for one command (its words already evaluated): wrappers, deletion,
 //! writes, git, network, and the read-only allowlist.
 
+use std::path::Path;
+
 use super::Context;
 
+use super::access::{
+    ReadCheck, check_not_directory, check_read, check_sensitive_reads, check_write,
+};
 use super::cd::change_directory;
 use super::deletion::{check_find, check_rm};
 use super::git;
@@ -342,7 +347,7 @@ fn check_dangerous(context: &mut Context, name: &str, args: &[Word], input_args:
             writes::Access::Write(word) => {
                 check_write(context, &word, name);
             }
-            writes::Access::Read(word) => check_read(context, &word, false),
+            writes::Access::Read(word) => check_read(context, &word, ReadCheck::DangersOnly),
         }
     }
 }
@@ -355,24 +360,26 @@ fn check_allowlist(context: &mut Context, program: &str, name: &str, args: &[Wor
             .iter()
             .any(|dir| program.starts_with(dir) && !program[dir.len()..].contains('/'));
     let verdict = if name == "git" {
-        let command = git::split(args);
-        match git::read_only(&command) {
-            Ok(reads) => ReadOnly::Safe { reads },
-            Err(reason) => ReadOnly::NotSafe(reason),
-        }
+        git_reads(context, args)
     } else {
         readonly::classify(name, args)
     };
     match verdict {
-        ReadOnly::Safe { reads } => {
+        ReadOnly::Safe(reads) => {
             if runs_by_path {
                 context.needs_approval(format!("runs a program by path: {program}"));
             }
             if let Some(word) = args.iter().find(|word| !word.is_plain()) {
                 context.needs_approval(format!("argument is not a plain literal: {}", word.raw));
             }
-            for read in &reads {
-                check_read(context, read, true);
+            for read in &reads.contents {
+                check_read(context, read, ReadCheck::Contents);
+            }
+            for read in &reads.metadata {
+                check_read(context, read, ReadCheck::Metadata);
+            }
+            for word in &reads.not_directories {
+                check_not_directory(context, word, name);
             }
         }
         ReadOnly::NotSafe(reason) => {
@@ -382,97 +389,77 @@ fn check_allowlist(context: &mut Context, program: &str, name: &str, args: &[Wor
     }
 }
 
-/// For commands whose arguments are not known to be paths: any argument
-/// that names credentials (also after `=` or `@`, as in `--file=` or `-d @`).
-fn check_sensitive_reads(context: &mut Context, args: &[Word]) {
-    for word in args {
-        check_read(context, word, false);
-        if let Some(value) = word.value() {
-            let tail = value.rsplit_once('=').map(|(_, tail)| tail);
-            for candidate in [tail, value.strip_prefix('@')].into_iter().flatten() {
-                let candidate = candidate.trim_start_matches('@');
-                if !candidate.is_empty() {
-                    check_read(context, &Word::known(candidate, false), false);
+/// A git subcommand that only reads: what it reads, with its operands
+/// taken from the directory `-C` moves it to, and its repository checked.
+fn git_reads(context: &mut Context, args: &[Word]) -> ReadOnly {
+    let command = git::split(args);
+    let reads = match git::read_only(&command) {
+        Ok(reads) => reads,
+        Err(reason) => return ReadOnly::NotSafe(reason),
+    };
+    let run_directory = match git::run_directory(&command.directories) {
+        Ok(directory) => directory.map(|text| Word::known(&text, false)),
+        Err(reason) => return ReadOnly::NotSafe(reason),
+    };
+    let mut contents = Vec::new();
+    let mut starts = Vec::new();
+    match &run_directory {
+        Some(directory) => {
+            for target in context.resolver.resolve(directory, &context.cwd.clone()) {
+                match target.path {
+                    Some(path) => starts.push(path),
+                    None => {
+                        return ReadOnly::NotSafe(format!(
+                            "git -C directory cannot be resolved: {}",
+                            directory.display()
+                        ));
+                    }
                 }
             }
+            contents.push(directory.clone());
+        }
+        None if context.cwd.unknown => {
+            return ReadOnly::NotSafe(
+                "git runs in a directory that cannot be known, so its repository cannot be checked"
+                    .to_owned(),
+            );
+        }
+        None => starts.extend(context.cwd.candidates.iter().cloned()),
+    }
+    for start in starts {
+        if let Some(reason) = context
+            .repositories
+            .outside_reason(&mut context.resolver, &start)
+        {
+            return ReadOnly::NotSafe(reason);
         }
     }
-}
-
-/// A read of `word`: credentials are dangerous wherever they are; `.env`
-/// files outside the workspace too; anything else outside the workspace
-/// needs approval when `report_outside` (the command would otherwise be safe).
-pub(crate) fn check_read(context: &mut Context, word: &Word, report_outside: bool) {
-    let targets = context.resolver.resolve(word, &context.cwd.clone());
-    // The word as written catches what resolution cannot see (`$HOME/.ssh`
-    // without a home); the resolved path catches symlinks and `..`.
-    let credential = location::credential_reason(&word.skeleton()).or_else(|| {
-        targets
-            .iter()
-            .filter_map(|target| target.path.as_ref())
-            .find_map(|path| location::credential_reason(&path.to_string_lossy()))
-    });
-    if let Some(reason) = credential {
-        context.dangerous(format!("{reason}: {}", word.display()));
-        return;
-    }
-    for target in targets {
-        let Some(path) = target.path else {
-            if report_outside {
-                context.needs_approval(format!(
-                    "reads a path that cannot be resolved: {}",
-                    word.display()
-                ));
+    for path in reads.paths {
+        // `REV:PATH` shows a file from history: its name is what can be told.
+        if let Some(shown) = path
+            .value()
+            .and_then(|text| text.split_once(':').map(|(_, file)| file.to_owned()))
+            .filter(|file| location::is_secret_bearing(Path::new(file)))
+        {
+            return ReadOnly::NotSafe(format!("git shows a file that may hold secrets: {shown}"));
+        }
+        let relative = path.value().is_some_and(|text| !text.starts_with('/')) && !path.has_tilde();
+        match (&run_directory, relative) {
+            (Some(directory), true) => {
+                if path.glob_offset().is_some() {
+                    return ReadOnly::NotSafe(format!(
+                        "glob operand with git -C is expanded in another directory: {}",
+                        path.display()
+                    ));
+                }
+                let joined = format!("{}/{}", directory.display(), path.display());
+                contents.push(Word::known(&joined, false));
             }
-            continue;
-        };
-        let shown = path.display().to_string();
-        if context.resolver.is_inside(&path) || location::is_harmless_device(&path) {
-            continue;
-        } else if location::is_env_file(&path) {
-            context.dangerous(format!("reads a .env file outside the workspace: {shown}"));
-        } else if report_outside {
-            context.needs_approval(format!("reads outside the workspace: {shown}"));
+            _ => contents.push(path),
         }
     }
-}
-
-/// A write to `word` by `what`: outside the workspace is dangerous, an
-/// unknown target needs approval. Returns whether the write is harmless
-/// (to /dev/null and the like).
-pub(crate) fn check_write(context: &mut Context, word: &Word, what: &str) -> bool {
-    let mut harmless = true;
-    for target in context.resolver.resolve(word, &context.cwd.clone()) {
-        let Some(path) = target.path else {
-            harmless = false;
-            if target.home_unknown {
-                context.dangerous(format!(
-                    "{what} writes outside the workspace: {}",
-                    word.display()
-                ));
-            } else {
-                context.needs_approval(format!(
-                    "{what} writes to a path that cannot be resolved: {}",
-                    word.display()
-                ));
-            }
-            continue;
-        };
-        if location::is_harmless_device(&path) {
-            continue;
-        }
-        harmless = false;
-        if location::is_block_device(&path) {
-            context.dangerous(format!(
-                "{what} writes to a block device: {}",
-                path.display()
-            ));
-        } else if !context.resolver.is_inside(&path) {
-            context.dangerous(format!(
-                "{what} writes outside the workspace: {}",
-                path.display()
-            ));
-        }
-    }
-    harmless
+    ReadOnly::Safe(readonly::Reads {
+        contents,
+        ..readonly::Reads::default()
+    })
 }

@@ -4,8 +4,8 @@
 use super::Context;
 use super::args;
 use super::commands::check_argv;
+use super::find::find_roots;
 use super::location::Target;
-use super::readonly;
 use super::words::Word;
 
 pub(super) fn check_rm(context: &mut Context, args: &[Word], input_args: bool) {
@@ -93,7 +93,7 @@ fn roots_end(args: &[Word]) -> usize {
 
 /// `find -exec` runs a command on every match; `-delete` deletes them.
 pub(super) fn check_find(context: &mut Context, args: &[Word]) {
-    let roots = readonly::find_roots(args);
+    let roots = find_roots(args);
     // `{}` is some path under a starting point; the first stands for all.
     let placeholder = roots.first().map(Word::some_child).unwrap_or_default();
     let mut index = 0;

@@ -1,6 +1,8 @@
-//! git: which subcommands only read, and which pushes rewrite remote history.
+//! git: which subcommands only read (each parsed by its own option table),
+//! and which pushes rewrite remote history.
 
 use super::args;
+use super::options::{self, Spec};
 use super::words::Word;
 
 pub(crate) struct GitCommand<'w> {
@@ -9,9 +11,10 @@ pub(crate) struct GitCommand<'w> {
     /// There is a subcommand word at all (`git --version` has none).
     pub has_subcommand: bool,
     pub args: &'w [Word],
-    /// Values of `-C` (directories git runs in): they are read.
+    /// Values of `-C` (directories git changes to, each relative to the last).
     pub directories: Vec<Word>,
-    /// A global option that may change what git runs (`-c`, `--exec-path`, ...).
+    /// The first global option other than `-C`, `--no-pager` and
+    /// `--no-optional-locks`: anything else may change what git runs or reads.
     pub unsafe_global: Option<String>,
 }
 
@@ -26,18 +29,7 @@ pub(crate) fn split(args: &[Word]) -> GitCommand<'_> {
         "--config-env",
         "--super-prefix",
     ];
-    const HARMLESS: [&str; 10] = [
-        "--no-pager",
-        "-P",
-        "--no-optional-locks",
-        "--literal-pathspecs",
-        "--glob-pathspecs",
-        "--noglob-pathspecs",
-        "--icase-pathspecs",
-        "--no-replace-objects",
-        "--version",
-        "--help",
-    ];
+    const ALLOWED: [&str; 2] = ["--no-pager", "--no-optional-locks"];
     let mut directories = Vec::new();
     let mut unsafe_global = None;
     let mut index = 0;
@@ -46,7 +38,6 @@ pub(crate) fn split(args: &[Word]) -> GitCommand<'_> {
             break;
         };
         index += 1;
-        let name = text.split('=').next().unwrap_or_default().to_owned();
         if text == "-C" {
             if let Some(directory) = args.get(index) {
                 directories.push(directory.clone());
@@ -57,8 +48,8 @@ pub(crate) fn split(args: &[Word]) -> GitCommand<'_> {
         if WITH_VALUE.contains(&text.as_str()) {
             index += 1;
         }
-        if !HARMLESS.contains(&name.as_str()) && unsafe_global.is_none() {
-            unsafe_global = Some(name);
+        if !ALLOWED.contains(&text.as_str()) && unsafe_global.is_none() {
+            unsafe_global = Some(text.split('=').next().unwrap_or_default().to_owned());
         }
     }
     let rest = args.get(index..).unwrap_or_default();
@@ -107,47 +98,87 @@ pub(crate) fn destructive_push(args: &[Word]) -> Option<String> {
     None
 }
 
-/// `Ok(reads)` when `git SUBCOMMAND ARGS` only reads (reads: paths outside
-/// revisions that it reads), else why not.
-pub(crate) fn read_only(command: &GitCommand<'_>) -> Result<Vec<Word>, String> {
+/// What the operands of a subcommand are.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Operands {
+    /// Revisions and paths: checked as paths (a revision is harmless as one).
+    Paths,
+    /// A pattern first (unless given by `-e`/`-f`), then revisions and paths.
+    PatternThenPaths,
+    /// Names of refs or remotes, never files.
+    Names,
+}
+
+/// What a read-only git command reads, besides its repository.
+pub(crate) struct GitReads {
+    /// Words that may name files, relative to the directory git runs in
+    /// (after its `-C` options).
+    pub paths: Vec<Word>,
+}
+
+/// `Ok(reads)` when `git SUBCOMMAND ARGS` only reads, else why not.
+pub(crate) fn read_only(command: &GitCommand<'_>) -> Result<GitReads, String> {
     if let Some(option) = &command.unsafe_global {
-        return Err(format!("git option {option} can change what git runs"));
-    }
-    let Some(subcommand) = command.subcommand.as_deref() else {
-        return if command.has_subcommand {
-            Err("git subcommand is not a literal".to_owned())
-        } else {
-            Ok(command.directories.clone())
-        };
-    };
-    let values: Vec<String> = command.args.iter().map(Word::display).collect();
-    let has = |names: &[&str]| {
-        values.iter().any(|value| {
-            names
-                .iter()
-                .any(|name| value == name || value.starts_with(&format!("{name}=")))
-        })
-    };
-    // Options that run external programs or write files, whatever the subcommand.
-    if has(&[
-        "--output",
-        "--ext-diff",
-        "--open-files-in-pager",
-        "-O",
-        "--exec",
-        "--upload-pack",
-    ]) {
         return Err(format!(
-            "git {subcommand} with an option that writes files or runs programs"
+            "git option {option} is not one of -C, --no-pager, --no-optional-locks, which are the only ones allowed before a read-only subcommand"
         ));
     }
-    let positional = values.iter().any(|value| !value.starts_with('-'));
-    let verdict = match subcommand {
-        "status" | "log" | "show" | "diff" | "rev-parse" | "ls-files" | "ls-tree" | "blame"
-        | "grep" | "shortlog" | "describe" | "cat-file" | "rev-list" | "whatchanged"
-        | "annotate" | "merge-base" | "name-rev" | "count-objects" | "version" | "help" => Ok(()),
-        "branch" => {
-            let listing = has(&[
+    let Some(subcommand) = command.subcommand.as_deref() else {
+        return Err(if command.has_subcommand {
+            "git subcommand is not a literal".to_owned()
+        } else {
+            "git without a subcommand".to_owned()
+        });
+    };
+    let args = command.args;
+    let first = args.first().and_then(Word::value);
+    let (spec, args, operands): (&Spec, &[Word], Operands) = match subcommand {
+        "status" => (&options::GIT_STATUS, args, Operands::Paths),
+        "log" | "show" | "whatchanged" => (&options::GIT_LOG, args, Operands::Paths),
+        "diff" => (&options::GIT_DIFF, args, Operands::Paths),
+        "rev-list" => (&options::GIT_REV_LIST, args, Operands::Paths),
+        "shortlog" => (&options::GIT_SHORTLOG, args, Operands::Paths),
+        "blame" | "annotate" => (&options::GIT_BLAME, args, Operands::Paths),
+        "grep" => (&options::GIT_GREP, args, Operands::PatternThenPaths),
+        "ls-files" => (&options::GIT_LS_FILES, args, Operands::Paths),
+        "ls-tree" => (&options::GIT_LS_TREE, args, Operands::Paths),
+        "rev-parse" => (&options::GIT_REV_PARSE, args, Operands::Paths),
+        "describe" => (&options::GIT_DESCRIBE, args, Operands::Paths),
+        "cat-file" => (&options::GIT_CAT_FILE, args, Operands::Paths),
+        "merge-base" => (&options::GIT_MERGE_BASE, args, Operands::Paths),
+        "name-rev" => (&options::GIT_NAME_REV, args, Operands::Paths),
+        "count-objects" => (&options::GIT_COUNT_OBJECTS, args, Operands::Paths),
+        "version" => (&options::GIT_VERSION, args, Operands::Paths),
+        "branch" => (&options::GIT_BRANCH, args, Operands::Names),
+        "tag" => (&options::GIT_TAG, args, Operands::Names),
+        "remote" => match first.as_deref() {
+            Some("get-url") => (&options::GIT_REMOTE_GET_URL, &args[1..], Operands::Names),
+            None => (&options::GIT_REMOTE, args, Operands::Names),
+            Some(option) if option.starts_with('-') => {
+                (&options::GIT_REMOTE, args, Operands::Names)
+            }
+            Some(_) => return Err("git remote with these arguments changes remotes".to_owned()),
+        },
+        "stash" => match first.as_deref() {
+            Some("list") => (&options::GIT_LOG, &args[1..], Operands::Paths),
+            Some("show") => (&options::GIT_STASH_SHOW, &args[1..], Operands::Paths),
+            _ => return Err("git stash changes the working tree".to_owned()),
+        },
+        "reflog" => match first.as_deref() {
+            Some("show") => (&options::GIT_LOG, &args[1..], Operands::Paths),
+            None => (&options::GIT_LOG, args, Operands::Paths),
+            Some(option) if option.starts_with('-') => (&options::GIT_LOG, args, Operands::Paths),
+            Some(_) => {
+                return Err("git reflog with these arguments changes the reflog".to_owned());
+            }
+        },
+        "help" => return Err("git help opens the manual in a viewer".to_owned()),
+        other => return Err(format!("not a known read-only command: git {other}")),
+    };
+    let parsed = options::parse(spec, args)?;
+    match subcommand {
+        "branch" | "tag" => {
+            let listing = parsed.has(&[
                 "-l",
                 "--list",
                 "--contains",
@@ -156,68 +187,48 @@ pub(crate) fn read_only(command: &GitCommand<'_>) -> Result<Vec<Word>, String> {
                 "--no-merged",
                 "--points-at",
             ]);
-            let mutating = has(&[
-                "-d",
-                "-D",
-                "-m",
-                "-M",
-                "-c",
-                "-C",
-                "-f",
-                "-u",
-                "-t",
-                "--delete",
-                "--move",
-                "--copy",
-                "--force",
-                "--set-upstream-to",
-                "--unset-upstream",
-                "--edit-description",
-                "--track",
-                "--no-track",
-            ]);
-            if mutating || (positional && !listing) {
-                Err("git branch with these arguments changes branches".to_owned())
-            } else {
-                Ok(())
+            if !parsed.operands.is_empty() && !listing {
+                return Err(format!(
+                    "git {subcommand} with these arguments changes branches or tags"
+                ));
             }
         }
-        "tag" => match values.first().map(String::as_str) {
-            None | Some("-l" | "--list") => Ok(()),
-            Some(_) => Err("git tag with these arguments changes tags".to_owned()),
-        },
-        "remote" => {
-            let listing = values
-                .iter()
-                .all(|value| value == "-v" || value == "--verbose");
-            let get_url = values.first().is_some_and(|value| value == "get-url");
-            if listing || get_url {
-                Ok(())
-            } else {
-                Err("git remote with these arguments changes remotes".to_owned())
-            }
+        "remote" if first.as_deref() != Some("get-url") && !parsed.operands.is_empty() => {
+            return Err("git remote with these arguments changes remotes".to_owned());
         }
-        "stash" => match values.first().map(String::as_str) {
-            Some("list" | "show") => Ok(()),
-            _ => Err("git stash changes the working tree".to_owned()),
-        },
-        "reflog" => match values.first().map(String::as_str) {
-            None | Some("show") => Ok(()),
-            Some(first) if first.starts_with('-') => Ok(()),
-            Some(_) => Err("git reflog with these arguments changes the reflog".to_owned()),
-        },
-        other => Err(format!("not a known read-only command: git {other}")),
-    };
-    verdict?;
-    let mut reads = command.directories.clone();
-    if subcommand == "diff" && has(&["--no-index"]) {
-        reads.extend(
-            command
-                .args
-                .iter()
-                .filter(|word| !word.display().starts_with('-'))
-                .cloned(),
-        );
+        _ => {}
     }
-    Ok(reads)
+    let mut paths = match operands {
+        Operands::Names => Vec::new(),
+        Operands::Paths | Operands::PatternThenPaths => parsed.operand_words(),
+    };
+    if operands == Operands::PatternThenPaths && !parsed.has(&["-e", "-f"]) && !paths.is_empty() {
+        paths.remove(0);
+    }
+    paths.extend(parsed.files());
+    Ok(GitReads { paths })
+}
+
+/// The directory git runs in after `-C A -C B`: each one relative to the
+/// last. `None` without `-C`; an error when a glob or an unknown word
+/// makes it impossible to say.
+pub(crate) fn run_directory(directories: &[Word]) -> Result<Option<String>, String> {
+    let mut combined: Option<String> = None;
+    for directory in directories {
+        let Some(text) = directory
+            .value()
+            .filter(|_| directory.glob_offset().is_none())
+        else {
+            return Err(format!(
+                "git -C directory cannot be known: {}",
+                directory.raw
+            ));
+        };
+        let absolute = text.starts_with('/') || directory.has_tilde();
+        combined = Some(match combined {
+            Some(base) if !absolute => format!("{base}/{text}"),
+            _ => text,
+        });
+    }
+    Ok(combined)
 }

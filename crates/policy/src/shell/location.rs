@@ -106,6 +106,11 @@ impl Resolver {
         }
     }
 
+    /// `path` (absolute) with every symlink followed, as the kernel would.
+    pub(crate) fn canonical(&mut self, path: &Path) -> PathBuf {
+        self.follow(path)
+    }
+
     pub(crate) fn is_inside(&self, path: &Path) -> bool {
         path.starts_with(&self.workspace)
     }
@@ -333,6 +338,31 @@ pub(crate) fn is_env_file(path: &Path) -> bool {
     path.file_name()
         .and_then(OsStr::to_str)
         .is_some_and(|name| name == ".env" || name.starts_with(".env."))
+}
+
+/// Files that usually hold secrets, wherever they are: reading them needs
+/// approval even inside the workspace, because a read-only command can
+/// transform their contents (`rev`, `od`, `tr`) past the secret redactor.
+pub(crate) fn is_secret_bearing(path: &Path) -> bool {
+    const NAMES: [&str; 8] = [
+        ".npmrc",
+        ".netrc",
+        "_netrc",
+        ".pypirc",
+        ".git-credentials",
+        ".pgpass",
+        ".htpasswd",
+        ".dockercfg",
+    ];
+    const EXTENSIONS: [&str; 6] = [".pem", ".key", ".p12", ".pfx", ".jks", ".keystore"];
+    let Some(name) = path.file_name().and_then(OsStr::to_str) else {
+        return false;
+    };
+    is_env_file(path)
+        || NAMES.contains(&name)
+        || name.starts_with("id_")
+        || name.starts_with("credentials")
+        || EXTENSIONS.iter().any(|extension| name.ends_with(extension))
 }
 
 /// Devices that are harmless to write to.

@@ -7,13 +7,18 @@
 //! and anything that could destroy data outside the workspace, leak
 //! credentials or run downloaded code is dangerous.
 
+mod access;
 mod args;
 mod cd;
 mod commands;
 mod deletion;
+mod find;
 mod git;
+mod glob;
 mod location;
+mod options;
 mod readonly;
+mod repository;
 mod scripts;
 mod sed;
 mod walker;
@@ -25,6 +30,7 @@ use std::path::Path;
 use serde::Serialize;
 
 use location::{Cwd, Resolver};
+use repository::Repositories;
 
 /// Ordered: the worst verdict over all the commands of a line wins.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -126,6 +132,8 @@ impl Findings {
 /// scripts included.
 struct Context {
     resolver: Resolver,
+    /// Which git repository each directory belongs to, found once.
+    repositories: Repositories,
     findings: Findings,
     cwd: Cwd,
     /// How many `bash -c` levels deep the current script is.
@@ -142,6 +150,7 @@ impl Context {
         let cwd = resolver.cwd_at(cwd);
         Self {
             resolver,
+            repositories: Repositories::default(),
             findings: Findings::default(),
             cwd,
             script_depth: 0,

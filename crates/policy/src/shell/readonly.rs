@@ -1,204 +1,143 @@
-//! The allowlist of commands that only read: each entry knows which options
-//! would make it write or run something, and which words are files it reads.
+//! The allowlist of commands that only read. Each command is parsed by its
+//! table of allowed options (see `options`): any other option makes it need
+//! approval, and every word that names a file it reads — operands and
+//! option values alike — is returned to be checked.
 
-use super::args::{self, Parsed};
+use super::find;
+use super::options::{self, Parsed, Spec};
 use super::sed;
 use super::words::Word;
 
 pub(crate) enum ReadOnly {
-    /// Read-only; `reads` are the files (or directories) it reads.
-    Safe {
-        reads: Vec<Word>,
-    },
+    /// Read-only; what it reads.
+    Safe(Reads),
     NotSafe(String),
 }
 
-fn safe(reads: Vec<Word>) -> ReadOnly {
-    ReadOnly::Safe { reads }
+#[derive(Default)]
+pub(crate) struct Reads {
+    /// Files whose contents it reads (and may print).
+    pub contents: Vec<Word>,
+    /// Files or directories of which it only reads names, sizes, types.
+    pub metadata: Vec<Word>,
+    /// Operands that must not be directories: in a directory the command
+    /// would follow symbolic links (`diff` without `--no-dereference`).
+    pub not_directories: Vec<Word>,
 }
 
 fn not_safe(reason: impl Into<String>) -> ReadOnly {
     ReadOnly::NotSafe(reason.into())
 }
 
-fn operands(parsed: &Parsed<'_>) -> Vec<Word> {
-    parsed.operands.iter().map(|word| (*word).clone()).collect()
+fn contents(mut files: Vec<Word>, parsed: &Parsed<'_>) -> ReadOnly {
+    files.extend(parsed.files());
+    ReadOnly::Safe(Reads {
+        contents: files,
+        ..Reads::default()
+    })
 }
 
-/// Reads its operands, has no option that writes or runs anything; `value_options`
-/// take a value, `read_options` take a file to read.
-fn reads_operands(args: &[Word], value_options: &[&str], read_options: &[&str]) -> ReadOnly {
-    let takes_value: Vec<&str> = value_options.iter().chain(read_options).copied().collect();
-    let parsed = args::parse(args, &takes_value);
-    let mut reads = operands(&parsed);
-    reads.extend(parsed.values(read_options));
-    safe(reads)
+/// Reads its operands (and the files its options name).
+fn reads_operands(spec: &Spec, args: &[Word]) -> ReadOnly {
+    match options::parse(spec, args) {
+        Ok(parsed) => contents(parsed.operand_words(), &parsed),
+        Err(reason) => ReadOnly::NotSafe(reason),
+    }
+}
+
+/// Looks at its operands' metadata only; `.` without operands when `default_here`.
+fn lists_operands(spec: &Spec, args: &[Word], default_here: bool) -> ReadOnly {
+    let parsed = match options::parse(spec, args) {
+        Ok(parsed) => parsed,
+        Err(reason) => return ReadOnly::NotSafe(reason),
+    };
+    let mut metadata = parsed.operand_words();
+    if metadata.is_empty() && default_here {
+        metadata.push(Word::known(".", true));
+    }
+    ReadOnly::Safe(Reads {
+        contents: parsed.files(),
+        metadata,
+        ..Reads::default()
+    })
+}
+
+/// Takes only text: its operands are not files.
+fn reads_nothing(spec: &Spec, args: &[Word]) -> ReadOnly {
+    match options::parse(spec, args) {
+        Ok(parsed) => contents(Vec::new(), &parsed),
+        Err(reason) => ReadOnly::NotSafe(reason),
+    }
 }
 
 /// Judges `name args` (wrappers already removed, `name` without directory).
 pub(crate) fn classify(name: &str, args: &[Word]) -> ReadOnly {
-    let mut verdict = classify_explicit(name, args);
-    // Without a path, these read the working directory.
-    if let ReadOnly::Safe { reads } = &mut verdict
-        && reads.is_empty()
-        && matches!(name, "ls" | "dir" | "du" | "tree" | "rg")
-    {
-        reads.push(Word::known(".", true));
-    }
-    verdict
-}
-
-fn classify_explicit(name: &str, args: &[Word]) -> ReadOnly {
     match name {
-        "ls" | "dir" => reads_operands(
-            args,
-            &[
-                "-I",
-                "--ignore",
-                "-w",
-                "--width",
-                "-T",
-                "--tabsize",
-                "--hide",
-                "--format",
-                "--sort",
-                "--time-style",
-                "--quoting-style",
-                "--block-size",
-            ],
-            &[],
-        ),
-        "cat" | "tac" | "rev" | "md5sum" | "sha1sum" | "sha256sum" | "sha512sum" | "cksum"
-        | "b2sum" => reads_operands(args, &[], &[]),
-        "head" | "tail" => reads_operands(
-            args,
-            &[
-                "-n",
-                "-c",
-                "--lines",
-                "--bytes",
-                "-s",
-                "--sleep-interval",
-                "--pid",
-                "--max-unchanged-stats",
-            ],
-            &[],
-        ),
-        "wc" => reads_operands(args, &[], &["--files0-from"]),
-        "nl" => reads_operands(
-            args,
-            &["-b", "-d", "-f", "-h", "-i", "-l", "-n", "-s", "-v", "-w"],
-            &[],
-        ),
-        "fold" => reads_operands(args, &["-w", "--width"], &[]),
-        "paste" => reads_operands(args, &["-d", "--delimiters"], &[]),
-        "comm" => reads_operands(args, &["--output-delimiter"], &[]),
-        "column" => reads_operands(
-            args,
-            &["-s", "-c", "-o", "-N", "-R", "-H", "-W", "-E", "-J"],
-            &[],
-        ),
-        "strings" => reads_operands(
-            args,
-            &["-n", "-t", "-e", "--bytes", "--radix", "--encoding"],
-            &[],
-        ),
-        "od" => reads_operands(
-            args,
-            &[
-                "-A",
-                "-t",
-                "-N",
-                "-j",
-                "-w",
-                "--address-radix",
-                "--format",
-                "--read-bytes",
-                "--skip-bytes",
-            ],
-            &[],
-        ),
-        "hexdump" => reads_operands(args, &["-n", "-s", "-e"], &["-f"]),
-        "cut" => reads_operands(
-            args,
-            &[
-                "-b",
-                "-c",
-                "-d",
-                "-f",
-                "--bytes",
-                "--characters",
-                "--delimiter",
-                "--fields",
-                "--output-delimiter",
-            ],
-            &[],
-        ),
-        "stat" => reads_operands(args, &["-c", "--format", "--printf"], &[]),
-        "du" => reads_operands(
-            args,
-            &[
-                "-d",
-                "--max-depth",
-                "-B",
-                "--block-size",
-                "-t",
-                "--threshold",
-                "--exclude",
-                "--time-style",
-            ],
-            &["-X", "--exclude-from", "--files0-from"],
-        ),
-        "df" => reads_operands(
-            args,
-            &["-B", "--block-size", "-t", "--type", "-x", "--exclude-type"],
-            &[],
-        ),
-        "cmp" => reads_operands(args, &["-i", "--ignore-initial", "-n", "--bytes"], &[]),
-        "diff" => reads_operands(
-            args,
-            &[
-                "-U",
-                "-C",
-                "--unified",
-                "--context",
-                "-I",
-                "--ignore-matching-lines",
-                "-x",
-                "--exclude",
-                "--label",
-                "-L",
-                "-F",
-                "--show-function-line",
-                "-W",
-                "--width",
-                "--tabsize",
-                "--color",
-                "--palette",
-            ],
-            &["-X", "--exclude-from", "--from-file", "--to-file"],
-        ),
-        "file" => classify_file(args),
-        "tree" => classify_tree(args),
-        "sort" => classify_sort(args),
+        "cat" => reads_operands(&options::CAT, args),
+        "tac" => reads_operands(&options::TAC, args),
+        "rev" => reads_operands(&options::REV, args),
+        "md5sum" | "sha1sum" | "sha224sum" | "sha256sum" | "sha384sum" | "sha512sum" => {
+            reads_operands(&options::CHECKSUM, args)
+        }
+        "b2sum" => reads_operands(&options::B2SUM, args),
+        "cksum" => reads_operands(&options::CKSUM, args),
+        "head" => reads_operands(&options::HEAD, args),
+        "tail" => reads_operands(&options::TAIL, args),
+        "wc" => reads_operands(&options::WC, args),
+        "nl" => reads_operands(&options::NL, args),
+        "fold" => reads_operands(&options::FOLD, args),
+        "paste" => reads_operands(&options::PASTE, args),
+        "comm" => reads_operands(&options::COMM, args),
+        "cut" => reads_operands(&options::CUT, args),
+        "column" => reads_operands(&options::COLUMN, args),
+        "strings" => reads_operands(&options::STRINGS, args),
+        "od" => reads_operands(&options::OD, args),
+        "hexdump" => reads_operands(&options::HEXDUMP, args),
+        "sort" => reads_operands(&options::SORT, args),
+        "cmp" => reads_operands(&options::CMP, args),
         "uniq" => classify_uniq(args),
+        "ls" | "dir" => lists_operands(&options::LS, args, true),
+        "du" => lists_operands(&options::DU, args, true),
+        "tree" => lists_operands(&options::TREE, args, true),
+        "df" | "stat" | "file" => {
+            let spec = match name {
+                "df" => &options::DF,
+                "stat" => &options::STAT,
+                _ => &options::FILE,
+            };
+            lists_operands(spec, args, false)
+        }
+        "realpath" => lists_operands(&options::REALPATH, args, false),
+        "readlink" => lists_operands(&options::READLINK, args, false),
+        "diff" => classify_diff(args),
         "grep" | "egrep" | "fgrep" => classify_grep(args),
         "rg" => classify_rg(args),
         "sed" => classify_sed(args),
-        "find" => classify_find(args),
-        // Print their arguments or facts about the system; read no file.
-        "echo" | "printf" | "pwd" | "basename" | "dirname" | "realpath" | "readlink" | "which"
-        | "whoami" | "id" | "uname" | "true" | "false" | "seq" | "type" | "tr" | "nproc"
-        | "arch" => safe(Vec::new()),
-        "hostname" if args.is_empty() => safe(Vec::new()),
-        "date" => {
-            let parsed = args::parse(args, &["-d", "--date", "-r", "--reference", "-f", "--file"]);
-            if parsed.has(&["-s", "--set"]) {
-                not_safe("date --set changes the system clock")
-            } else {
-                safe(parsed.values(&["-r", "--reference", "-f", "--file"]))
+        "find" => match find::classify(args) {
+            Ok(reads) => {
+                let mut metadata = reads.roots;
+                metadata.extend(reads.references);
+                ReadOnly::Safe(Reads {
+                    metadata,
+                    ..Reads::default()
+                })
             }
-        }
+            Err(reason) => ReadOnly::NotSafe(reason),
+        },
+        "tr" => reads_nothing(&options::TR, args),
+        "date" => classify_date(args),
+        "basename" => reads_nothing(&options::BASENAME, args),
+        "dirname" => reads_nothing(&options::DIRNAME, args),
+        "pwd" => reads_nothing(&options::PWD, args),
+        "uname" => reads_nothing(&options::UNAME, args),
+        "id" => reads_nothing(&options::ID, args),
+        "nproc" => reads_nothing(&options::NPROC, args),
+        "which" => reads_nothing(&options::WHICH, args),
+        "whoami" | "arch" => reads_nothing(&options::NO_OPTIONS, args),
+        // Their arguments are only ever text to print or count with; none of
+        // their options reads, writes or runs anything.
+        "echo" | "printf" | "true" | "false" | "seq" | "type" => ReadOnly::Safe(Reads::default()),
+        "hostname" if args.is_empty() => ReadOnly::Safe(Reads::default()),
         "env" | "printenv" => not_safe(format!(
             "{name} prints environment variables, which may hold secrets"
         )),
@@ -206,251 +145,109 @@ fn classify_explicit(name: &str, args: &[Word]) -> ReadOnly {
     }
 }
 
-fn classify_file(args: &[Word]) -> ReadOnly {
-    let parsed = args::parse(
-        args,
-        &[
-            "-m",
-            "--magic-file",
-            "-f",
-            "--files-from",
-            "-F",
-            "--separator",
-            "-P",
-            "--parameter",
-            "-e",
-            "--exclude",
-        ],
-    );
-    if parsed.has(&["-C", "--compile"]) {
-        return not_safe("file --compile writes a magic file");
+fn classify_date(args: &[Word]) -> ReadOnly {
+    let parsed = match options::parse(&options::DATE, args) {
+        Ok(parsed) => parsed,
+        Err(reason) => return ReadOnly::NotSafe(reason),
+    };
+    // `+FORMAT` prints; any other operand is a date to set the clock to.
+    if let Some(operand) = parsed
+        .operands
+        .iter()
+        .find(|word| !word.value().is_some_and(|value| value.starts_with('+')))
+    {
+        return not_safe(format!("date {}: sets the system clock", operand.display()));
     }
-    let mut reads = operands(&parsed);
-    reads.extend(parsed.values(&["-m", "--magic-file", "-f", "--files-from"]));
-    safe(reads)
-}
-
-fn classify_tree(args: &[Word]) -> ReadOnly {
-    let parsed = args::parse(
-        args,
-        &[
-            "-L",
-            "-P",
-            "-I",
-            "-H",
-            "-T",
-            "-o",
-            "--charset",
-            "--filelimit",
-            "--timefmt",
-            "--sort",
-        ],
-    );
-    if parsed.has(&["-o", "--fromfile"]) {
-        return not_safe("tree -o writes its output to a file");
-    }
-    safe(operands(&parsed))
-}
-
-fn classify_sort(args: &[Word]) -> ReadOnly {
-    let read_options = ["--files0-from", "--random-source"];
-    let parsed = args::parse(
-        args,
-        &[
-            "-k",
-            "--key",
-            "-t",
-            "--field-separator",
-            "-S",
-            "--buffer-size",
-            "-T",
-            "--temporary-directory",
-            "--parallel",
-            "--batch-size",
-            "-o",
-            "--output",
-            "--compress-program",
-            "--files0-from",
-            "--random-source",
-        ],
-    );
-    if parsed.has(&["-o", "--output"]) {
-        return not_safe("sort -o writes its output to a file");
-    }
-    if parsed.has(&["--compress-program"]) {
-        return not_safe("sort --compress-program runs a program");
-    }
-    let mut reads = operands(&parsed);
-    reads.extend(parsed.values(&read_options));
-    safe(reads)
+    contents(Vec::new(), &parsed)
 }
 
 fn classify_uniq(args: &[Word]) -> ReadOnly {
-    let parsed = args::parse(
-        args,
-        &[
-            "-f",
-            "-s",
-            "-w",
-            "--skip-fields",
-            "--skip-chars",
-            "--check-chars",
-        ],
-    );
+    let parsed = match options::parse(&options::UNIQ, args) {
+        Ok(parsed) => parsed,
+        Err(reason) => return ReadOnly::NotSafe(reason),
+    };
     if parsed.operands.len() > 1 {
         // `uniq INPUT OUTPUT` writes OUTPUT.
         return not_safe("uniq with two operands writes its output to a file");
     }
-    safe(operands(&parsed))
+    contents(parsed.operand_words(), &parsed)
+}
+
+fn classify_diff(args: &[Word]) -> ReadOnly {
+    let parsed = match options::parse(&options::DIFF, args) {
+        Ok(parsed) => parsed,
+        Err(reason) => return ReadOnly::NotSafe(reason),
+    };
+    let dereferences = !parsed.has(&["--no-dereference"]);
+    if dereferences && parsed.has(&["-r", "--recursive"]) {
+        return not_safe(
+            "diff -r follows symbolic links, which may lead out of the workspace (add --no-dereference)",
+        );
+    }
+    let mut files = parsed.operand_words();
+    files.extend(parsed.values(&["--from-file", "--to-file"]));
+    let not_directories = if dereferences {
+        files.clone()
+    } else {
+        Vec::new()
+    };
+    let mut contents = files;
+    contents.extend(parsed.files());
+    ReadOnly::Safe(Reads {
+        contents,
+        not_directories,
+        ..Reads::default()
+    })
 }
 
 fn classify_grep(args: &[Word]) -> ReadOnly {
-    let pattern_options = ["-e", "--regexp", "-f", "--file"];
-    let parsed = args::parse(
-        args,
-        &[
-            "-e",
-            "--regexp",
-            "-f",
-            "--file",
-            "-m",
-            "--max-count",
-            "-A",
-            "-B",
-            "-C",
-            "--after-context",
-            "--before-context",
-            "--context",
-            "-d",
-            "--directories",
-            "-D",
-            "--devices",
-            "--include",
-            "--exclude",
-            "--exclude-dir",
-            "--exclude-from",
-            "--label",
-            "--binary-files",
-        ],
-    );
-    let mut files = operands(&parsed);
-    if !parsed.has(&pattern_options) && !files.is_empty() {
+    let parsed = match options::parse(&options::GREP, args) {
+        Ok(parsed) => parsed,
+        Err(reason) => return ReadOnly::NotSafe(reason),
+    };
+    let mut files = parsed.operand_words();
+    if !parsed.has(&["-e", "--regexp", "-f", "--file"]) && !files.is_empty() {
         // Without -e/-f the first operand is the pattern.
         files.remove(0);
     }
-    files.extend(parsed.values(&["-f", "--file", "--exclude-from"]));
-    safe(files)
+    // `-d ACTION` takes abbreviations of read, skip, recurse: anything but
+    // the two that do not recurse counts as recursion.
+    let recursive = parsed.has(&["-r", "--recursive"])
+        || parsed
+            .values(&["-d", "--directories"])
+            .iter()
+            .any(|action| !matches!(action.value().as_deref(), Some("read" | "skip")));
+    if recursive && files.is_empty() {
+        // A recursive grep without files searches the working directory.
+        files.push(Word::known(".", true));
+    }
+    contents(files, &parsed)
 }
 
 fn classify_rg(args: &[Word]) -> ReadOnly {
-    let parsed = args::parse(
-        args,
-        &[
-            "-e",
-            "--regexp",
-            "-f",
-            "--file",
-            "-g",
-            "--glob",
-            "--iglob",
-            "-t",
-            "--type",
-            "-T",
-            "--type-not",
-            "--type-add",
-            "--type-clear",
-            "-m",
-            "--max-count",
-            "-A",
-            "-B",
-            "-C",
-            "--after-context",
-            "--before-context",
-            "--context",
-            "-j",
-            "--threads",
-            "-M",
-            "--max-columns",
-            "-E",
-            "--encoding",
-            "-r",
-            "--replace",
-            "--sort",
-            "--sortr",
-            "-d",
-            "--max-depth",
-            "--max-filesize",
-            "--colors",
-            "--color",
-            "--path-separator",
-            "--ignore-file",
-            "--engine",
-            "--pre",
-            "--pre-glob",
-            "--field-match-separator",
-            "--field-context-separator",
-            "--context-separator",
-            "-V",
-        ],
-    );
-    if parsed.has(&["--pre"]) {
-        return not_safe("rg --pre runs a preprocessor command");
-    }
-    let mut files = operands(&parsed);
-    if !parsed.has(&["-e", "--regexp", "-f", "--file", "--files", "--type-list"])
-        && !files.is_empty()
-    {
+    let parsed = match options::parse(&options::RG, args) {
+        Ok(parsed) => parsed,
+        Err(reason) => return ReadOnly::NotSafe(reason),
+    };
+    let mut files = parsed.operand_words();
+    let pattern_elsewhere =
+        parsed.has(&["-e", "--regexp", "-f", "--file", "--files", "--type-list"]);
+    if !pattern_elsewhere && !files.is_empty() {
         files.remove(0);
     }
-    files.extend(parsed.values(&["-f", "--file", "--ignore-file"]));
-    safe(files)
-}
-
-fn classify_find(args: &[Word]) -> ReadOnly {
-    const ACTIONS: [&str; 9] = [
-        "-exec", "-execdir", "-ok", "-okdir", "-delete", "-fprint", "-fprint0", "-fprintf", "-fls",
-    ];
-    if let Some(action) = args
-        .iter()
-        .filter_map(Word::value)
-        .find(|value| ACTIONS.contains(&value.as_str()))
-    {
-        return not_safe(format!("find {action} runs commands or writes files"));
+    if files.is_empty() {
+        // Without paths, ripgrep searches the working directory.
+        files.push(Word::known(".", true));
     }
-    safe(find_roots(args))
-}
-
-/// The starting points of `find`: the operands before the expression.
-pub(crate) fn find_roots(args: &[Word]) -> Vec<Word> {
-    let mut roots = Vec::new();
-    for word in args {
-        let starts_expression = word.value().is_some_and(|value| {
-            value.starts_with('-') || matches!(value.as_str(), "(" | ")" | "!" | ",")
-        });
-        if starts_expression {
-            break;
-        }
-        roots.push(word.clone());
-    }
-    if roots.is_empty() {
-        roots.push(Word::known(".", true));
-    }
-    roots
+    contents(files, &parsed)
 }
 
 fn classify_sed(args: &[Word]) -> ReadOnly {
-    let parsed = args::parse(
-        args,
-        &["-e", "--expression", "-f", "--file", "-l", "--line-length"],
-    );
-    let in_place = parsed
-        .options
-        .iter()
-        .any(|option| option.name == "-i" || option.name.starts_with("--in-place"));
-    if in_place {
-        return not_safe("sed -i edits files in place");
-    }
-    let mut files = operands(&parsed);
+    let parsed = match options::parse(&options::SED, args) {
+        Ok(parsed) => parsed,
+        Err(reason) => return ReadOnly::NotSafe(reason),
+    };
+    let mut files = parsed.operand_words();
     let mut scripts: Vec<String> = Vec::new();
     for script in parsed.values(&["-e", "--expression"]) {
         match script.value() {
@@ -458,7 +255,7 @@ fn classify_sed(args: &[Word]) -> ReadOnly {
             None => return not_safe("sed script is not a literal"),
         }
     }
-    if !parsed.has(&["-e", "--expression", "-f", "--file"]) {
+    if !parsed.has(&["-e", "--expression"]) {
         if files.is_empty() {
             return not_safe("sed without a script");
         }
@@ -467,10 +264,7 @@ fn classify_sed(args: &[Word]) -> ReadOnly {
             None => return not_safe("sed script is not a literal"),
         }
     }
-    if parsed.has(&["-f", "--file"]) {
-        // The script file could hold `w` or `e` commands: it is not read here.
-        return not_safe("sed -f runs a script file");
-    }
+    // With --sandbox, sed itself refuses the commands that write or run.
     if !parsed.has(&["--sandbox"]) {
         for script in &scripts {
             if let Err(command) = sed::script_is_read_only(script) {
@@ -480,5 +274,5 @@ fn classify_sed(args: &[Word]) -> ReadOnly {
             }
         }
     }
-    safe(files)
+    contents(files, &parsed)
 }

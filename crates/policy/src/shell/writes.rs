@@ -2,6 +2,7 @@
 //! and which are read, so that writes outside the workspace are caught.
 
 use super::args::{self, Parsed};
+use super::options;
 use super::words::Word;
 
 pub(crate) enum Access {
@@ -249,6 +250,20 @@ fn copy_like(name: &str, args: &[Word]) -> Vec<Access> {
 }
 
 fn sed_in_place(args: &[Word]) -> Vec<Access> {
+    // By sed's own option rules (`--in-pl` is `--in-place`, `--expr=` is
+    // `--expression=`); if they do not parse, by the plain splitting.
+    if let Ok(parsed) = options::parse(&options::SED_EDITS, args) {
+        if !parsed.has(&["-i", "--in-place"]) {
+            return Vec::new();
+        }
+        let skip = usize::from(!parsed.has(&["-e", "--expression", "-f", "--file"]));
+        return parsed
+            .operands
+            .iter()
+            .skip(skip)
+            .map(|word| Access::Write((*word).clone()))
+            .collect();
+    }
     let parsed = args::parse(
         args,
         &["-e", "--expression", "-f", "--file", "-l", "--line-length"],

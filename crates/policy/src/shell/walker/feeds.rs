@@ -4,6 +4,7 @@
 use tree_sitter::Node;
 
 use super::super::Context;
+use super::super::access::{self, ReadCheck};
 use super::super::commands::{self, Roles};
 use super::super::words::{self, Word};
 use super::{Frame, FrameKind, Walker, children};
@@ -121,9 +122,9 @@ impl Walker<'_> {
             match operator.as_str() {
                 "<&-" | ">&-" => {}
                 "<&" | ">&" if duplicates_descriptor => {}
-                "<" | "<&" => commands::check_read(context, destination, true),
+                "<" | "<&" => access::check_read(context, destination, ReadCheck::Contents),
                 _ => {
-                    if !commands::check_write(context, destination, "redirection") {
+                    if !access::check_write(context, destination, "redirection") {
                         context.needs_approval(format!(
                             "redirects output to a file: {}",
                             destination.display()
