@@ -343,6 +343,13 @@ fn secret_variable_names_are_recognised() {
         "CLIENT_SECRET",
         "OPENCLAW_GATEWAY_TOKEN",
         "TAP_PROVIDER_TOKEN",
+        "RIPGREP_CONFIG_PATH",
+        "BASH_ENV",
+        "LD_PRELOAD",
+        "GIT_DIR",
+        "GIT_EXTERNAL_DIFF",
+        "GIT_CONFIG_GLOBAL",
+        "GIT_SSH_COMMAND",
     ] {
         assert!(is_secret_env_name(name), "{name} should be dropped");
     }
@@ -356,6 +363,8 @@ fn secret_variable_names_are_recognised() {
         "CARGO_HOME",
         "RUST_LOG",
         "TMPDIR",
+        "GIT_AUTHOR_NAME",
+        "EDITOR",
     ] {
         assert!(!is_secret_env_name(name), "{name} should be kept");
     }

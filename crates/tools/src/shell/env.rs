@@ -15,7 +15,6 @@ const SECRET_NAME_PARTS: &[&str] = &[
     "ACCESS_KEY",
     "PRIVATE_KEY",
     "CREDENTIAL",
-    "AUTH",
     "SESSION",
     "COOKIE",
 ];
@@ -34,10 +33,50 @@ const SECRET_NAME_PREFIXES: &[&str] = &[
     "TAP_PROVIDER_TOKEN",
 ];
 
-/// Whether a variable of this name must not reach a child process.
+/// Variables that change what a read-only command does: they point tools at
+/// configuration, repositories or code of the caller's choosing (rg's config
+/// file can add `--pre`, bash sources `BASH_ENV`, `GIT_DIR` moves the
+/// repository outside the workspace). The shell analysis judges commands
+/// without them, so children never get them.
+const BEHAVIOUR_CHANGING_NAMES: &[&str] = &[
+    "RIPGREP_CONFIG_PATH",
+    "BASH_ENV",
+    "ENV",
+    "LD_PRELOAD",
+    "LD_LIBRARY_PATH",
+    "LD_AUDIT",
+    "GIT_DIR",
+    "GIT_WORK_TREE",
+    "GIT_COMMON_DIR",
+    "GIT_INDEX_FILE",
+    "GIT_OBJECT_DIRECTORY",
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+    "GIT_EXTERNAL_DIFF",
+    "GIT_EXEC_PATH",
+    "GIT_SSH",
+    "GIT_SSH_COMMAND",
+    "GIT_ASKPASS",
+    "SSH_ASKPASS",
+    "GIT_CONFIG",
+    "GIT_CONFIG_GLOBAL",
+    "GIT_CONFIG_PARAMETERS",
+    "GREP_OPTIONS",
+    "LESSOPEN",
+    "LESSCLOSE",
+];
+
+/// Whether a variable of this name must not reach a child process (a secret,
+/// or one that changes what a read-only command does).
 pub fn is_secret_env_name(name: &str) -> bool {
     let upper = name.to_ascii_uppercase();
-    SECRET_NAME_PARTS.iter().any(|part| upper.contains(part))
+    BEHAVIOUR_CHANGING_NAMES.contains(&upper.as_str())
+        || upper.starts_with("GIT_CONFIG_")
+        || SECRET_NAME_PARTS.iter().any(|part| upper.contains(part))
+        // AUTH marks credentials (GH_AUTH, OAUTH_TOKEN, AUTHORIZATION) but
+        // also GIT_AUTHOR_NAME, which commits need.
+        || upper
+            .split('_')
+            .any(|segment| segment.contains("AUTH") && segment != "AUTHOR")
         || SECRET_NAME_PREFIXES
             .iter()
             .any(|prefix| upper.starts_with(prefix))
