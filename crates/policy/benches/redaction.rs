@@ -201,7 +201,39 @@ fn bench_redaction(c: &mut Criterion) {
             criterion::BatchSize::SmallInput,
         )
     });
+    let hits = search_result(16_000);
+    group.throughput(Throughput::Elements(16_000));
+    group.bench_function("redact_value_16k_search_hits", |b| {
+        b.iter_batched(
+            || hits.clone(),
+            |mut value| {
+                redact_value(&mut value);
+                value
+            },
+            criterion::BatchSize::LargeInput,
+        )
+    });
     group.finish();
+}
+
+/// A `search_code` result of `count` hits on code that says "token" a lot,
+/// as real code does.
+fn search_result(count: usize) -> Value {
+    let hits: Vec<Value> = (0..count)
+        .map(|i| {
+            serde_json::json!({
+                "file": format!("src/module_{}/file_{i}.rs", i % 97),
+                "line": i % 200 + 1,
+                "column": 1,
+                "snippet": if i % 2 == 0 {
+                    format!("fn handle_token_{i}(token: &Token) -> Result<(), Error> {{")
+                } else {
+                    format!("fn handle_client_{i}(client: &Client) -> Result<(), Error> {{")
+                },
+            })
+        })
+        .collect();
+    serde_json::json!({"hits": hits, "truncated": false, "filesSearched": 20000})
 }
 
 fn bench_shell(c: &mut Criterion) {

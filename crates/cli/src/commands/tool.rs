@@ -115,12 +115,17 @@ fn tool_failure(err: &ToolError) -> Failure {
 }
 
 fn print_json(value: &Value, compact: bool) -> Result<(), Failure> {
-    let text = if compact {
-        format!("{value}\n")
+    let mut out = std::io::BufWriter::with_capacity(64 * 1024, std::io::stdout().lock());
+    let written = if compact {
+        serde_json::to_writer(&mut out, value)
     } else {
-        format!("{value:#}\n")
+        serde_json::to_writer_pretty(&mut out, value)
     };
-    write_stdout(&text)
+    written
+        .map_err(std::io::Error::from)
+        .and_then(|()| out.write_all(b"\n"))
+        .and_then(|()| out.flush())
+        .map_err(|err| Failure::internal(format!("cannot write to stdout: {err}")))
 }
 
 fn write_stdout(text: &str) -> Result<(), Failure> {

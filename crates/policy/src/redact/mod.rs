@@ -263,6 +263,7 @@ fn widen_to_char_boundaries(text: &str, mut start: usize, mut end: usize) -> (us
 /// "q8Zt…"`, not `"sort_key": "name"`). `null` and booleans under such keys
 /// are kept: they hold no secret.
 pub fn redact_value(value: &mut Value) {
+    let mut verdicts = KeyVerdicts::default();
     // Iterative: a hostile tree may be deeper than the stack.
     let mut pending: Vec<&mut Value> = vec![value];
     while let Some(value) = pending.pop() {
@@ -274,17 +275,18 @@ pub fn redact_value(value: &mut Value) {
             }
             Value::Array(items) => pending.extend(items.iter_mut()),
             Value::Object(map) => {
-                if map.keys().any(|key| matches!(redact(key), Cow::Owned(_))) {
+                if map.keys().any(|key| verdicts.of(key).redact_name) {
                     *map = std::mem::take(map)
                         .into_iter()
                         .map(|(key, value)| (redact(&key).into_owned(), value))
                         .collect();
                 }
                 for (key, child) in map.iter_mut() {
-                    let secret = if is_secret_key(key) {
+                    let verdict = verdicts.of(key);
+                    let secret = if verdict.secret {
                         !matches!(child, Value::Null | Value::Bool(_))
                     } else {
-                        child.as_str().is_some_and(values::looks_random) && keys::names_a_key(key)
+                        verdict.names_a_key && child.as_str().is_some_and(values::looks_random)
                     };
                     if secret {
                         *child = Value::String(REDACTED.to_owned());
@@ -295,5 +297,40 @@ pub fn redact_value(value: &mut Value) {
             }
             Value::Null | Value::Bool(_) | Value::Number(_) => {}
         }
+    }
+}
+
+/// What a key name says, computed once per distinct key of one tree: the
+/// same few keys ("file", "line", "snippet") repeat in every item of a
+/// large result.
+#[derive(Debug, Clone, Copy)]
+struct KeyVerdict {
+    redact_name: bool,
+    secret: bool,
+    names_a_key: bool,
+}
+
+#[derive(Debug, Default)]
+struct KeyVerdicts {
+    known: Vec<(String, KeyVerdict)>,
+}
+
+impl KeyVerdicts {
+    /// Distinct keys remembered; beyond this, verdicts are computed each time.
+    const CAPACITY: usize = 64;
+
+    fn of(&mut self, key: &str) -> KeyVerdict {
+        if let Some((_, verdict)) = self.known.iter().find(|(known, _)| known == key) {
+            return *verdict;
+        }
+        let verdict = KeyVerdict {
+            redact_name: matches!(redact(key), Cow::Owned(_)),
+            secret: is_secret_key(key),
+            names_a_key: keys::names_a_key(key),
+        };
+        if self.known.len() < Self::CAPACITY {
+            self.known.push((key.to_owned(), verdict));
+        }
+        verdict
     }
 }
