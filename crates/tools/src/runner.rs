@@ -128,13 +128,11 @@ impl ToolRunner {
                 }
             }
         };
-        if let Some(audit) = &self.audit {
-            if let Err(err) = audit.ensure_writable() {
-                let denied = Decision::deny(format!(
-                    "the audit log cannot be written ({err}); no tool runs unaudited"
-                ));
-                return (denied.clone(), Err(ToolError::denied(denied)));
-            }
+        if let Some(Err(err)) = self.audit.as_ref().map(AuditLog::ensure_writable) {
+            let denied = Decision::deny(format!(
+                "the audit log cannot be written ({err}); no tool runs unaudited"
+            ));
+            return (denied.clone(), Err(ToolError::denied(denied)));
         }
         let outcome = tool.call(&self.ctx, args.clone()).await;
         let decision = match &outcome {
