@@ -69,59 +69,15 @@ pub(crate) fn accesses(name: &str, args: &[Word]) -> Vec<Access> {
             .collect(),
         "sed" => sed_in_place(args),
         "curl" => {
-            let parsed = args::parse(
-                args,
-                &[
-                    "-o",
-                    "--output",
-                    "--output-dir",
-                    "-D",
-                    "--dump-header",
-                    "-c",
-                    "--cookie-jar",
-                    "--trace",
-                    "--trace-ascii",
-                    "--stderr",
-                    "-K",
-                    "--config",
-                    "-T",
-                    "--upload-file",
-                    "-d",
-                    "--data",
-                    "--data-binary",
-                    "-F",
-                    "--form",
-                    "-H",
-                    "--header",
-                    "-X",
-                    "-u",
-                    "--user",
-                    "-A",
-                    "-e",
-                    "-b",
-                    "-m",
-                    "-w",
-                ],
-            );
+            let parsed = args::parse(args, CURL_VALUE_OPTIONS);
             let mut accesses: Vec<Access> = parsed
-                .values(&[
-                    "-o",
-                    "--output",
-                    "--output-dir",
-                    "-D",
-                    "--dump-header",
-                    "-c",
-                    "--cookie-jar",
-                    "--trace",
-                    "--trace-ascii",
-                    "--stderr",
-                ])
+                .values(CURL_WRITE_OPTIONS)
                 .into_iter()
                 .map(Access::Write)
                 .collect();
             accesses.extend(
                 parsed
-                    .values(&["-K", "--config", "-T", "--upload-file"])
+                    .values(CURL_READ_OPTIONS)
                     .into_iter()
                     .map(Access::Read),
             );
@@ -325,3 +281,54 @@ fn tar(args: &[Word]) -> Vec<Access> {
     }
     accesses
 }
+
+/// curl options that name a file it writes.
+const CURL_WRITE_OPTIONS: &[&str] = &[
+    "-o",
+    "--output",
+    "--output-dir",
+    "-D",
+    "--dump-header",
+    "-c",
+    "--cookie-jar",
+    "--trace",
+    "--trace-ascii",
+    "--stderr",
+];
+
+/// curl options that name a file it reads.
+const CURL_READ_OPTIONS: &[&str] = &["-K", "--config", "-T", "--upload-file"];
+
+/// Every curl option that takes a separate value: the file options above and
+/// the ones whose value is not a file (so the value is not taken for a URL).
+const CURL_VALUE_OPTIONS: &[&str] = &[
+    "-o",
+    "--output",
+    "--output-dir",
+    "-D",
+    "--dump-header",
+    "-c",
+    "--cookie-jar",
+    "--trace",
+    "--trace-ascii",
+    "--stderr",
+    "-K",
+    "--config",
+    "-T",
+    "--upload-file",
+    "-d",
+    "--data",
+    "--data-binary",
+    "-F",
+    "--form",
+    "-H",
+    "--header",
+    "-X",
+    "-u",
+    "--user",
+    "-A",
+    "-e",
+    "-b",
+    "-m",
+    "-w",
+];
