@@ -50,11 +50,12 @@ impl ToolError {
         }
     }
 
-    /// The same error with secrets redacted from every text it carries: an
-    /// error message may quote a file (a formatter's syntax error, a task's
-    /// stderr), and errors reach the caller just like results do.
-    pub fn redacted(self) -> Self {
-        let text = |s: String| bridge_policy::redact(&s).into_owned();
+    /// The same error fit to leave the bridge: secrets redacted from every
+    /// text it carries (an error may quote a file: a formatter's syntax error,
+    /// a task's stderr) and each text cut to [`MAX_ERROR_TEXT_CHARS`] (an
+    /// error may quote the caller's input, which can be megabytes).
+    pub fn sanitized(self) -> Self {
+        let text = |s: String| bounded(bridge_policy::redact(&s).into_owned());
         match self {
             Self::UnknownTool(name) => Self::UnknownTool(text(name)),
             Self::InvalidArguments(message) => Self::InvalidArguments(text(message)),
@@ -70,7 +71,7 @@ impl ToolError {
                 bridge_policy::redact_value(&mut details);
                 Self::Conflict {
                     message: text(message),
-                    details,
+                    details: bridge_policy::audit::summarize_for_audit(&details),
                 }
             }
             Self::TooLarge { path, size, limit } => Self::TooLarge {
@@ -115,5 +116,15 @@ impl ToolError {
             _ => {}
         }
         value
+    }
+}
+
+/// Longest text an error carries out of the bridge.
+pub const MAX_ERROR_TEXT_CHARS: usize = 2000;
+
+fn bounded(text: String) -> String {
+    match text.char_indices().nth(MAX_ERROR_TEXT_CHARS) {
+        None => text,
+        Some((cut, _)) => format!("{}… [{} more bytes]", &text[..cut], text.len() - cut),
     }
 }

@@ -28,7 +28,7 @@ use bridge_policy::Guard;
 use bridge_protocol::{ToolEffect, ToolSpec};
 use serde_json::Value;
 
-pub use error::ToolError;
+pub use error::{MAX_ERROR_TEXT_CHARS, ToolError};
 pub use runner::{Approver, DenyAll, ToolRunner};
 pub use settings::{TaskSettings, ToolSettings};
 

@@ -84,7 +84,7 @@ impl ToolRunner {
                 redact_value(&mut value);
                 Ok(value)
             }
-            Err(err) => Err(err.redacted()),
+            Err(err) => Err(err.sanitized()),
         };
         self.audit(name, &args, &decision, &outcome, started);
         outcome
@@ -155,7 +155,7 @@ impl ToolRunner {
         // it is cut, so no secret is cut in half and missed.
         let output = match outcome {
             Ok(value) => summarize_for_audit(value),
-            Err(err) => serde_json::json!({"error": err.to_json()}),
+            Err(err) => summarize_for_audit(&serde_json::json!({"error": err.to_json()})),
         };
         let mut input = args.clone();
         redact_value(&mut input);

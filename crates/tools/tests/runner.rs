@@ -291,3 +291,32 @@ async fn errors_are_redacted_like_results() {
     );
     assert!(!shown.contains(&token), "{shown}");
 }
+
+#[tokio::test]
+async fn huge_inputs_quoted_by_errors_are_cut_everywhere() {
+    let ws = TempWorkspace::new();
+    let audit_dir = tempfile::TempDir::new().unwrap();
+    let runner = runner(&ws, false).with_audit(AuditLog::new(audit_dir.path()), "s1");
+    // An invalid regex of 2 MB: the error quotes the pattern.
+    let pattern = format!("({}", "x".repeat(2 * 1024 * 1024));
+    let err = runner
+        .call("search_code", json!({"query": pattern, "regex": true}))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), "invalid_arguments");
+    let message = err.to_string();
+    assert!(
+        message.len() < bridge_tools::MAX_ERROR_TEXT_CHARS * 4 + 200,
+        "{} bytes",
+        message.len()
+    );
+    assert!(message.contains("more bytes]"), "says it was cut");
+    let audit_bytes: u64 = std::fs::read_dir(audit_dir.path())
+        .unwrap()
+        .map(|f| f.unwrap().metadata().unwrap().len())
+        .sum();
+    assert!(
+        audit_bytes < 64 * 1024,
+        "audit entry is {audit_bytes} bytes"
+    );
+}
