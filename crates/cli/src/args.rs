@@ -45,7 +45,13 @@ impl GlobalArgs {
         use bridge_config::keys;
         let mut loader = ConfigLoader::from_process();
         if let Some(home) = &self.home {
-            loader = loader.flag(keys::HOME, home.to_string_lossy(), "--home");
+            let home = home.to_str().ok_or_else(|| {
+                Failure::new(
+                    crate::exit::CONFIG,
+                    format!("configuration error: --home {home:?} is not valid UTF-8"),
+                )
+            })?;
+            loader = loader.flag(keys::HOME, home, "--home");
         }
         if let Some(path) = &self.config {
             loader = loader.config_file(path);

@@ -113,3 +113,27 @@ fn flags_are_validated_like_every_other_source() {
 fn unknown_commands_are_usage_errors() {
     Bridge::new().cmd().arg("frobnicate").assert().code(2);
 }
+
+#[cfg(unix)]
+#[test]
+fn non_utf8_paths_are_refused_not_read_as_other_paths() {
+    use std::os::unix::ffi::OsStrExt;
+    let bridge = Bridge::new();
+    let not_utf8 = std::ffi::OsStr::from_bytes(b"/tmp/copilot-bridge-\xff-home");
+    bridge
+        .cmd()
+        .env("COPILOT_BRIDGE_HOME", not_utf8)
+        .args(["config", "show"])
+        .assert()
+        .code(3)
+        .stderr(predicate::str::contains("COPILOT_BRIDGE_HOME"))
+        .stderr(predicate::str::contains("not valid UTF-8"));
+    bridge
+        .cmd()
+        .arg("--home")
+        .arg(not_utf8)
+        .args(["config", "show"])
+        .assert()
+        .code(3)
+        .stderr(predicate::str::contains("not valid UTF-8"));
+}

@@ -25,6 +25,8 @@ pub struct ConfigLoader {
     user_home: Option<PathBuf>,
     config_file: Option<PathBuf>,
     skip_dotenv: bool,
+    /// Our variables whose values are not UTF-8: each is a configuration error.
+    not_utf8: Vec<String>,
 }
 
 /// A raw value and where it came from.
@@ -38,16 +40,26 @@ impl ConfigLoader {
     /// A loader over the real process: its environment, working directory and
     /// the user's home directory.
     pub fn from_process() -> Self {
-        let env = std::env::vars_os()
-            .map(|(k, v)| {
-                (
-                    k.to_string_lossy().into_owned(),
-                    v.to_string_lossy().into_owned(),
-                )
-            })
-            .collect();
+        let mut env = BTreeMap::new();
+        let mut not_utf8 = Vec::new();
+        for (name, value) in std::env::vars_os() {
+            // A name that is not UTF-8 is none of ours.
+            let Ok(name) = name.into_string() else {
+                continue;
+            };
+            match value.into_string() {
+                Ok(value) => {
+                    env.insert(name, value);
+                }
+                // Never read such a value lossily: a path would silently
+                // become another path, and its config.toml would be skipped.
+                Err(_) if KEYS.iter().any(|spec| spec.env == name) => not_utf8.push(name),
+                Err(_) => {}
+            }
+        }
         Self {
             env,
+            not_utf8,
             cwd: std::env::current_dir().unwrap_or_else(|_| PathBuf::from(".")),
             user_home: std::env::var_os("HOME").map(PathBuf::from),
             ..Self::default()
@@ -99,6 +111,22 @@ impl ConfigLoader {
     /// Reads every layer and validates the result; all problems are reported
     /// together.
     pub fn load(&self) -> Result<BridgeConfig, ConfigError> {
+        if !self.not_utf8.is_empty() {
+            let errors: Vec<ConfigError> = self
+                .not_utf8
+                .iter()
+                .map(|name| ConfigError::Invalid {
+                    key: KEYS
+                        .iter()
+                        .find(|spec| spec.env == name.as_str())
+                        .map_or_else(|| name.clone(), |spec| spec.key.to_owned()),
+                    value: "(not valid UTF-8)".to_owned(),
+                    origin: Source::Env(name.clone()),
+                    expected: "UTF-8 text".to_owned(),
+                })
+                .collect();
+            all_or_none(errors)?;
+        }
         let dotenv = self.read_dotenv()?;
         let home_raw = self.lookup(&keys::HOME_SPEC, &dotenv, &BTreeMap::new());
         let home_raw_source = home_raw.as_ref().map(|raw| raw.source.clone());
@@ -118,7 +146,7 @@ impl ConfigLoader {
         let file_path = self
             .config_file
             .as_ref()
-            .map(|p| self.absolute(&p.to_string_lossy()))
+            .map(|p| self.cwd.join(p))
             .unwrap_or_else(|| home.join("config.toml"));
         let parsed = read_config_file(&file_path, self.config_file.is_some())?;
         let (file_values, structured, config_file) = match parsed {
@@ -201,11 +229,7 @@ impl ConfigLoader {
                 ),
             });
         }
-        match errors.len() {
-            0 => {}
-            1 => return Err(errors.remove(0)),
-            _ => return Err(ConfigError::Many(errors)),
-        }
+        all_or_none(errors)?;
         Ok(BridgeConfig {
             home,
             port,
@@ -233,15 +257,13 @@ impl ConfigLoader {
         if self.skip_dotenv || !path.is_file() {
             return Ok(values);
         }
-        let items = dotenvy::from_path_iter(&path).map_err(|err| ConfigError::DotEnv {
+        let dotenv_error = |message: String| ConfigError::DotEnv {
             path: path.clone(),
-            message: err.to_string(),
-        })?;
-        for item in items {
-            let (name, value) = item.map_err(|err| ConfigError::DotEnv {
-                path: path.clone(),
-                message: err.to_string(),
-            })?;
+            message: bounded(message),
+        };
+        let bytes = read_small_file(&path).map_err(dotenv_error)?;
+        for item in dotenvy::from_read_iter(bytes.as_slice()) {
+            let (name, value) = item.map_err(|err| dotenv_error(err.to_string()))?;
             if KEYS.iter().any(|spec| spec.env == name) {
                 values.insert(name, (value, path.clone()));
             }
@@ -344,20 +366,11 @@ fn read_config_file(path: &Path, explicit: bool) -> Result<Option<FileContents>,
         path: path.to_path_buf(),
         message,
     };
-    let file = match std::fs::File::open(path) {
-        Ok(file) => file,
+    match std::fs::metadata(path) {
         Err(err) if err.kind() == std::io::ErrorKind::NotFound && !explicit => return Ok(None),
-        Err(err) => return Err(file_error(format!("cannot open: {err}"))),
-    };
-    let mut bytes = Vec::new();
-    file.take(MAX_CONFIG_FILE_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|err| file_error(format!("cannot read: {err}")))?;
-    if bytes.len() as u64 > MAX_CONFIG_FILE_BYTES {
-        return Err(file_error(format!(
-            "larger than {MAX_CONFIG_FILE_BYTES} bytes; this is not a config file"
-        )));
+        _ => {}
     }
+    let bytes = read_small_file(path).map_err(file_error)?;
     let text = String::from_utf8(bytes).map_err(|err| {
         file_error(format!(
             "not valid UTF-8 (at byte {})",
@@ -391,6 +404,46 @@ fn read_config_file(path: &Path, explicit: bool) -> Result<Option<FileContents>,
         return Err(file_error(errors.join("; ")));
     }
     Ok(Some((scalars, structured)))
+}
+
+/// `Ok` when there is no error; otherwise the one error, or all of them.
+fn all_or_none(mut errors: Vec<ConfigError>) -> Result<(), ConfigError> {
+    match errors.len() {
+        0 => Ok(()),
+        1 => Err(errors.remove(0)),
+        _ => Err(ConfigError::Many(errors)),
+    }
+}
+
+/// Reads a configuration file of at most [`MAX_CONFIG_FILE_BYTES`]. Anything
+/// but a regular file is refused before it is opened: opening a FIFO would
+/// block the command forever.
+fn read_small_file(path: &Path) -> Result<Vec<u8>, String> {
+    let metadata = std::fs::metadata(path).map_err(|err| format!("cannot open: {err}"))?;
+    if !metadata.is_file() {
+        return Err("not a regular file".to_owned());
+    }
+    let file = std::fs::File::open(path).map_err(|err| format!("cannot open: {err}"))?;
+    let mut bytes = Vec::new();
+    file.take(MAX_CONFIG_FILE_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|err| format!("cannot read: {err}"))?;
+    if bytes.len() as u64 > MAX_CONFIG_FILE_BYTES {
+        return Err(format!(
+            "larger than {MAX_CONFIG_FILE_BYTES} bytes; this is not a config file"
+        ));
+    }
+    Ok(bytes)
+}
+
+/// Error texts quote the offending line; a hostile file makes that line huge.
+fn bounded(mut text: String) -> String {
+    const MAX_CHARS: usize = 300;
+    if let Some((cut, _)) = text.char_indices().nth(MAX_CHARS) {
+        text.truncate(cut);
+        text.push('…');
+    }
+    text
 }
 
 fn is_section(name: &str) -> bool {

@@ -205,3 +205,44 @@ fn without_any_home_the_error_says_what_to_set() {
         .unwrap_err();
     assert!(err.to_string().contains("COPILOT_BRIDGE_HOME"), "{err}");
 }
+
+#[cfg(unix)]
+#[test]
+fn a_config_file_that_is_a_fifo_is_refused_without_blocking() {
+    let home = TempDir::new().unwrap();
+    let fifo = home.path().join("config.toml");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let err = ConfigLoader::with_env([("COPILOT_BRIDGE_HOME", home.path().to_str().unwrap())])
+        .cwd(home.path())
+        .load()
+        .unwrap_err();
+    assert!(err.to_string().contains("not a regular file"), "{err}");
+}
+
+#[test]
+fn an_oversized_dotenv_is_refused_and_its_errors_stay_short() {
+    let dir = TempDir::new().unwrap();
+    let env = || {
+        ConfigLoader::with_env([("COPILOT_BRIDGE_HOME", dir.path().to_str().unwrap())])
+            .cwd(dir.path())
+    };
+    fs::write(
+        dir.path().join(".env"),
+        format!("COPILOT_PROJECT_CONTEXT={}\n", "x".repeat(2 * 1024 * 1024)),
+    )
+    .unwrap();
+    let err = env().load().unwrap_err();
+    assert!(err.to_string().contains("larger than"), "{err}");
+
+    fs::write(
+        dir.path().join(".env"),
+        format!("COPILOT_PROJECT_CONTEXT='{}\n", "y".repeat(500_000)),
+    )
+    .unwrap();
+    let err = env().load().unwrap_err().to_string();
+    assert!(err.len() < 2000, "error of {} bytes", err.len());
+}
