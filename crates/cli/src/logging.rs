@@ -1,6 +1,6 @@
 //! Logging to stderr, every line passed through the secret redactor.
 
-use std::io::{self, Write};
+use std::io::{self, IsTerminal, Write};
 
 use bridge_config::LogLevel;
 use tracing_subscriber::EnvFilter;
@@ -13,6 +13,7 @@ pub fn init(level: LogLevel) {
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(RedactingStderr)
+        .with_ansi(io::stderr().is_terminal())
         .with_target(false)
         .try_init();
 }

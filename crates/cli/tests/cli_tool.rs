@@ -299,4 +299,8 @@ fn debug_logs_never_show_a_secret() {
     );
     assert!(stderr.contains("[REDACTED]"), "{stderr}");
     assert!(!stderr.contains(&token), "{stderr}");
+    assert!(
+        !stderr.contains('\u{1b}'),
+        "no colour codes into a pipe: {stderr:?}"
+    );
 }

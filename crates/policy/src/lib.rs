@@ -36,7 +36,7 @@ pub enum PolicyError {
     },
     #[error("invalid workspace policy file {path}: {reason}")]
     InvalidPolicyFile { path: String, reason: String },
-    #[error("cannot read {path}: {source}")]
+    #[error("{path}: {source}")]
     Io {
         path: String,
         #[source]
