@@ -1,19 +1,20 @@
 //! `read_file`: a workspace file's text, whole or a line range, with the
 //! SHA-256 of the whole file so an edit can later prove it saw this version.
 
+mod excerpt;
 pub(crate) mod support;
 
 use std::fs::File;
-use std::io::{BufRead, BufReader, Read};
+use std::io::Read;
 use std::sync::Arc;
 
 use async_trait::async_trait;
 use bridge_protocol::ToolEffect;
 use serde::Deserialize;
 use serde_json::{Value, json};
-use sha2::{Digest, Sha256};
 
 use crate::{Tool, ToolContext, ToolError};
+use excerpt::collect_lines;
 use support::{BINARY_SNIFF_BYTES, looks_binary, parse_args, resolve_regular_file, run_blocking};
 
 const NAME: &str = "read_file";
@@ -107,17 +108,6 @@ impl Tool for ReadFile {
     }
 }
 
-/// The selected lines of a file, gathered in one streaming pass that also
-/// hashes and counts every line.
-struct Excerpt {
-    content: Vec<u8>,
-    first_line: u64,
-    last_included: u64,
-    total_lines: u64,
-    truncated: bool,
-    sha256: String,
-}
-
 fn read_file(ctx: &ToolContext, args: &ReadArgs) -> Result<Value, ToolError> {
     let file = resolve_regular_file(NAME, ctx, &args.path)?;
     let limit = ctx.settings.read_max_bytes;
@@ -136,7 +126,7 @@ fn read_file(ctx: &ToolContext, args: &ReadArgs) -> Result<Value, ToolError> {
     if looks_binary(&prefix) {
         return Err(ToolError::Binary(file.relative));
     }
-    let reader = BufReader::with_capacity(64 * 1024, std::io::Cursor::new(prefix).chain(handle));
+    let reader = std::io::Cursor::new(prefix).chain(handle);
     let first_line = args.start_line.unwrap_or(1);
     let last_line = args.end_line.unwrap_or(u64::MAX);
     let cap = usize::try_from(limit).unwrap_or(usize::MAX);
@@ -175,61 +165,4 @@ fn read_prefix(file: &mut File, len: usize) -> std::io::Result<Vec<u8>> {
     let mut prefix = Vec::with_capacity(len);
     file.by_ref().take(len as u64).read_to_end(&mut prefix)?;
     Ok(prefix)
-}
-
-fn collect_lines(
-    mut reader: impl BufRead,
-    first_line: u64,
-    last_line: u64,
-    cap: usize,
-) -> std::io::Result<Excerpt> {
-    let mut hasher = Sha256::new();
-    let mut line = Vec::new();
-    let mut content = Vec::new();
-    let mut line_number = 0u64;
-    let mut last_included = first_line.saturating_sub(1);
-    let mut truncated = false;
-    loop {
-        line.clear();
-        if reader.read_until(b'\n', &mut line)? == 0 {
-            break;
-        }
-        hasher.update(&line);
-        line_number += 1;
-        if truncated || line_number < first_line || line_number > last_line {
-            continue;
-        }
-        if content.len() + line.len() <= cap {
-            content.extend_from_slice(&line);
-            last_included = line_number;
-        } else {
-            // Whole lines only, except when the very first line alone is over
-            // the cap: then a prefix of it beats returning nothing.
-            if content.is_empty() {
-                content.extend_from_slice(&line[..utf8_prefix_len(&line, cap)]);
-                last_included = line_number;
-            }
-            truncated = true;
-        }
-    }
-    Ok(Excerpt {
-        content,
-        first_line,
-        last_included: last_included.min(line_number),
-        total_lines: line_number,
-        truncated,
-        sha256: hex::encode(hasher.finalize()),
-    })
-}
-
-/// The longest prefix of `bytes` within `max` bytes that does not split a
-/// UTF-8 character (invalid bytes are left to the lossy decoding).
-pub(crate) fn utf8_prefix_len(bytes: &[u8], max: usize) -> usize {
-    if bytes.len() <= max {
-        return bytes.len();
-    }
-    match std::str::from_utf8(&bytes[..max]) {
-        Err(err) if err.error_len().is_none() => err.valid_up_to(),
-        _ => max,
-    }
 }

@@ -8,6 +8,10 @@ use serde::{Deserialize, Serialize};
 pub struct ToolSettings {
     /// Largest file `read_file` returns whole (a line range may read larger ones).
     pub read_max_bytes: u64,
+    /// Largest file `symbols` outlines. Smaller than `read_max_bytes` because
+    /// parsing costs far more per byte than reading, and hostile input (deep
+    /// runs of unclosed brackets) makes it superlinear.
+    pub symbols_max_bytes: u64,
     /// Files larger than this are skipped by `search_code`.
     pub search_max_file_bytes: u64,
     /// Longest line snippet `search_code` returns; longer lines are cut.
@@ -45,6 +49,7 @@ impl Default for ToolSettings {
     fn default() -> Self {
         Self {
             read_max_bytes: 4 * 1024 * 1024,
+            symbols_max_bytes: 1024 * 1024,
             search_max_file_bytes: 16 * 1024 * 1024,
             search_max_line_chars: 500,
             search_max_results: 1000,

@@ -3,8 +3,10 @@
 
 mod extract;
 mod languages;
+mod tangle;
 
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use bridge_protocol::ToolEffect;
@@ -13,9 +15,16 @@ use serde_json::{Value, json};
 
 use crate::read::support::{looks_binary, parse_args, resolve_regular_file, run_blocking};
 use crate::{Tool, ToolContext, ToolError};
+use extract::ExtractError;
 use languages::{Lang, SUPPORTED_EXTENSIONS};
 
 const NAME: &str = "symbols";
+
+/// Wall-clock budget for parsing and querying one file. Real source files of
+/// up to `symbols_max_bytes` take well under a second; only hostile or badly
+/// broken input (deep runs of unclosed brackets) gets near it, and for that
+/// input tree-sitter's time grows quadratically, so waiting longer rarely helps.
+const TIME_BUDGET: Duration = Duration::from_secs(2);
 
 pub fn tools() -> Vec<Arc<dyn Tool>> {
     vec![Arc::new(Symbols)]
@@ -85,7 +94,7 @@ fn outline(ctx: &ToolContext, path: &str) -> Result<Value, ToolError> {
             SUPPORTED_EXTENSIONS.join(", ")
         ))
     })?;
-    let limit = ctx.settings.read_max_bytes;
+    let limit = ctx.settings.symbols_max_bytes;
     let size = file.metadata.len();
     if size > limit {
         return Err(ToolError::TooLarge {
@@ -99,8 +108,18 @@ fn outline(ctx: &ToolContext, path: &str) -> Result<Value, ToolError> {
     if looks_binary(&source) {
         return Err(ToolError::Binary(file.relative));
     }
-    let symbols = extract::extract(lang, &source)
-        .map_err(|reason| ToolError::Failed(format!("{NAME}: {}: {reason}", file.relative)))?;
+    let symbols =
+        extract::extract(lang, &source, Instant::now() + TIME_BUDGET).map_err(|err| match err {
+            ExtractError::OutOfTime => ToolError::Timeout(TIME_BUDGET.as_secs()),
+            ExtractError::Tangled(run) => ToolError::Failed(format!(
+                "{NAME}: {}: symbol extraction gave up: the file is too deeply nested or \
+                 malformed (at least {run} unmatched brackets or other bare tokens in a row)",
+                file.relative
+            )),
+            ExtractError::Broken(reason) => {
+                ToolError::Failed(format!("{NAME}: {}: {reason}", file.relative))
+            }
+        })?;
     let symbols: Vec<Value> = symbols
         .into_iter()
         .map(|symbol| {

@@ -260,3 +260,32 @@ async fn paths_outside_the_workspace_are_denied() {
         assert_eq!(err.code(), "policy_denied");
     }
 }
+
+#[tokio::test]
+async fn a_range_after_a_huge_first_line_is_read_without_that_line() {
+    let ws = TempWorkspace::new();
+    // 50 MB first line, far over read_max_bytes: it is skipped while streaming,
+    // yet still hashed and counted.
+    let mut bytes = vec![b'a'; 50 * 1024 * 1024];
+    bytes.extend_from_slice(b"\nsecond\nthird\n");
+    ws.write("huge-line.txt", &bytes);
+
+    let result = read(&ws, json!({"path": "huge-line.txt", "startLine": 2}))
+        .await
+        .unwrap();
+    assert_eq!(result["content"], "second\nthird\n");
+    assert_eq!(result["startLine"], 2);
+    assert_eq!(result["endLine"], 3);
+    assert_eq!(result["totalLines"], 3);
+    assert_eq!(result["sha256"], sha256_hex(&bytes));
+    assert!(result.get("truncated").is_none(), "{result}");
+
+    // Asking for the huge line itself gives its first read_max_bytes.
+    let first = read(&ws, json!({"path": "huge-line.txt", "endLine": 1}))
+        .await
+        .unwrap();
+    let limit = ToolSettings::default().read_max_bytes as usize;
+    assert_eq!(first["content"].as_str().unwrap().len(), limit);
+    assert_eq!(first["endLine"], 1);
+    assert_eq!(first["truncated"], true);
+}

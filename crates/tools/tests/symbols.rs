@@ -414,7 +414,7 @@ async fn missing_binary_oversized_and_outside_files_are_refused() {
     assert_eq!(err.code(), "policy_denied");
 
     let settings = ToolSettings {
-        read_max_bytes: 100,
+        symbols_max_bytes: 100,
         ..ToolSettings::default()
     };
     let small = runner_with(&ws, false, settings, PermissionRules::default());
@@ -423,4 +423,110 @@ async fn missing_binary_oversized_and_outside_files_are_refused() {
         .await
         .unwrap_err();
     assert_eq!(err.code(), "too_large");
+}
+
+#[tokio::test]
+async fn symbols_has_its_own_size_limit_below_read_max_bytes() {
+    let ws = TempWorkspace::new();
+    ws.write("mid.rs", "fn f() {}\n".repeat(30)); // 300 bytes
+    let settings = ToolSettings {
+        read_max_bytes: 1000,
+        symbols_max_bytes: 200,
+        ..ToolSettings::default()
+    };
+    let runner = runner_with(&ws, false, settings, PermissionRules::default());
+    match runner.call("symbols", json!({"path": "mid.rs"})).await {
+        Err(ToolError::TooLarge { path, size, limit }) => {
+            assert_eq!((path.as_str(), size, limit), ("mid.rs", 300, 200));
+        }
+        other => panic!("expected TooLarge, got {other:?}"),
+    }
+    // read_file still returns the same file whole: only parsing is limited.
+    let read = runner
+        .call("read_file", json!({"path": "mid.rs"}))
+        .await
+        .unwrap();
+    assert_eq!(read["totalLines"], 30);
+    assert_eq!(ToolSettings::default().symbols_max_bytes, 1024 * 1024);
+}
+
+/// Runs `symbols` on hostile input and checks it ends quickly (it once took
+/// hours of CPU), with an outline or an error that says why it gave up.
+async fn outline_ends_quickly(ws: &TempWorkspace, path: &str) -> Result<Value, ToolError> {
+    let started = std::time::Instant::now();
+    let outcome = outline(ws, path).await;
+    let elapsed = started.elapsed();
+    // The time budget is 2 s; the margin covers a debug build on a loaded machine.
+    assert!(
+        elapsed < std::time::Duration::from_secs(8),
+        "{path}: took {elapsed:?}"
+    );
+    match &outcome {
+        Ok(result) => assert!(result["symbols"].is_array(), "{result}"),
+        Err(ToolError::Timeout(2)) => {}
+        Err(err) => {
+            assert_eq!(err.code(), "failed", "{path}: {err}");
+            let message = err.to_string();
+            assert!(
+                message.contains(path) && message.contains("too deeply nested or malformed"),
+                "{message}"
+            );
+        }
+    }
+    outcome
+}
+
+#[tokio::test]
+async fn eighty_thousand_unclosed_braces_are_refused_as_malformed_at_once() {
+    let ws = TempWorkspace::new();
+    ws.write("o.rs", format!("fn f() {}\n", "{".repeat(80_000)));
+    let err = outline_ends_quickly(&ws, "o.rs").await.unwrap_err();
+    // Caught by the pre-check, before the quadratic query even starts.
+    assert_eq!(err.code(), "failed");
+}
+
+#[tokio::test]
+async fn a_megabyte_of_unclosed_brackets_ends_within_the_time_budget() {
+    let ws = TempWorkspace::new();
+    // Just under the default symbols_max_bytes, so it is parsed, not refused.
+    ws.write("b.ts", format!("function f() {}\n", "(".repeat(1_000_000)));
+    ws.write(
+        "b.py",
+        format!("def f():\n    x = {}\n", "[".repeat(1_000_000)),
+    );
+    outline_ends_quickly(&ws, "b.ts").await.unwrap_err();
+    outline_ends_quickly(&ws, "b.py").await.unwrap_err();
+}
+
+#[tokio::test]
+async fn a_megabyte_of_random_brackets_and_quotes_ends_within_the_time_budget() {
+    let ws = TempWorkspace::new();
+    // A fixed pseudo-random sequence (xorshift) keeps the test reproducible.
+    let alphabet = b"{}[]()\"'`<>";
+    let mut state: u64 = 0x9E37_79B9_7F4A_7C15;
+    let noise: Vec<u8> = (0..1_000_000)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            alphabet[(state % alphabet.len() as u64) as usize]
+        })
+        .collect();
+    ws.write("r.tsx", noise);
+    outline_ends_quickly(&ws, "r.tsx").await.ok();
+}
+
+#[tokio::test]
+async fn ordinary_code_with_many_symbols_is_not_cut_by_the_limits() {
+    let ws = TempWorkspace::new();
+    let copies = 200;
+    ws.write("many.rs", RUST_SOURCE.repeat(copies));
+    let result = outline(&ws, "many.rs").await.unwrap();
+    let single = rows(&outline_of(&ws, "one.rs", RUST_SOURCE).await);
+    assert_eq!(rows(&result).len(), single.len() * copies);
+}
+
+async fn outline_of(ws: &TempWorkspace, path: &str, source: &str) -> Value {
+    ws.write(path, source);
+    outline(ws, path).await.unwrap()
 }

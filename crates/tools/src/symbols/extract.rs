@@ -1,12 +1,18 @@
 //! Running a language's definitions query over a parsed file and turning the
 //! matches into an outline: names, kinds, line spans and containers.
 
+use std::cell::Cell;
 use std::collections::HashSet;
+use std::ops::ControlFlow;
+use std::time::Instant;
 
 use streaming_iterator::StreamingIterator;
-use tree_sitter::{Node, Parser, QueryCursor};
+use tree_sitter::{
+    Node, ParseOptions, ParseState, Parser, QueryCursor, QueryCursorOptions, QueryCursorState,
+};
 
 use super::languages::Lang;
+use super::tangle::too_tangled;
 
 /// One definition of the outline.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -29,18 +35,66 @@ pub(crate) struct Symbol {
 /// Kinds whose nested functions are methods.
 const METHOD_OWNERS: &[&str] = &["impl", "trait", "class"];
 
-pub(crate) fn extract(lang: Lang, source: &[u8]) -> Result<Vec<Symbol>, String> {
+/// Why no outline was produced.
+#[derive(Debug)]
+pub(crate) enum ExtractError {
+    /// Parsing and querying together ran past the deadline: hostile or badly
+    /// broken input (megabytes of random brackets and quotes keep
+    /// tree-sitter's error recovery busy for tens of seconds).
+    OutOfTime,
+    /// The syntax tree holds a run of this many anonymous tokens in a row, on
+    /// which querying would take quadratic time (see `tangle`).
+    Tangled(u64),
+    /// The grammar or query could not be used; the text says which.
+    Broken(String),
+}
+
+/// Outlines `source`, giving up once `deadline` passes.
+pub(crate) fn extract(
+    lang: Lang,
+    source: &[u8],
+    deadline: Instant,
+) -> Result<Vec<Symbol>, ExtractError> {
+    let out_of_time = Cell::new(false);
+    let within_budget = || {
+        if Instant::now() < deadline {
+            ControlFlow::Continue(())
+        } else {
+            out_of_time.set(true);
+            ControlFlow::Break(())
+        }
+    };
+
     let mut parser = Parser::new();
-    parser
-        .set_language(&lang.grammar())
-        .map_err(|err| format!("cannot load the {} grammar: {err}", lang.id()))?;
-    let tree = parser
-        .parse(source, None)
-        .ok_or_else(|| format!("the {} parser gave no syntax tree", lang.id()))?;
-    let query = lang.query()?;
-    let name_capture = query
-        .capture_index_for_name("name")
-        .ok_or_else(|| format!("the {} symbols query has no @name capture", lang.id()))?;
+    parser.set_language(&lang.grammar()).map_err(|err| {
+        ExtractError::Broken(format!("cannot load the {} grammar: {err}", lang.id()))
+    })?;
+    let mut parse_progress = |_: &ParseState| within_budget();
+    let tree = parser.parse_with_options(
+        &mut |offset, _| source.get(offset..).unwrap_or_default(),
+        None,
+        Some(ParseOptions::new().progress_callback(&mut parse_progress)),
+    );
+    let tree = match tree {
+        Some(tree) => tree,
+        None if out_of_time.get() => return Err(ExtractError::OutOfTime),
+        None => {
+            return Err(ExtractError::Broken(format!(
+                "the {} parser gave no syntax tree",
+                lang.id()
+            )));
+        }
+    };
+    if let Some(run) = too_tangled(&tree) {
+        return Err(ExtractError::Tangled(run));
+    }
+    let query = lang.query().map_err(ExtractError::Broken)?;
+    let name_capture = query.capture_index_for_name("name").ok_or_else(|| {
+        ExtractError::Broken(format!(
+            "the {} symbols query has no @name capture",
+            lang.id()
+        ))
+    })?;
     let kinds: Vec<Option<&'static str>> = query
         .capture_names()
         .iter()
@@ -50,7 +104,13 @@ pub(crate) fn extract(lang: Lang, source: &[u8]) -> Result<Vec<Symbol>, String> 
     let mut symbols = Vec::new();
     let mut seen = HashSet::new();
     let mut cursor = QueryCursor::new();
-    let mut matches = cursor.matches(query, tree.root_node(), source);
+    let mut query_progress = |_: &QueryCursorState| within_budget();
+    let mut matches = cursor.matches_with_options(
+        query,
+        tree.root_node(),
+        source,
+        QueryCursorOptions::new().progress_callback(&mut query_progress),
+    );
     while let Some(found) = matches.next() {
         let mut definition = None;
         let mut name = None;
@@ -68,6 +128,11 @@ pub(crate) fn extract(lang: Lang, source: &[u8]) -> Result<Vec<Symbol>, String> 
         if seen.insert((node.id(), symbol.name.clone())) {
             symbols.push(symbol);
         }
+    }
+    // A halted cursor simply stops yielding matches: only the flag tells a
+    // partial outline from a complete one, and a partial one would mislead.
+    if out_of_time.get() {
+        return Err(ExtractError::OutOfTime);
     }
     assign_containers(&mut symbols);
     Ok(symbols)
@@ -199,5 +264,28 @@ fn go_receiver_type(method: Node<'_>, source: &[u8]) -> Option<String> {
             Some(inner) => ty = inner,
             None => return Some(text(ty, source)),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    #[test]
+    fn a_passed_deadline_gives_up_instead_of_returning_a_partial_outline() {
+        let source = "fn a() {}\n".repeat(5_000);
+        let symbols = extract(
+            Lang::Rust,
+            source.as_bytes(),
+            Instant::now() + Duration::from_secs(60),
+        );
+        assert_eq!(symbols.map(|symbols| symbols.len()).ok(), Some(5_000));
+        let gave_up = extract(Lang::Rust, source.as_bytes(), Instant::now());
+        assert!(
+            matches!(gave_up, Err(ExtractError::OutOfTime)),
+            "{gave_up:?}"
+        );
     }
 }
