@@ -69,7 +69,7 @@ pub(crate) fn accesses(name: &str, args: &[Word]) -> Vec<Access> {
             .collect(),
         "sed" => sed_in_place(args),
         "curl" => {
-            let parsed = args::parse(args, CURL_VALUE_OPTIONS);
+            let parsed = args::parse(args, &CURL_VALUE_OPTIONS);
             let mut accesses: Vec<Access> = parsed
                 .values(CURL_WRITE_OPTIONS)
                 .into_iter()
@@ -299,23 +299,8 @@ const CURL_WRITE_OPTIONS: &[&str] = &[
 /// curl options that name a file it reads.
 const CURL_READ_OPTIONS: &[&str] = &["-K", "--config", "-T", "--upload-file"];
 
-/// Every curl option that takes a separate value: the file options above and
-/// the ones whose value is not a file (so the value is not taken for a URL).
-const CURL_VALUE_OPTIONS: &[&str] = &[
-    "-o",
-    "--output",
-    "--output-dir",
-    "-D",
-    "--dump-header",
-    "-c",
-    "--cookie-jar",
-    "--trace",
-    "--trace-ascii",
-    "--stderr",
-    "-K",
-    "--config",
-    "-T",
-    "--upload-file",
+/// curl options whose value is not a file.
+const CURL_OTHER_VALUE_OPTIONS: &[&str] = &[
     "-d",
     "--data",
     "--data-binary",
@@ -332,3 +317,15 @@ const CURL_VALUE_OPTIONS: &[&str] = &[
     "-m",
     "-w",
 ];
+
+/// Every curl option that takes a separate value, so that value is not taken
+/// for a URL or a file.
+static CURL_VALUE_OPTIONS: std::sync::LazyLock<Vec<&'static str>> =
+    std::sync::LazyLock::new(|| {
+        [
+            CURL_WRITE_OPTIONS,
+            CURL_READ_OPTIONS,
+            CURL_OTHER_VALUE_OPTIONS,
+        ]
+        .concat()
+    });
