@@ -12,6 +12,17 @@ pub enum DecisionKind {
     Ask,
 }
 
+impl DecisionKind {
+    /// The wire name: `allow`, `deny` or `ask`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Allow => "allow",
+            Self::Deny => "deny",
+            Self::Ask => "ask",
+        }
+    }
+}
+
 /// A verdict with the reason a user will read.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Decision {
@@ -57,5 +68,20 @@ impl Decision {
             DecisionKind::Deny => "denied by policy",
             DecisionKind::Ask => "needs approval",
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wire_names_match_serde() {
+        for kind in [DecisionKind::Allow, DecisionKind::Deny, DecisionKind::Ask] {
+            assert_eq!(
+                serde_json::to_value(kind).unwrap(),
+                serde_json::Value::String(kind.as_str().to_owned())
+            );
+        }
     }
 }

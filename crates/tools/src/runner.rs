@@ -1,7 +1,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use bridge_policy::audit::summarize_for_audit;
+use bridge_policy::audit::{now_timestamp, summarize_for_audit};
 use bridge_policy::{AuditEntry, AuditLog, redact_value};
 use bridge_protocol::{Decision, DecisionKind};
 use serde_json::Value;
@@ -161,16 +161,13 @@ impl ToolRunner {
         redact_value(&mut input);
         let input = summarize_for_audit(&input);
         let entry = AuditEntry {
-            timestamp: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+            timestamp: now_timestamp(),
             session_id: self.session_id.clone(),
             hook: "toolCall".to_owned(),
             tool: name.to_owned(),
             input,
             output,
-            decision: serde_json::to_value(decision.decision)
-                .ok()
-                .and_then(|v| v.as_str().map(str::to_owned))
-                .unwrap_or_else(|| "deny".to_owned()),
+            decision: decision.decision.as_str().to_owned(),
             elapsed_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
         };
         if let Err(err) = audit.append(&entry) {
