@@ -105,6 +105,11 @@ impl Tool for ListFiles {
         if !listing.non_utf8.is_empty() {
             result["nonUtf8"] = json!(listing.non_utf8);
         }
+        // Only when it happened: a listing that could not read everything
+        // must not look complete.
+        if listing.unreadable > 0 {
+            result["unreadable"] = json!(listing.unreadable);
+        }
         Ok(result)
     }
 }
@@ -114,6 +119,8 @@ struct Listing {
     truncated: bool,
     /// Paths whose names are not UTF-8, in the lossy form used in `files`.
     non_utf8: Vec<String>,
+    /// Entries that could not be read (permissions, paths too long, races).
+    unreadable: usize,
 }
 
 fn list(scope: &WalkScope, filter: Option<&GlobFilter>, limit: usize) -> Listing {
@@ -123,10 +130,12 @@ fn list(scope: &WalkScope, filter: Option<&GlobFilter>, limit: usize) -> Listing
         BinaryHeap::with_capacity(limit.saturating_add(1).min(65_536));
     let mut truncated = false;
     let mut non_utf8 = Vec::new();
+    let mut unreadable = 0;
     for entry in scope.builder().build() {
         let entry = match entry {
             Ok(entry) => entry,
             Err(err) => {
+                unreadable += 1;
                 tracing::debug!(error = %err, "list_files: skipping unreadable entry");
                 continue;
             }
@@ -157,5 +166,6 @@ fn list(scope: &WalkScope, filter: Option<&GlobFilter>, limit: usize) -> Listing
         files,
         truncated,
         non_utf8,
+        unreadable,
     }
 }

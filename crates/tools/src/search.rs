@@ -201,6 +201,7 @@ impl SearchRequest {
             hits: Mutex::new(Vec::new()),
             files_searched: AtomicUsize::new(0),
             files_skipped: AtomicUsize::new(0),
+            unreadable: AtomicUsize::new(0),
         };
         let mut workers = WorkerFactory { shared: &shared };
         self.scope.builder().build_parallel().visit(&mut workers);
@@ -214,6 +215,7 @@ impl SearchRequest {
             truncated: shared.budget.overflowed(),
             files_searched: shared.files_searched.into_inner(),
             files_skipped: shared.files_skipped.into_inner(),
+            unreadable: shared.unreadable.into_inner(),
         }
     }
 }
@@ -244,6 +246,8 @@ struct Shared<'r> {
     hits: Mutex<Vec<RenderedHit>>,
     files_searched: AtomicUsize,
     files_skipped: AtomicUsize,
+    /// Entries that could not be read (permissions, paths too long, races).
+    unreadable: AtomicUsize,
 }
 
 struct WorkerFactory<'s, 'r> {
@@ -269,6 +273,7 @@ impl<'s> ParallelVisitorBuilder<'s> for WorkerFactory<'s, '_> {
             rendered: Vec::new(),
             files_searched: 0,
             files_skipped: 0,
+            unreadable: 0,
         })
     }
 }
@@ -284,6 +289,7 @@ struct Worker<'s, 'r> {
     rendered: Vec<RenderedHit>,
     files_searched: usize,
     files_skipped: usize,
+    unreadable: usize,
 }
 
 impl ParallelVisitor for Worker<'_, '_> {
@@ -296,7 +302,10 @@ impl ParallelVisitor for Worker<'_, '_> {
                 self.search_entry(&entry);
             }
             Ok(_) => {}
-            Err(err) => tracing::debug!(error = %err, "search_code: skipping unreadable entry"),
+            Err(err) => {
+                self.unreadable += 1;
+                tracing::debug!(error = %err, "search_code: skipping unreadable entry");
+            }
         }
         if self.shared.budget.overflowed() {
             WalkState::Quit
@@ -323,6 +332,7 @@ impl Worker<'_, '_> {
         let file = match File::open(entry.path()) {
             Ok(file) => file,
             Err(err) => {
+                self.unreadable += 1;
                 tracing::debug!(path = %entry.path().display(), error = %err, "search_code: cannot open");
                 return;
             }
@@ -335,6 +345,7 @@ impl Worker<'_, '_> {
             }
             Ok(_) => {}
             Err(err) => {
+                self.unreadable += 1;
                 tracing::debug!(path = %entry.path().display(), error = %err, "search_code: cannot stat");
                 return;
             }
@@ -354,6 +365,7 @@ impl Worker<'_, '_> {
             request.context_lines,
         );
         if let Err(err) = self.searcher.search_file(&self.matcher, file, sink) {
+            self.unreadable += 1;
             tracing::debug!(path = %relative.display(), error = %err, "search_code: read failed");
         }
         let with_context = request.context_lines > 0;
@@ -380,6 +392,9 @@ impl Drop for Worker<'_, '_> {
         self.shared
             .files_skipped
             .fetch_add(self.files_skipped, Ordering::Relaxed);
+        self.shared
+            .unreadable
+            .fetch_add(self.unreadable, Ordering::Relaxed);
     }
 }
 
@@ -388,6 +403,7 @@ struct SearchOutcome {
     truncated: bool,
     files_searched: usize,
     files_skipped: usize,
+    unreadable: usize,
 }
 
 impl SearchOutcome {
@@ -398,6 +414,11 @@ impl SearchOutcome {
         object.insert("truncated".to_owned(), Value::Bool(self.truncated));
         object.insert("filesSearched".to_owned(), Value::from(self.files_searched));
         object.insert("filesSkipped".to_owned(), Value::from(self.files_skipped));
+        // Only when it happened: a search that could not read everything must
+        // not look complete.
+        if self.unreadable > 0 {
+            object.insert("unreadable".to_owned(), Value::from(self.unreadable));
+        }
         Value::Object(object)
     }
 }

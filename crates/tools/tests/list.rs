@@ -232,3 +232,48 @@ async fn a_path_outside_the_workspace_is_denied() {
     assert!(matches!(err, ToolError::Denied(_)), "{err:?}");
     assert_eq!(err.code(), "policy_denied");
 }
+
+/// Directories nested past PATH_MAX cannot be opened by path: the listing
+/// must say it is incomplete rather than look complete.
+#[tokio::test]
+async fn entries_that_cannot_be_read_are_counted() {
+    let ws = TempWorkspace::new();
+    ws.write("top.txt", "needle\n");
+    // Built relative to open directories (a shell's `cd` refuses paths past
+    // PATH_MAX): 20 levels of 250-byte names is about 5,000 bytes.
+    let script = "import os\n\
+        fd = os.open('.', os.O_RDONLY)\n\
+        for _ in range(20):\n\
+        \x20   os.mkdir('d' * 250, dir_fd=fd)\n\
+        \x20   fd = os.open('d' * 250, os.O_RDONLY, dir_fd=fd)\n\
+        out = os.open('deep.txt', os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=fd)\n\
+        os.write(out, b'needle\\n')\n";
+    let made = std::process::Command::new("python3")
+        .args(["-c", script])
+        .current_dir(ws.path())
+        .status()
+        .unwrap();
+    assert!(made.success());
+
+    let listing = runner(&ws, false)
+        .call("list_files", json!({}))
+        .await
+        .unwrap();
+    assert_eq!(listing["files"], json!(["top.txt"]));
+    assert!(listing["unreadable"].as_u64().unwrap() >= 1, "{listing}");
+
+    let search = runner(&ws, false)
+        .call("search_code", json!({"query": "needle"}))
+        .await
+        .unwrap();
+    assert_eq!(search["hits"].as_array().unwrap().len(), 1);
+    assert!(search["unreadable"].as_u64().unwrap() >= 1, "{search}");
+
+    let clean = TempWorkspace::new();
+    clean.write("a.txt", "needle\n");
+    let search = runner(&clean, false)
+        .call("search_code", json!({"query": "needle"}))
+        .await
+        .unwrap();
+    assert!(search.get("unreadable").is_none(), "{search}");
+}
