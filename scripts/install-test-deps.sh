@@ -6,6 +6,8 @@ set -euo pipefail
 need=()
 command -v git >/dev/null 2>&1 || need+=(git)
 command -v sh >/dev/null 2>&1 || need+=(dash)
+command -v python3 >/dev/null 2>&1 || need+=(python3)
+command -v mkfifo >/dev/null 2>&1 || need+=(coreutils)
 
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then
