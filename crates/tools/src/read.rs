@@ -120,7 +120,7 @@ fn read_file(ctx: &ToolContext, args: &ReadArgs) -> Result<Value, ToolError> {
         });
     }
     let io_context = || format!("{NAME}: cannot read {}", file.relative);
-    let mut handle = File::open(&file.absolute).map_err(|err| ToolError::io(io_context(), err))?;
+    let mut handle = file.handle;
     let prefix = read_prefix(&mut handle, BINARY_SNIFF_BYTES)
         .map_err(|err| ToolError::io(io_context(), err))?;
     if looks_binary(&prefix) {

@@ -5,6 +5,7 @@ mod extract;
 mod languages;
 mod tangle;
 
+use std::io::Read;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -82,8 +83,7 @@ impl Tool for Symbols {
 
 fn outline(ctx: &ToolContext, path: &str) -> Result<Value, ToolError> {
     let file = resolve_regular_file(NAME, ctx, path)?;
-    let extension = file
-        .absolute
+    let extension = std::path::Path::new(&file.relative)
         .extension()
         .and_then(|extension| extension.to_str())
         .unwrap_or_default();
@@ -103,8 +103,19 @@ fn outline(ctx: &ToolContext, path: &str) -> Result<Value, ToolError> {
             limit,
         });
     }
-    let source = std::fs::read(&file.absolute)
+    // Bounded: the file may grow after it was measured.
+    let mut source = Vec::new();
+    file.handle
+        .take(limit.saturating_add(1))
+        .read_to_end(&mut source)
         .map_err(|err| ToolError::io(format!("{NAME}: cannot read {}", file.relative), err))?;
+    if source.len() as u64 > limit {
+        return Err(ToolError::TooLarge {
+            path: file.relative,
+            size: source.len() as u64,
+            limit,
+        });
+    }
     if looks_binary(&source) {
         return Err(ToolError::Binary(file.relative));
     }

@@ -289,3 +289,26 @@ async fn a_range_after_a_huge_first_line_is_read_without_that_line() {
     assert_eq!(first["endLine"], 1);
     assert_eq!(first["truncated"], true);
 }
+
+/// A named pipe where a file should be: refused at once, never a hang
+/// (opening a FIFO for reading blocks until a writer comes).
+#[tokio::test]
+async fn fifos_are_refused_without_blocking() {
+    let ws = TempWorkspace::new();
+    let fifo = ws.path().join("pipe.rs");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let runner = runner(&ws, false);
+    for tool in ["read_file", "symbols"] {
+        let call = runner.call(tool, json!({"path": "pipe.rs"}));
+        let outcome = tokio::time::timeout(std::time::Duration::from_secs(20), call)
+            .await
+            .unwrap_or_else(|_| panic!("{tool} blocked on a FIFO"));
+        let err = outcome.unwrap_err();
+        assert_eq!(err.code(), "invalid_arguments", "{tool}: {err}");
+        assert!(err.to_string().contains("not a regular file"), "{err}");
+    }
+}

@@ -2,8 +2,7 @@
 //! `search_code`, `symbols`): argument decoding, running blocking work off the
 //! async runtime, and opening a workspace file for reading.
 
-use std::fs::Metadata;
-use std::path::PathBuf;
+use std::fs::{File, Metadata};
 
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -29,28 +28,42 @@ where
         .map_err(|err| ToolError::Failed(format!("{tool}: worker task failed: {err}")))?
 }
 
-/// A regular file of the workspace, resolved through the policy.
+/// A regular file of the workspace, resolved through the policy and open.
 pub(crate) struct WorkspaceFile {
-    pub absolute: PathBuf,
     pub relative: String,
+    /// The open file; `metadata` describes this handle, not the path, so a
+    /// file swapped after the check is never read by mistake.
+    pub handle: File,
     pub metadata: Metadata,
 }
 
-/// Resolves `path` for reading and checks it names an existing regular file:
-/// a missing file is `NotFound`, a directory is a caller mistake.
+/// Resolves `path` for reading, opens it and checks the open file is a
+/// regular file: a missing file is `NotFound`, a directory is a caller
+/// mistake. It is opened non-blocking, so a FIFO put in its place makes the
+/// call fail instead of hang.
 pub(crate) fn resolve_regular_file(
     tool: &str,
     ctx: &ToolContext,
     path: &str,
 ) -> Result<WorkspaceFile, ToolError> {
     let absolute = ctx.resolve_read(path)?;
-    let metadata = match std::fs::metadata(&absolute) {
-        Ok(metadata) => metadata,
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.custom_flags(libc::O_NONBLOCK);
+    }
+    let handle = match options.open(&absolute) {
+        Ok(handle) => handle,
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
             return Err(ToolError::NotFound(path.to_owned()));
         }
-        Err(err) => return Err(ToolError::io(format!("{tool}: cannot stat {path}"), err)),
+        Err(err) => return Err(ToolError::io(format!("{tool}: cannot open {path}"), err)),
     };
+    let metadata = handle
+        .metadata()
+        .map_err(|err| ToolError::io(format!("{tool}: cannot stat {path}"), err))?;
     if metadata.is_dir() {
         return Err(ToolError::InvalidArguments(format!(
             "{tool}: {path} is a directory, not a file (use list_files to see its contents)"
@@ -61,10 +74,9 @@ pub(crate) fn resolve_regular_file(
             "{tool}: {path} is not a regular file"
         )));
     }
-    let relative = ctx.relative(&absolute);
     Ok(WorkspaceFile {
-        absolute,
-        relative,
+        relative: ctx.relative(&absolute),
+        handle,
         metadata,
     })
 }
