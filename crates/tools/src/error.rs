@@ -35,10 +35,12 @@ pub enum ToolError {
 
 impl ToolError {
     pub fn denied(decision: Decision) -> Self {
-        // An "ask" that reaches a tool unanswered is a deny: fail closed.
+        // An "ask" that reaches a tool unanswered is a deny: fail closed, and
+        // say so, so no door reads the error as "prompt the user".
         let decision = match decision.decision {
             DecisionKind::Allow => Decision::deny("internal error: allow reported as a failure"),
-            _ => decision,
+            DecisionKind::Ask => Decision::deny(decision.reason_or_default().to_owned()),
+            DecisionKind::Deny => decision,
         };
         Self::Denied(decision)
     }

@@ -15,12 +15,9 @@ use bridge_protocol::ToolEffect;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use crate::read::support::{open_regular, parse_args, run_blocking, sha256_of};
 use crate::shell::run_process;
-use crate::write::{blocking, parse_args, sha256_hex};
 use crate::{Tool, ToolContext, ToolError};
-
-/// Characters of a failing command's output kept in the error message.
-const ERROR_OUTPUT_CHARS: usize = 2000;
 
 pub fn tools() -> Vec<Arc<dyn Tool>> {
     vec![
@@ -171,7 +168,7 @@ impl Tool for FileCommandTool {
             );
             return Err(ToolError::Failed(format!(
                 "{program} {status} on {relative}: {}",
-                cap_chars(output.trim(), ERROR_OUTPUT_CHARS)
+                output.trim()
             )));
         }
         let after = file_hash(&path, &relative).await?;
@@ -234,19 +231,9 @@ impl FileCommandTool {
 async fn file_hash(path: &Path, relative: &str) -> Result<String, ToolError> {
     let path = path.to_path_buf();
     let relative = relative.to_owned();
-    blocking("format", move || match std::fs::read(&path) {
-        Ok(bytes) => Ok(sha256_hex(&bytes)),
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
-            Err(ToolError::NotFound(relative))
-        }
-        Err(err) => Err(ToolError::io(format!("cannot read {relative}"), err)),
+    run_blocking("format", move || {
+        let (handle, _) = open_regular("format", &path, &relative)?;
+        sha256_of("format", handle, &relative)
     })
     .await
-}
-
-fn cap_chars(text: &str, max: usize) -> String {
-    match text.char_indices().nth(max) {
-        Some((cut, _)) => format!("{}… [truncated]", &text[..cut]),
-        None => text.to_owned(),
-    }
 }

@@ -26,7 +26,7 @@ pub use apply::{Applied, HunkConflict, apply_hunks};
 pub use model::{FileChange, FilePatch, Hunk, HunkLine};
 pub use parse::{DiffParseError, parse_unified_diff};
 
-use crate::write::{blocking, parse_args};
+use crate::read::support::{open_regular, parse_args, read_bounded, run_blocking};
 use crate::{Tool, ToolContext, ToolError};
 use commit::{FileChangePlan, commit_all};
 
@@ -107,7 +107,7 @@ impl Tool for ApplyPatch {
         }
         let limit = ctx.settings.read_max_bytes;
         let verify = args.verify;
-        blocking("apply_patch", move || apply_all(targets, verify, limit)).await
+        run_blocking("apply_patch", move || apply_all(targets, verify, limit)).await
     }
 }
 
@@ -174,19 +174,18 @@ fn plan_file(target: &Target, verify: bool, limit: u64) -> Result<Planned, ToolE
         }
         (_, Err(err)) => return Err(ToolError::io(format!("cannot stat {relative}"), err)),
         (_, Ok(_)) => {
-            let meta = std::fs::metadata(&target.path)
-                .map_err(|err| ToolError::io(format!("cannot stat {relative}"), err))?;
-            if meta.is_dir() {
-                return conflict(format!("{relative} is a directory"));
-            }
-            if meta.len() > limit {
-                return conflict(format!(
-                    "{relative} is {} bytes, over the limit of {limit} bytes",
-                    meta.len()
-                ));
-            }
-            let bytes = std::fs::read(&target.path)
-                .map_err(|err| ToolError::io(format!("cannot read {relative}"), err))?;
+            // Whole-file problems are conflicts of this file, reported with
+            // every other conflict, not errors that hide them.
+            let (handle, meta) = match open_regular("apply_patch", &target.path, relative) {
+                Ok(opened) => opened,
+                Err(ToolError::InvalidArguments(message)) => return conflict(message),
+                Err(err) => return Err(err),
+            };
+            let bytes = match read_bounded("apply_patch", handle, relative, limit) {
+                Ok(bytes) => bytes,
+                Err(err @ ToolError::TooLarge { .. }) => return conflict(err.to_string()),
+                Err(err) => return Err(err),
+            };
             if bytes.contains(&0) || std::str::from_utf8(&bytes).is_err() {
                 return conflict(format!("{relative} is a binary file and cannot be patched"));
             }

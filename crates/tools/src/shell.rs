@@ -27,7 +27,7 @@ pub use env::{git_hardening_env, is_secret_env_name, scrub_env, scrubbed_env};
 pub use process::ProcessOutcome;
 pub(crate) use process::run_process;
 
-use crate::write::parse_args;
+use crate::read::support::parse_args;
 use crate::{Tool, ToolContext, ToolError};
 
 /// Upper bound of a caller-chosen `timeoutSecs`.

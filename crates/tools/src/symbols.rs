@@ -5,7 +5,6 @@ mod extract;
 mod languages;
 mod tangle;
 
-use std::io::Read;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -14,7 +13,9 @@ use bridge_protocol::ToolEffect;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::read::support::{looks_binary, parse_args, resolve_regular_file, run_blocking};
+use crate::read::support::{
+    looks_binary, parse_args, read_bounded, resolve_regular_file, run_blocking,
+};
 use crate::{Tool, ToolContext, ToolError};
 use extract::ExtractError;
 use languages::{Lang, SUPPORTED_EXTENSIONS};
@@ -103,19 +104,7 @@ fn outline(ctx: &ToolContext, path: &str) -> Result<Value, ToolError> {
             limit,
         });
     }
-    // Bounded: the file may grow after it was measured.
-    let mut source = Vec::new();
-    file.handle
-        .take(limit.saturating_add(1))
-        .read_to_end(&mut source)
-        .map_err(|err| ToolError::io(format!("{NAME}: cannot read {}", file.relative), err))?;
-    if source.len() as u64 > limit {
-        return Err(ToolError::TooLarge {
-            path: file.relative,
-            size: source.len() as u64,
-            limit,
-        });
-    }
+    let source = read_bounded(NAME, file.handle, &file.relative, limit)?;
     if looks_binary(&source) {
         return Err(ToolError::Binary(file.relative));
     }

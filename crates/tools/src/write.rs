@@ -10,31 +10,14 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use bridge_protocol::ToolEffect;
 use serde::Deserialize;
-use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
+use crate::read::support::{open_regular, parse_args, read_bounded, run_blocking, sha256_of};
 use crate::{Tool, ToolContext, ToolError};
 
 pub fn tools() -> Vec<Arc<dyn Tool>> {
     vec![Arc::new(CreateFile), Arc::new(EditFile)]
-}
-
-/// Deserializes a tool's arguments; serde's message names the offending field.
-pub(crate) fn parse_args<T: DeserializeOwned>(tool: &str, args: Value) -> Result<T, ToolError> {
-    serde_json::from_value(args)
-        .map_err(|err| ToolError::InvalidArguments(format!("{tool}: {err}")))
-}
-
-/// Runs blocking filesystem work off the async workers.
-pub(crate) async fn blocking<T, F>(what: &str, work: F) -> Result<T, ToolError>
-where
-    T: Send + 'static,
-    F: FnOnce() -> Result<T, ToolError> + Send + 'static,
-{
-    tokio::task::spawn_blocking(work)
-        .await
-        .map_err(|err| ToolError::Failed(format!("{what}: worker task failed: {err}")))?
 }
 
 pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
@@ -48,15 +31,7 @@ pub(crate) fn read_text_for_edit(
     relative: &str,
     limit: u64,
 ) -> Result<String, ToolError> {
-    let meta = std::fs::metadata(path).map_err(|err| match err.kind() {
-        io::ErrorKind::NotFound => ToolError::NotFound(relative.to_owned()),
-        _ => ToolError::io(format!("cannot stat {relative}"), err),
-    })?;
-    if meta.is_dir() {
-        return Err(ToolError::InvalidArguments(format!(
-            "{relative} is a directory, not a file"
-        )));
-    }
+    let (handle, meta) = open_regular("edit_file", path, relative)?;
     if meta.len() > limit {
         return Err(ToolError::TooLarge {
             path: relative.to_owned(),
@@ -64,8 +39,7 @@ pub(crate) fn read_text_for_edit(
             limit,
         });
     }
-    let bytes =
-        std::fs::read(path).map_err(|err| ToolError::io(format!("cannot read {relative}"), err))?;
+    let bytes = read_bounded("edit_file", handle, relative, limit)?;
     if bytes.contains(&0) {
         return Err(ToolError::Binary(relative.to_owned()));
     }
@@ -118,7 +92,7 @@ impl Tool for CreateFile {
         let sha256 = sha256_hex(&content);
         let bytes = content.len();
         let overwrite = args.overwrite;
-        let created = blocking("create_file", {
+        let created = run_blocking("create_file", {
             let relative = relative.clone();
             move || create(&path, &relative, &content, overwrite)
         })
@@ -171,7 +145,9 @@ fn create(path: &Path, relative: &str, content: &[u8], overwrite: bool) -> Resul
 }
 
 fn exists_conflict(path: &Path, relative: &str) -> ToolError {
-    let existing_sha = std::fs::read(path).ok().map(|bytes| sha256_hex(&bytes));
+    let existing_sha = open_regular("create_file", path, relative)
+        .and_then(|(handle, _)| sha256_of("create_file", handle, relative))
+        .ok();
     ToolError::Conflict {
         message: format!("{relative} already exists; pass overwrite: true to replace it"),
         details: json!({"path": relative, "sha256": existing_sha}),
@@ -234,7 +210,7 @@ impl Tool for EditFile {
         let path = ctx.resolve_write(&args.path)?;
         let relative = ctx.relative(&path);
         let limit = ctx.settings.read_max_bytes;
-        let sha256 = blocking("edit_file", {
+        let sha256 = run_blocking("edit_file", {
             let relative = relative.clone();
             move || edit(path, &relative, &args, limit)
         })

@@ -480,3 +480,22 @@ async fn git_status_does_not_run_a_hostile_fsmonitor_hook() {
     assert!(result["stdout"].as_str().unwrap().contains("tracked.txt"));
     assert!(!marker.exists(), "the bridge's git ran the hook");
 }
+
+/// A command that needs approval is refused by the shell tool, and the
+/// refusal says deny, never "ask": no door may read it as a prompt.
+#[tokio::test]
+async fn commands_needing_approval_are_denied_not_asked() {
+    let ws = TempWorkspace::new();
+    let err = runner(&ws, false)
+        .call("shell", json!({"command": "cargo build"}))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), "policy_denied");
+    assert_eq!(
+        err.to_json()["details"]["decision"],
+        "deny",
+        "{}",
+        err.to_json()
+    );
+    assert!(err.to_string().contains("shell.allow"), "{err}");
+}

@@ -432,3 +432,37 @@ async fn edits_through_a_symlink_inside_the_workspace_change_its_target() {
         "the link stays a link"
     );
 }
+
+/// A named pipe where a file should be: edit and patch refuse it at once
+/// instead of blocking a worker thread forever.
+#[tokio::test]
+async fn fifos_are_refused_by_writers_without_blocking() {
+    let ws = TempWorkspace::new();
+    let made = std::process::Command::new("mkfifo")
+        .arg(ws.path().join("pipe.txt"))
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let runner = runner(&ws, false);
+    let edit = runner.call(
+        "edit_file",
+        json!({"path": "pipe.txt", "oldString": "a", "newString": "b"}),
+    );
+    let err = tokio::time::timeout(std::time::Duration::from_secs(20), edit)
+        .await
+        .expect("edit_file blocked on a FIFO")
+        .unwrap_err();
+    assert!(err.to_string().contains("not a regular file"), "{err}");
+
+    let diff = "--- a/pipe.txt\n+++ b/pipe.txt\n@@ -1 +1 @@\n-a\n+b\n";
+    let patch = runner.call("apply_patch", json!({"unifiedDiff": diff}));
+    let result = tokio::time::timeout(std::time::Duration::from_secs(20), patch)
+        .await
+        .expect("apply_patch blocked on a FIFO")
+        .unwrap();
+    assert_eq!(result["ok"], false, "{result}");
+    assert!(
+        result.to_string().contains("not a regular file"),
+        "{result}"
+    );
+}

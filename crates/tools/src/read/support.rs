@@ -3,6 +3,8 @@
 //! async runtime, and opening a workspace file for reading.
 
 use std::fs::{File, Metadata};
+use std::io::Read;
+use std::path::Path;
 
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -38,15 +40,30 @@ pub(crate) struct WorkspaceFile {
 }
 
 /// Resolves `path` for reading, opens it and checks the open file is a
-/// regular file: a missing file is `NotFound`, a directory is a caller
-/// mistake. It is opened non-blocking, so a FIFO put in its place makes the
-/// call fail instead of hang.
+/// regular file (see [`open_regular`]).
 pub(crate) fn resolve_regular_file(
     tool: &str,
     ctx: &ToolContext,
     path: &str,
 ) -> Result<WorkspaceFile, ToolError> {
     let absolute = ctx.resolve_read(path)?;
+    let (handle, metadata) = open_regular(tool, &absolute, path)?;
+    Ok(WorkspaceFile {
+        relative: ctx.relative(&absolute),
+        handle,
+        metadata,
+    })
+}
+
+/// Opens an already resolved path for reading and checks the open handle is
+/// a regular file: a missing file is `NotFound`, a directory or anything else
+/// is a caller mistake (`InvalidArguments`). It is opened non-blocking, so a
+/// FIFO put in a file's place makes the call fail instead of hang.
+pub(crate) fn open_regular(
+    tool: &str,
+    absolute: &Path,
+    shown: &str,
+) -> Result<(File, Metadata), ToolError> {
     let mut options = std::fs::OpenOptions::new();
     options.read(true);
     #[cfg(unix)]
@@ -54,31 +71,68 @@ pub(crate) fn resolve_regular_file(
         use std::os::unix::fs::OpenOptionsExt;
         options.custom_flags(libc::O_NONBLOCK);
     }
-    let handle = match options.open(&absolute) {
+    let handle = match options.open(absolute) {
         Ok(handle) => handle,
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
-            return Err(ToolError::NotFound(path.to_owned()));
+            return Err(ToolError::NotFound(shown.to_owned()));
         }
-        Err(err) => return Err(ToolError::io(format!("{tool}: cannot open {path}"), err)),
+        Err(err) => return Err(ToolError::io(format!("{tool}: cannot open {shown}"), err)),
     };
     let metadata = handle
         .metadata()
-        .map_err(|err| ToolError::io(format!("{tool}: cannot stat {path}"), err))?;
+        .map_err(|err| ToolError::io(format!("{tool}: cannot stat {shown}"), err))?;
     if metadata.is_dir() {
         return Err(ToolError::InvalidArguments(format!(
-            "{tool}: {path} is a directory, not a file (use list_files to see its contents)"
+            "{tool}: {shown} is a directory, not a file (use list_files to see its contents)"
         )));
     }
     if !metadata.is_file() {
         return Err(ToolError::InvalidArguments(format!(
-            "{tool}: {path} is not a regular file"
+            "{tool}: {shown} is not a regular file"
         )));
     }
-    Ok(WorkspaceFile {
-        relative: ctx.relative(&absolute),
-        handle,
-        metadata,
-    })
+    Ok((handle, metadata))
+}
+
+/// Reads an open file whole, but never more than `limit` bytes: the file may
+/// have grown since it was measured.
+pub(crate) fn read_bounded(
+    tool: &str,
+    handle: File,
+    shown: &str,
+    limit: u64,
+) -> Result<Vec<u8>, ToolError> {
+    let mut bytes = Vec::new();
+    handle
+        .take(limit.saturating_add(1))
+        .read_to_end(&mut bytes)
+        .map_err(|err| ToolError::io(format!("{tool}: cannot read {shown}"), err))?;
+    let size = bytes.len() as u64;
+    if size > limit {
+        return Err(ToolError::TooLarge {
+            path: shown.to_owned(),
+            size,
+            limit,
+        });
+    }
+    Ok(bytes)
+}
+
+/// SHA-256 (hex) of an open file, streamed.
+pub(crate) fn sha256_of(tool: &str, mut handle: File, shown: &str) -> Result<String, ToolError> {
+    use sha2::Digest;
+    let mut hasher = sha2::Sha256::new();
+    let mut buffer = vec![0_u8; 64 * 1024];
+    loop {
+        let read = handle
+            .read(&mut buffer)
+            .map_err(|err| ToolError::io(format!("{tool}: cannot read {shown}"), err))?;
+        if read == 0 {
+            break;
+        }
+        hasher.update(&buffer[..read]);
+    }
+    Ok(hex::encode(hasher.finalize()))
 }
 
 /// How many leading bytes are inspected for a NUL to call a file binary (the
