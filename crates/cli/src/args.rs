@@ -76,7 +76,7 @@ pub enum Command {
     Config(ConfigCommand),
     /// Run one workspace tool through the policy and print its JSON result.
     Tool(ToolArgs),
-    /// List the workspace tools with their argument schemas.
+    /// List the workspace tools (with their argument schemas: --json).
     Tools(ToolsArgs),
 }
 

@@ -26,6 +26,11 @@ fn main() -> ExitCode {
 }
 
 fn run(cli: Cli) -> Result<ExitCode, Failure> {
+    // Listing the tools needs no configuration: it must work while the
+    // configuration is being fixed.
+    if let Command::Tools(cmd) = cli.command {
+        return commands::tool::list(cmd);
+    }
     let config = cli.global.load_config()?;
     logging::init(config.log_level);
     let runtime = tokio::runtime::Builder::new_multi_thread()

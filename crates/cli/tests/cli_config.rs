@@ -137,3 +137,14 @@ fn non_utf8_paths_are_refused_not_read_as_other_paths() {
         .code(3)
         .stderr(predicate::str::contains("not valid UTF-8"));
 }
+
+#[test]
+fn the_tool_list_works_while_the_configuration_is_broken() {
+    Bridge::new()
+        .cmd()
+        .env("COPILOT_LOG_LEVEL", "loud")
+        .arg("tools")
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("apply_patch"));
+}

@@ -15,6 +15,17 @@ pub enum ToolEffect {
     Execute,
 }
 
+impl ToolEffect {
+    /// The wire name: `read`, `write` or `execute`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Read => "read",
+            Self::Write => "write",
+            Self::Execute => "execute",
+        }
+    }
+}
+
 /// A tool as agents see it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

@@ -110,6 +110,15 @@ impl ToolRunner {
             );
         }
         let decision = self.ctx.guard.check_call(name, args);
+        // Before approval: nobody should approve a call that cannot run.
+        if !decision.is_deny()
+            && let Some(Err(err)) = self.audit.as_ref().map(AuditLog::ensure_writable)
+        {
+            let denied = Decision::deny(format!(
+                "the audit log cannot be written ({err}); no tool runs unaudited"
+            ));
+            return (denied.clone(), Err(ToolError::denied(denied)));
+        }
         let decision = match decision.decision {
             DecisionKind::Allow => decision,
             DecisionKind::Deny => return (decision.clone(), Err(ToolError::denied(decision))),
@@ -118,7 +127,10 @@ impl ToolRunner {
                     .approver
                     .approve(name, args, decision.reason_or_default())
                 {
-                    Decision::allow()
+                    Decision {
+                        decision: DecisionKind::Allow,
+                        reason: Some(format!("approved: {}", decision.reason_or_default())),
+                    }
                 } else {
                     let denied = Decision::deny(format!(
                         "approval required and not given: {}",
@@ -128,12 +140,6 @@ impl ToolRunner {
                 }
             }
         };
-        if let Some(Err(err)) = self.audit.as_ref().map(AuditLog::ensure_writable) {
-            let denied = Decision::deny(format!(
-                "the audit log cannot be written ({err}); no tool runs unaudited"
-            ));
-            return (denied.clone(), Err(ToolError::denied(denied)));
-        }
         let outcome = tool.call(&self.ctx, args.clone()).await;
         let decision = match &outcome {
             Err(ToolError::Denied(inner)) => inner.clone(),

@@ -43,11 +43,10 @@ pub fn list(args: ToolsArgs) -> Result<ExitCode, Failure> {
     } else {
         let mut out = String::new();
         for spec in specs {
-            let effect = serde_json::to_value(spec.effect).unwrap_or_default();
             out.push_str(&format!(
                 "{:18} {:8} {}\n",
                 spec.name,
-                effect.as_str().unwrap_or("?"),
+                spec.effect.as_str(),
                 spec.description
             ));
         }
