@@ -415,15 +415,26 @@ fn all_or_none(mut errors: Vec<ConfigError>) -> Result<(), ConfigError> {
     }
 }
 
-/// Reads a configuration file of at most [`MAX_CONFIG_FILE_BYTES`]. Anything
-/// but a regular file is refused before it is opened: opening a FIFO would
-/// block the command forever.
+/// Reads a configuration file of at most [`MAX_CONFIG_FILE_BYTES`]. It is
+/// opened non-blocking and the open handle must be a regular file: opening a
+/// FIFO the normal way would block the command forever.
 fn read_small_file(path: &Path) -> Result<Vec<u8>, String> {
-    let metadata = std::fs::metadata(path).map_err(|err| format!("cannot open: {err}"))?;
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.custom_flags(libc::O_NONBLOCK);
+    }
+    let file = options
+        .open(path)
+        .map_err(|err| format!("cannot open: {err}"))?;
+    let metadata = file
+        .metadata()
+        .map_err(|err| format!("cannot open: {err}"))?;
     if !metadata.is_file() {
         return Err("not a regular file".to_owned());
     }
-    let file = std::fs::File::open(path).map_err(|err| format!("cannot open: {err}"))?;
     let mut bytes = Vec::new();
     file.take(MAX_CONFIG_FILE_BYTES + 1)
         .read_to_end(&mut bytes)
