@@ -6,9 +6,18 @@
 //! completions, Anthropic messages, …) onto these types and back. This crate
 //! must not know about sessions, tools' execution or policy: it only talks to
 //! language models.
+//!
+//! Backends so far: [`OpenAiBackend`] for OpenAI and every server speaking its
+//! chat-completions format. Its `base_url` includes the version path
+//! (`https://api.openai.com/v1`, `http://localhost:11434/v1`). Streaming
+//! bodies are decoded by [`sse::SseDecoder`], which other backends share.
 
+mod http;
+pub mod openai;
+pub mod sse;
 mod types;
 
+pub use openai::{OpenAiBackend, OpenAiConfig};
 pub use types::{
     ChatEvent, ChatRequest, ChatResponse, FinishReason, LlmError, Message, Role, ToolCall,
     ToolDefinition, Usage, collect,

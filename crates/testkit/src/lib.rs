@@ -1,8 +1,14 @@
-//! Test support for copilot-bridge: real temporary workspaces on disk.
+//! Test support for copilot-bridge: real temporary workspaces on disk, and a
+//! mock LLM upstream speaking the real wire formats over real HTTP
+//! ([`mock_llm`]).
 //!
 //! Only ever a dev-dependency. It must not contain production logic, and it
 //! must not fake the thing under test: helpers here build real files, real
 //! directories and real symlinks for tests to run against.
+
+pub mod mock_llm;
+
+pub use mock_llm::{MockLlm, MockReply, MockToolCall, RecordedRequest};
 
 use std::fs;
 use std::path::{Path, PathBuf};
