@@ -7,17 +7,33 @@
 //! must not know about sessions, tools' execution or policy: it only talks to
 //! language models.
 //!
-//! Backends so far: [`OpenAiBackend`] for OpenAI and every server speaking its
-//! chat-completions format. Its `base_url` includes the version path
-//! (`https://api.openai.com/v1`, `http://localhost:11434/v1`). Streaming
-//! bodies are decoded by [`sse::SseDecoder`], which other backends share.
+//! Backends: [`OpenAiBackend`] for OpenAI and every server speaking its
+//! chat-completions format (its `base_url` includes the version path:
+//! `https://api.openai.com/v1`), [`AzureBackend`], [`AnthropicBackend`],
+//! [`CopilotBackend`] (GitHub token exchanged for a Copilot token) and
+//! [`OllamaBackend`]. [`RetryingBackend`] wraps any of them with backoff that
+//! honours `Retry-After`. Streaming bodies are decoded by [`sse::SseDecoder`].
+//! The policy dependency is only for error classification (retry or not).
 
+pub mod anthropic;
+pub mod azure;
+pub mod copilot;
 mod http;
+pub mod ollama;
 pub mod openai;
+pub mod retry;
 pub mod sse;
 mod types;
 
+pub use anthropic::{AnthropicBackend, AnthropicConfig};
+pub use azure::{AzureBackend, AzureConfig};
+pub use copilot::{
+    CopilotAccountType, CopilotBackend, CopilotConfig, github_token_from_command,
+    github_token_from_gh,
+};
+pub use ollama::{OllamaBackend, OllamaConfig, ollama_is_running};
 pub use openai::{OpenAiBackend, OpenAiConfig};
+pub use retry::{RetryConfig, RetryingBackend};
 pub use types::{
     ChatEvent, ChatRequest, ChatResponse, FinishReason, LlmError, Message, Role, ToolCall,
     ToolDefinition, Usage, collect,

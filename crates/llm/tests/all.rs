@@ -6,6 +6,11 @@
 // without its upstream.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod anthropic;
+mod azure;
+mod copilot;
+mod ollama;
 mod openai_mock;
 mod openai_raw;
+mod retry;
 mod support;

@@ -255,6 +255,28 @@ impl ChatBackend for OpenAiBackend {
     }
 
     async fn stream(&self, request: ChatRequest) -> Result<ChatStream, LlmError> {
+        let url = self.url("/chat/completions");
+        self.stream_at(request, &url, &HeaderMap::new()).await
+    }
+
+    async fn models(&self) -> Result<Vec<String>, LlmError> {
+        let url = self.url("/models");
+        self.models_at(&url, &HeaderMap::new()).await
+    }
+}
+
+/// Hooks for backends that speak this wire format at a URL or with
+/// credentials that change per request (Azure deployments, Copilot's
+/// short-lived tokens).
+impl OpenAiBackend {
+    /// Streams a chat completion from `url`, with `headers` added to (and
+    /// overriding) the configured ones.
+    pub(crate) async fn stream_at(
+        &self,
+        request: ChatRequest,
+        url: &str,
+        headers: &HeaderMap,
+    ) -> Result<ChatStream, LlmError> {
         let model = request
             .model
             .clone()
@@ -265,15 +287,12 @@ impl ChatBackend for OpenAiBackend {
                 self.name
             )));
         }
-        let url = self.url("/chat/completions");
         let body = wire::request_body(&request, &model);
         tracing::debug!(backend = %self.name, %url, %model, "chat completion");
-        let builder = self
-            .client
-            .post(&url)
-            .headers(self.headers.clone())
-            .json(&body);
-        let response = self.send(builder, &url).await?;
+        let mut all_headers = self.headers.clone();
+        all_headers.extend(headers.clone());
+        let builder = self.client.post(url).headers(all_headers).json(&body);
+        let response = self.send(builder, url).await?;
         let content_type = response
             .headers()
             .get(CONTENT_TYPE)
@@ -312,14 +331,29 @@ impl ChatBackend for OpenAiBackend {
         ))
     }
 
-    async fn models(&self) -> Result<Vec<String>, LlmError> {
-        let url = self.url("/models");
-        let mut headers = self.headers.clone();
-        headers.insert(ACCEPT, HeaderValue::from_static("application/json"));
+    /// The whole body of a JSON `GET url`, with the error mapping and limits
+    /// of every other request of this backend.
+    pub(crate) async fn get_json_at(
+        &self,
+        url: &str,
+        headers: &HeaderMap,
+    ) -> Result<String, LlmError> {
+        let mut all_headers = self.headers.clone();
+        all_headers.extend(headers.clone());
+        all_headers.insert(ACCEPT, HeaderValue::from_static("application/json"));
         let response = self
-            .send(self.client.get(&url).headers(headers), &url)
+            .send(self.client.get(url).headers(all_headers), url)
             .await?;
-        let body = self.whole_body(response).await?;
+        self.whole_body(response).await
+    }
+
+    /// The model ids of the OpenAI-style list at `url`.
+    pub(crate) async fn models_at(
+        &self,
+        url: &str,
+        headers: &HeaderMap,
+    ) -> Result<Vec<String>, LlmError> {
+        let body = self.get_json_at(url, headers).await?;
         let list: wire::ModelList = serde_json::from_str(&body).map_err(|err| {
             self.protocol(format!(
                 "invalid model list from {url}: {err}: {}",

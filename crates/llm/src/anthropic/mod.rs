@@ -1,0 +1,353 @@
+//! The Anthropic Messages backend (`POST /v1/messages`), and the reverse
+//! mapping of our events to its stream format for the facade.
+
+mod encoder;
+mod message;
+mod stream;
+mod wire;
+
+pub use encoder::{AnthropicSseEncoder, events_to_anthropic_sse};
+
+use std::fmt;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use futures::StreamExt;
+use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
+use reqwest::{Response, StatusCode, Url};
+use serde::Deserialize;
+
+use crate::http::{
+    MESSAGE_CUT_CHARS, cut, error_chain, retry_after, upstream_error_message, with_idle_timeout,
+};
+use crate::sse::DEFAULT_MAX_LINE_BYTES;
+use crate::{ChatBackend, ChatRequest, ChatStream, LlmError};
+
+/// How much of an error or model-list body is read: an upstream must not
+/// make us buffer without bound.
+const MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
+
+/// The API version this mapping is written against.
+pub const ANTHROPIC_VERSION: &str = "2023-06-01";
+
+pub const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
+
+/// Where and how to reach the Anthropic API.
+#[derive(Clone)]
+pub struct AnthropicConfig {
+    /// Shown in logs and errors (`anthropic`, `claude-proxy`, …).
+    pub name: String,
+    /// The URL that `/v1/messages` and `/v1/models` are appended to,
+    /// WITHOUT the version path. A trailing `/` is ignored.
+    pub base_url: String,
+    /// Sent as `x-api-key`.
+    pub api_key: Option<String>,
+    /// Added to every request (`anthropic-beta`, a proxy's header, …).
+    pub extra_headers: Vec<(String, String)>,
+    /// Used when a request names no model.
+    pub default_model: String,
+    /// `max_tokens` of requests that set none: Anthropic requires one.
+    pub max_tokens: u32,
+    /// Limit for connecting and receiving the response headers.
+    pub request_timeout: Duration,
+    /// Limit for waiting on the next bytes of a streamed answer.
+    pub idle_timeout: Duration,
+}
+
+impl AnthropicConfig {
+    pub fn new(name: impl Into<String>, default_model: impl Into<String>) -> Self {
+        Self {
+            name: name.into(),
+            base_url: DEFAULT_BASE_URL.into(),
+            api_key: None,
+            extra_headers: Vec::new(),
+            default_model: default_model.into(),
+            max_tokens: 4096,
+            request_timeout: Duration::from_secs(60),
+            idle_timeout: Duration::from_secs(120),
+        }
+    }
+}
+
+/// Keeps the API key out of logs.
+impl fmt::Debug for AnthropicConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AnthropicConfig")
+            .field("name", &self.name)
+            .field("base_url", &self.base_url)
+            .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
+            .field(
+                "extra_headers",
+                &self
+                    .extra_headers
+                    .iter()
+                    .map(|(name, _)| name.as_str())
+                    .collect::<Vec<_>>(),
+            )
+            .field("default_model", &self.default_model)
+            .field("max_tokens", &self.max_tokens)
+            .field("request_timeout", &self.request_timeout)
+            .field("idle_timeout", &self.idle_timeout)
+            .finish()
+    }
+}
+
+#[derive(Debug)]
+pub struct AnthropicBackend {
+    name: String,
+    base_url: String,
+    default_model: String,
+    max_tokens: u32,
+    request_timeout: Duration,
+    idle_timeout: Duration,
+    headers: HeaderMap,
+    client: reqwest::Client,
+}
+
+impl AnthropicBackend {
+    /// Checks the configuration (URL, header names and values) once, so a
+    /// mistake shows at start-up rather than at the first request.
+    pub fn new(config: AnthropicConfig) -> Result<Self, LlmError> {
+        let name = config.name;
+        let not_configured = |what: String| LlmError::NotConfigured(format!("{name}: {what}"));
+        let base_url = config.base_url.trim_end_matches('/').to_owned();
+        let parsed = Url::parse(&base_url)
+            .map_err(|err| not_configured(format!("invalid base URL {base_url:?}: {err}")))?;
+        if !matches!(parsed.scheme(), "http" | "https") {
+            return Err(not_configured(format!(
+                "base URL {base_url:?} is not http(s)"
+            )));
+        }
+        let mut headers = HeaderMap::new();
+        headers.insert(ACCEPT, HeaderValue::from_static("text/event-stream"));
+        headers.insert(
+            HeaderName::from_static("anthropic-version"),
+            HeaderValue::from_static(ANTHROPIC_VERSION),
+        );
+        if let Some(key) = &config.api_key {
+            let mut value = HeaderValue::from_str(key).map_err(|_| {
+                not_configured("the API key contains characters not allowed in a header".into())
+            })?;
+            value.set_sensitive(true);
+            headers.insert(HeaderName::from_static("x-api-key"), value);
+        }
+        for (header, value) in &config.extra_headers {
+            let header_name = HeaderName::from_bytes(header.as_bytes())
+                .map_err(|_| not_configured(format!("invalid header name {header:?}")))?;
+            let header_value = HeaderValue::from_str(value)
+                .map_err(|_| not_configured(format!("invalid value of header {header:?}")))?;
+            headers.insert(header_name, header_value);
+        }
+        let client = reqwest::Client::builder()
+            .connect_timeout(config.request_timeout)
+            .build()
+            .map_err(|err| not_configured(format!("cannot build HTTP client: {err}")))?;
+        Ok(Self {
+            name,
+            base_url,
+            default_model: config.default_model,
+            max_tokens: config.max_tokens,
+            request_timeout: config.request_timeout,
+            idle_timeout: config.idle_timeout,
+            headers,
+            client,
+        })
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base_url)
+    }
+
+    /// Sends a request and waits for its headers, mapping failures and
+    /// non-2xx answers to [`LlmError`]s.
+    async fn send(
+        &self,
+        request: reqwest::RequestBuilder,
+        url: &str,
+    ) -> Result<Response, LlmError> {
+        let sent = tokio::time::timeout(self.request_timeout, request.send()).await;
+        let response = match sent {
+            Err(_) => return Err(self.timeout(self.request_timeout)),
+            Ok(Err(err)) if err.is_timeout() => return Err(self.timeout(self.request_timeout)),
+            Ok(Err(err)) => {
+                return Err(LlmError::Transport {
+                    backend: self.name.clone(),
+                    url: url.to_owned(),
+                    message: error_chain(&err),
+                });
+            }
+            Ok(Ok(response)) => response,
+        };
+        let status = response.status();
+        if status.is_success() {
+            return Ok(response);
+        }
+        let retry_after = retry_after(response.headers());
+        let body = self.body_start(response).await;
+        let message = upstream_error_message(&body);
+        tracing::debug!(backend = %self.name, %status, %message, "upstream refused the request");
+        Err(match status {
+            StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN => LlmError::Auth {
+                backend: self.name.clone(),
+                message: format!("HTTP {}: {message}", status.as_u16()),
+            },
+            _ => LlmError::Http {
+                backend: self.name.clone(),
+                status: status.as_u16(),
+                message,
+                retry_after,
+            },
+        })
+    }
+
+    /// A body that is only quoted in an error message: its start is enough,
+    /// and failing to read it must not hide the error it explains.
+    async fn body_start(&self, response: Response) -> String {
+        match self.read_body(response).await {
+            Ok((text, _)) => text,
+            Err(err) => format!("(body unreadable: {err})"),
+        }
+    }
+
+    /// A body that is parsed, so it must be complete.
+    async fn whole_body(&self, response: Response) -> Result<String, LlmError> {
+        let (text, complete) = self.read_body(response).await?;
+        if !complete {
+            return Err(self.protocol(format!(
+                "answer larger than {MAX_BODY_BYTES} bytes: {}",
+                cut(&text, MESSAGE_CUT_CHARS)
+            )));
+        }
+        Ok(text)
+    }
+
+    /// The body as text, at most [`MAX_BODY_BYTES`] of it, within the request
+    /// timeout; the flag tells whether it was complete.
+    async fn read_body(&self, response: Response) -> Result<(String, bool), LlmError> {
+        let read = async {
+            let mut body = Vec::new();
+            let mut chunks = response.bytes_stream();
+            while let Some(chunk) = chunks.next().await {
+                let chunk = chunk.map_err(|err| {
+                    self.protocol(format!("cannot read the body: {}", error_chain(&err)))
+                })?;
+                let room = MAX_BODY_BYTES - body.len();
+                if chunk.len() > room {
+                    body.extend_from_slice(&chunk[..room]);
+                    return Ok((String::from_utf8_lossy(&body).into_owned(), false));
+                }
+                body.extend_from_slice(&chunk);
+            }
+            Ok((String::from_utf8_lossy(&body).into_owned(), true))
+        };
+        tokio::time::timeout(self.request_timeout, read)
+            .await
+            .map_err(|_| self.timeout(self.request_timeout))?
+    }
+
+    fn timeout(&self, after: Duration) -> LlmError {
+        LlmError::Timeout {
+            backend: self.name.clone(),
+            after,
+        }
+    }
+
+    fn protocol(&self, message: String) -> LlmError {
+        LlmError::Protocol {
+            backend: self.name.clone(),
+            message,
+        }
+    }
+}
+
+/// The answer of `GET /v1/models`.
+#[derive(Debug, Deserialize)]
+struct ModelList {
+    data: Vec<ModelEntry>,
+}
+
+#[derive(Debug, Deserialize)]
+struct ModelEntry {
+    id: String,
+}
+
+#[async_trait]
+impl ChatBackend for AnthropicBackend {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    async fn stream(&self, request: ChatRequest) -> Result<ChatStream, LlmError> {
+        let model = request
+            .model
+            .clone()
+            .unwrap_or_else(|| self.default_model.clone());
+        if model.is_empty() {
+            return Err(LlmError::NotConfigured(format!(
+                "{}: no model in the request and no default model configured",
+                self.name
+            )));
+        }
+        let url = self.url("/v1/messages");
+        let body = wire::request_body(&request, &model, self.max_tokens, &self.name)?;
+        tracing::debug!(backend = %self.name, %url, %model, "anthropic message");
+        let builder = self
+            .client
+            .post(&url)
+            .headers(self.headers.clone())
+            .json(&body);
+        let response = self.send(builder, &url).await?;
+        let content_type = response
+            .headers()
+            .get(CONTENT_TYPE)
+            .and_then(|value| value.to_str().ok())
+            .unwrap_or("")
+            .to_owned();
+        let media_type = content_type
+            .split(';')
+            .next()
+            .unwrap_or("")
+            .trim()
+            .to_ascii_lowercase();
+        if media_type == "application/json" {
+            // `extra` turned streaming off: replay the whole message.
+            let body = self.whole_body(response).await?;
+            let events = message::message_events(&self.name, &body)?;
+            return Ok(futures::stream::iter(events.into_iter().map(Ok)).boxed());
+        }
+        if media_type != "text/event-stream" {
+            let body = self.body_start(response).await;
+            return Err(self.protocol(format!(
+                "expected an event stream, got content type {content_type:?}: {}",
+                cut(body.trim(), MESSAGE_CUT_CHARS)
+            )));
+        }
+        let body = with_idle_timeout(
+            response.bytes_stream(),
+            self.idle_timeout,
+            self.name.clone(),
+        );
+        Ok(stream::chat_stream(
+            self.name.clone(),
+            body,
+            DEFAULT_MAX_LINE_BYTES,
+        ))
+    }
+
+    async fn models(&self) -> Result<Vec<String>, LlmError> {
+        let url = self.url("/v1/models");
+        let mut headers = self.headers.clone();
+        headers.insert(ACCEPT, HeaderValue::from_static("application/json"));
+        let response = self
+            .send(self.client.get(&url).headers(headers), &url)
+            .await?;
+        let body = self.whole_body(response).await?;
+        let list: ModelList = serde_json::from_str(&body).map_err(|err| {
+            self.protocol(format!(
+                "invalid model list from {url}: {err}: {}",
+                cut(body.trim(), MESSAGE_CUT_CHARS)
+            ))
+        })?;
+        Ok(list.data.into_iter().map(|model| model.id).collect())
+    }
+}
