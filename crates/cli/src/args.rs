@@ -78,6 +78,8 @@ pub enum Command {
     Tool(ToolArgs),
     /// List the workspace tools (with their argument schemas: --json).
     Tools(ToolsArgs),
+    /// Check the LLM backend: which one is selected and why, auth, models, one tiny chat.
+    Validate,
 }
 
 #[derive(Debug, Subcommand)]

@@ -41,5 +41,6 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
         Command::Config(cmd) => commands::config::run(&config, cmd),
         Command::Tool(cmd) => runtime.block_on(commands::tool::run(&config, cmd)),
         Command::Tools(cmd) => commands::tool::list(cmd),
+        Command::Validate => runtime.block_on(commands::validate::run(&config)),
     }
 }

@@ -4,4 +4,5 @@
 
 mod cli_config;
 mod cli_tool;
+mod cli_validate;
 mod support;

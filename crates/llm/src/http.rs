@@ -1,4 +1,5 @@
-//! HTTP helpers shared by the backends: reading an upstream's error answer,
+//! HTTP helpers shared by the backends: sending a request and mapping its
+//! failures, reading bounded bodies, an upstream's error answer,
 //! `Retry-After`, and the idle timeout over a streamed body.
 
 use std::time::{Duration, SystemTime};
@@ -6,6 +7,7 @@ use std::time::{Duration, SystemTime};
 use bytes::Bytes;
 use futures::{Stream, StreamExt};
 use reqwest::header::{HeaderMap, RETRY_AFTER};
+use reqwest::{Response, StatusCode};
 
 use crate::LlmError;
 
@@ -61,6 +63,121 @@ pub(crate) fn parse_retry_after(value: &str, now: SystemTime) -> Option<Duration
     }
     let at = httpdate::parse_http_date(value).ok()?;
     Some(at.duration_since(now).unwrap_or(Duration::ZERO))
+}
+
+/// How much of an error or model-list body is read: an upstream must not
+/// make us buffer without bound.
+pub(crate) const MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
+
+/// One backend's view of its upstream: its name for errors and the limit
+/// for getting an answer's headers and reading a non-streamed body.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Upstream<'a> {
+    pub(crate) backend: &'a str,
+    pub(crate) request_timeout: Duration,
+}
+
+impl Upstream<'_> {
+    /// Sends a request and waits for its headers, mapping failures and
+    /// non-2xx answers to [`LlmError`]s.
+    pub(crate) async fn send(
+        self,
+        request: reqwest::RequestBuilder,
+        url: &str,
+    ) -> Result<Response, LlmError> {
+        let sent = tokio::time::timeout(self.request_timeout, request.send()).await;
+        let response = match sent {
+            Err(_) => return Err(self.timeout()),
+            Ok(Err(err)) if err.is_timeout() => return Err(self.timeout()),
+            Ok(Err(err)) => {
+                return Err(LlmError::Transport {
+                    backend: self.backend.to_owned(),
+                    url: url.to_owned(),
+                    message: error_chain(&err),
+                });
+            }
+            Ok(Ok(response)) => response,
+        };
+        let status = response.status();
+        if status.is_success() {
+            return Ok(response);
+        }
+        let retry_after = retry_after(response.headers());
+        let body = self.body_start(response).await;
+        let message = upstream_error_message(&body);
+        tracing::debug!(backend = %self.backend, %status, %message, "upstream refused the request");
+        Err(match status {
+            StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN => LlmError::Auth {
+                backend: self.backend.to_owned(),
+                message: format!("HTTP {}: {message}", status.as_u16()),
+            },
+            _ => LlmError::Http {
+                backend: self.backend.to_owned(),
+                status: status.as_u16(),
+                message,
+                retry_after,
+            },
+        })
+    }
+
+    /// A body that is only quoted in an error message: its start is enough,
+    /// and failing to read it must not hide the error it explains.
+    pub(crate) async fn body_start(self, response: Response) -> String {
+        match self.read_body(response).await {
+            Ok((text, _)) => text,
+            Err(err) => format!("(body unreadable: {err})"),
+        }
+    }
+
+    /// A body that is parsed, so it must be complete.
+    pub(crate) async fn whole_body(self, response: Response) -> Result<String, LlmError> {
+        let (text, complete) = self.read_body(response).await?;
+        if !complete {
+            return Err(self.protocol(format!(
+                "answer larger than {MAX_BODY_BYTES} bytes: {}",
+                cut(&text, MESSAGE_CUT_CHARS)
+            )));
+        }
+        Ok(text)
+    }
+
+    /// The body as text, at most [`MAX_BODY_BYTES`] of it, within the request
+    /// timeout; the flag tells whether it was complete.
+    async fn read_body(self, response: Response) -> Result<(String, bool), LlmError> {
+        let read = async {
+            let mut body = Vec::new();
+            let mut chunks = response.bytes_stream();
+            while let Some(chunk) = chunks.next().await {
+                let chunk = chunk.map_err(|err| {
+                    self.protocol(format!("cannot read the body: {}", error_chain(&err)))
+                })?;
+                let room = MAX_BODY_BYTES - body.len();
+                if chunk.len() > room {
+                    body.extend_from_slice(&chunk[..room]);
+                    return Ok((String::from_utf8_lossy(&body).into_owned(), false));
+                }
+                body.extend_from_slice(&chunk);
+            }
+            Ok((String::from_utf8_lossy(&body).into_owned(), true))
+        };
+        tokio::time::timeout(self.request_timeout, read)
+            .await
+            .map_err(|_| self.timeout())?
+    }
+
+    fn timeout(self) -> LlmError {
+        LlmError::Timeout {
+            backend: self.backend.to_owned(),
+            after: self.request_timeout,
+        }
+    }
+
+    fn protocol(self, message: String) -> LlmError {
+        LlmError::Protocol {
+            backend: self.backend.to_owned(),
+            message,
+        }
+    }
 }
 
 /// Wraps a body stream so that waiting longer than `idle` for the next chunk

@@ -22,6 +22,7 @@ mod http;
 pub mod ollama;
 pub mod openai;
 pub mod retry;
+pub mod select;
 pub mod sse;
 mod types;
 
@@ -34,6 +35,7 @@ pub use copilot::{
 pub use ollama::{OllamaBackend, OllamaConfig, ollama_is_running};
 pub use openai::{OpenAiBackend, OpenAiConfig};
 pub use retry::{RetryConfig, RetryingBackend};
+pub use select::{BackendSettings, Provider, Selected, select_backend};
 pub use types::{
     ChatEvent, ChatRequest, ChatResponse, FinishReason, LlmError, Message, Role, ToolCall,
     ToolDefinition, Usage, collect,

@@ -12,5 +12,7 @@ mod copilot;
 mod ollama;
 mod openai_mock;
 mod openai_raw;
+mod relay;
 mod retry;
+mod select;
 mod support;

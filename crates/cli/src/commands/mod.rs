@@ -1,2 +1,3 @@
 pub mod config;
 pub mod tool;
+pub mod validate;

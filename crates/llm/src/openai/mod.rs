@@ -10,19 +10,13 @@ use std::fmt;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use futures::StreamExt;
+use futures::{StreamExt, TryStreamExt};
+use reqwest::Url;
 use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
-use reqwest::{Response, StatusCode, Url};
 
-use crate::http::{
-    MESSAGE_CUT_CHARS, cut, error_chain, retry_after, upstream_error_message, with_idle_timeout,
-};
+use crate::http::{MESSAGE_CUT_CHARS, Upstream, cut, with_idle_timeout};
 use crate::sse::DEFAULT_MAX_LINE_BYTES;
 use crate::{ChatBackend, ChatRequest, ChatStream, LlmError};
-
-/// How much of an error or model-list body is read: an upstream must not
-/// make us buffer without bound.
-const MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
 
 /// Where and how to reach an OpenAI-compatible server.
 #[derive(Clone)]
@@ -146,97 +140,10 @@ impl OpenAiBackend {
         format!("{}{path}", self.base_url)
     }
 
-    /// Sends a request and waits for its headers, mapping failures and
-    /// non-2xx answers to [`LlmError`]s.
-    async fn send(
-        &self,
-        request: reqwest::RequestBuilder,
-        url: &str,
-    ) -> Result<Response, LlmError> {
-        let sent = tokio::time::timeout(self.request_timeout, request.send()).await;
-        let response = match sent {
-            Err(_) => return Err(self.timeout(self.request_timeout)),
-            Ok(Err(err)) if err.is_timeout() => return Err(self.timeout(self.request_timeout)),
-            Ok(Err(err)) => {
-                return Err(LlmError::Transport {
-                    backend: self.name.clone(),
-                    url: url.to_owned(),
-                    message: error_chain(&err),
-                });
-            }
-            Ok(Ok(response)) => response,
-        };
-        let status = response.status();
-        if status.is_success() {
-            return Ok(response);
-        }
-        let retry_after = retry_after(response.headers());
-        let body = self.body_start(response).await;
-        let message = upstream_error_message(&body);
-        tracing::debug!(backend = %self.name, %status, %message, "upstream refused the request");
-        Err(match status {
-            StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN => LlmError::Auth {
-                backend: self.name.clone(),
-                message: format!("HTTP {}: {message}", status.as_u16()),
-            },
-            _ => LlmError::Http {
-                backend: self.name.clone(),
-                status: status.as_u16(),
-                message,
-                retry_after,
-            },
-        })
-    }
-
-    /// A body that is only quoted in an error message: its start is enough,
-    /// and failing to read it must not hide the error it explains.
-    async fn body_start(&self, response: Response) -> String {
-        match self.read_body(response).await {
-            Ok((text, _)) => text,
-            Err(err) => format!("(body unreadable: {err})"),
-        }
-    }
-
-    /// A body that is parsed, so it must be complete.
-    async fn whole_body(&self, response: Response) -> Result<String, LlmError> {
-        let (text, complete) = self.read_body(response).await?;
-        if !complete {
-            return Err(self.protocol(format!(
-                "answer larger than {MAX_BODY_BYTES} bytes: {}",
-                cut(&text, MESSAGE_CUT_CHARS)
-            )));
-        }
-        Ok(text)
-    }
-
-    /// The body as text, at most [`MAX_BODY_BYTES`] of it, within the request
-    /// timeout; the flag tells whether it was complete.
-    async fn read_body(&self, response: Response) -> Result<(String, bool), LlmError> {
-        let read = async {
-            let mut body = Vec::new();
-            let mut chunks = response.bytes_stream();
-            while let Some(chunk) = chunks.next().await {
-                let chunk = chunk.map_err(|err| {
-                    self.protocol(format!("cannot read the body: {}", error_chain(&err)))
-                })?;
-                let room = MAX_BODY_BYTES - body.len();
-                if chunk.len() > room {
-                    body.extend_from_slice(&chunk[..room]);
-                    return Ok((String::from_utf8_lossy(&body).into_owned(), false));
-                }
-                body.extend_from_slice(&chunk);
-            }
-            Ok((String::from_utf8_lossy(&body).into_owned(), true))
-        };
-        tokio::time::timeout(self.request_timeout, read)
-            .await
-            .map_err(|_| self.timeout(self.request_timeout))?
-    }
-
-    fn timeout(&self, after: Duration) -> LlmError {
-        LlmError::Timeout {
-            backend: self.name.clone(),
-            after,
+    fn upstream(&self) -> Upstream<'_> {
+        Upstream {
+            backend: &self.name,
+            request_timeout: self.request_timeout,
         }
     }
 
@@ -292,7 +199,7 @@ impl OpenAiBackend {
         let mut all_headers = self.headers.clone();
         all_headers.extend(headers.clone());
         let builder = self.client.post(url).headers(all_headers).json(&body);
-        let response = self.send(builder, url).await?;
+        let response = self.upstream().send(builder, url).await?;
         let content_type = response
             .headers()
             .get(CONTENT_TYPE)
@@ -308,12 +215,12 @@ impl OpenAiBackend {
         if media_type == "application/json" {
             // The server ignored `stream: true` (or `extra` turned it off):
             // replay the whole answer as events.
-            let body = self.whole_body(response).await?;
+            let body = self.upstream().whole_body(response).await?;
             let events = completion::completion_events(&self.name, &body)?;
             return Ok(futures::stream::iter(events.into_iter().map(Ok)).boxed());
         }
         if media_type != "text/event-stream" {
-            let body = self.body_start(response).await;
+            let body = self.upstream().body_start(response).await;
             return Err(self.protocol(format!(
                 "expected an event stream, got content type {content_type:?}: {}",
                 cut(body.trim(), MESSAGE_CUT_CHARS)
@@ -342,9 +249,10 @@ impl OpenAiBackend {
         all_headers.extend(headers.clone());
         all_headers.insert(ACCEPT, HeaderValue::from_static("application/json"));
         let response = self
+            .upstream()
             .send(self.client.get(url).headers(all_headers), url)
             .await?;
-        self.whole_body(response).await
+        self.upstream().whole_body(response).await
     }
 
     /// The model ids of the OpenAI-style list at `url`.
@@ -362,4 +270,17 @@ impl OpenAiBackend {
         })?;
         Ok(list.data.into_iter().map(|model| model.id).collect())
     }
+}
+
+/// Runs a whole streamed body, given as the reads of the connection, through
+/// the same SSE decoder and event mapping as [`OpenAiBackend::stream`], and counts
+/// the events; the first error ends it. Only for the benchmarks, which
+/// measure the backend's own cost per chunk without a network.
+#[doc(hidden)]
+pub fn decode_stream_for_bench(reads: &[bytes::Bytes]) -> Result<usize, LlmError> {
+    // The body stream must own its reads: cloning `Bytes` only counts a reference.
+    let owned_reads = reads.to_vec();
+    let body = futures::stream::iter(owned_reads.into_iter().map(Ok));
+    let events = stream::chat_stream("bench".into(), body, DEFAULT_MAX_LINE_BYTES);
+    futures::executor::block_on(events.try_fold(0, |count, _| async move { Ok(count + 1) }))
 }
