@@ -65,6 +65,19 @@ pub struct OpenClawConfig {
     pub gateway_token: Option<Secret>,
 }
 
+/// Copilot's account and integration headers (`[copilot]` in config.toml).
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct CopilotSettings {
+    /// `individual`, `business` or `enterprise`: picks the default API base.
+    pub account_type: Option<String>,
+    /// Overrides the API base (else the token exchange's, else the account type's).
+    pub api_base: Option<String>,
+    /// Integration headers replacing the built-in ones of the same name, or
+    /// added to them (Copilot changes what it requires over time).
+    pub headers: std::collections::BTreeMap<String, String>,
+}
+
 /// The effective configuration.
 #[derive(Debug, Clone, PartialEq)]
 pub struct BridgeConfig {
@@ -87,6 +100,7 @@ pub struct BridgeConfig {
     pub transient_retries: u32,
     pub permissions: PermissionRules,
     pub tools: ToolSettings,
+    pub copilot: CopilotSettings,
     /// The source of each scalar key, by its config.toml name.
     pub sources: BTreeMap<&'static str, Source>,
     /// The config file that was read, if one existed.

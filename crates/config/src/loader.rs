@@ -13,7 +13,7 @@ use crate::{BridgeConfig, ByokConfig, ConfigError, OpenClawConfig, Secret, Sourc
 
 pub const DEFAULT_PORT: u16 = 9400;
 const MAX_CONFIG_FILE_BYTES: u64 = 1024 * 1024;
-const STRUCTURED_TABLES: &[&str] = &["permissions", "tools"];
+const STRUCTURED_TABLES: &[&str] = &["permissions", "tools", "copilot"];
 
 /// Builds a [`BridgeConfig`] from its layers. The environment is a snapshot
 /// handed in, so tests never race on the process environment.
@@ -207,6 +207,7 @@ impl ConfigLoader {
 
         let (permissions, tools) =
             structured_sections(&structured, &file_path, &mut builder.errors);
+        let copilot = copilot_section(&structured, &file_path, &mut builder.errors);
 
         let Builder {
             mut errors,
@@ -246,6 +247,7 @@ impl ConfigLoader {
             transient_retries,
             permissions,
             tools,
+            copilot,
             sources,
             config_file,
         })
@@ -404,6 +406,45 @@ fn read_config_file(path: &Path, explicit: bool) -> Result<Option<FileContents>,
         return Err(file_error(errors.join("; ")));
     }
     Ok(Some((scalars, structured)))
+}
+
+/// `[copilot]`: the account type must be one Copilot has, the API base a URL.
+fn copilot_section(
+    structured: &toml::Table,
+    path: &Path,
+    errors: &mut Vec<ConfigError>,
+) -> crate::CopilotSettings {
+    let file_error = |message: String| ConfigError::File {
+        path: path.to_path_buf(),
+        message,
+    };
+    let settings = match structured
+        .get("copilot")
+        .cloned()
+        .map(|v| v.try_into::<crate::CopilotSettings>())
+    {
+        None => return crate::CopilotSettings::default(),
+        Some(Ok(settings)) => settings,
+        Some(Err(err)) => {
+            errors.push(file_error(format!("[copilot]: {}", err.message())));
+            return crate::CopilotSettings::default();
+        }
+    };
+    if let Some(kind) = &settings.account_type
+        && !matches!(kind.as_str(), "individual" | "business" | "enterprise")
+    {
+        errors.push(file_error(format!(
+            "copilot.account_type {kind:?}: expected individual, business or enterprise"
+        )));
+    }
+    if let Some(base) = &settings.api_base
+        && let Err(expected) = value::parse_url(base)
+    {
+        errors.push(file_error(format!(
+            "copilot.api_base {base:?}: expected {expected}"
+        )));
+    }
+    settings
 }
 
 /// `Ok` when there is no error; otherwise the one error, or all of them.

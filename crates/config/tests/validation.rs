@@ -246,3 +246,24 @@ fn an_oversized_dotenv_is_refused_and_its_errors_stay_short() {
     let err = env().load().unwrap_err().to_string();
     assert!(err.len() < 2000, "error of {} bytes", err.len());
 }
+
+#[test]
+fn the_copilot_section_is_read_and_checked() {
+    let config = load(
+        &[],
+        Some("[copilot]\naccount_type = \"business\"\napi_base = \"https://copilot.example\"\n[copilot.headers]\nEditor-Version = \"vscode/9.9.9\"\n"),
+    )
+    .unwrap();
+    assert_eq!(config.copilot.account_type.as_deref(), Some("business"));
+    assert_eq!(config.copilot.headers["Editor-Version"], "vscode/9.9.9");
+
+    let text = error_text(&[], Some("[copilot]\naccount_type = \"team\"\n"));
+    assert!(
+        text.contains("individual, business or enterprise"),
+        "{text}"
+    );
+    let text = error_text(&[], Some("[copilot]\napi_base = \"copilot.example\"\n"));
+    assert!(text.contains("copilot.api_base"), "{text}");
+    let text = error_text(&[], Some("[copilot]\nheader = {}\n"));
+    assert!(text.contains("[copilot]"), "{text}");
+}

@@ -14,9 +14,9 @@ use std::time::Duration;
 use crate::copilot::GH_TOKEN_TIMEOUT;
 use crate::ollama::OLLAMA_DEFAULT_BASE_URL;
 use crate::{
-    AnthropicBackend, AnthropicConfig, AzureBackend, AzureConfig, ChatBackend, CopilotBackend,
-    CopilotConfig, LlmError, OllamaBackend, OllamaConfig, OpenAiBackend, OpenAiConfig, RetryConfig,
-    RetryingBackend, github_token_from_command, ollama_is_running,
+    AnthropicBackend, AnthropicConfig, AzureBackend, AzureConfig, ChatBackend, CopilotAccountType,
+    CopilotBackend, CopilotConfig, LlmError, OllamaBackend, OllamaConfig, OpenAiBackend,
+    OpenAiConfig, RetryConfig, RetryingBackend, github_token_from_command, ollama_is_running,
 };
 
 pub const OPENAI_DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
@@ -91,6 +91,13 @@ pub struct BackendSettings {
     /// The program asked for a GitHub token (`gh`); `None` skips the
     /// lookup, which tests need to stay independent of the machine.
     pub gh_program: Option<String>,
+    /// Copilot's account type (its default API base); individual when `None`.
+    pub copilot_account_type: Option<CopilotAccountType>,
+    /// Overrides Copilot's API base.
+    pub copilot_api_base: Option<String>,
+    /// Integration headers that replace the defaults of the same name (or
+    /// add to them): Copilot changes what it requires over time.
+    pub copilot_headers: Vec<(String, String)>,
     pub retry: RetryConfig,
 }
 
@@ -107,6 +114,9 @@ impl Default for BackendSettings {
             ollama_base_url: OLLAMA_DEFAULT_BASE_URL.into(),
             azure_api_version: None,
             gh_program: Some("gh".into()),
+            copilot_account_type: None,
+            copilot_api_base: None,
+            copilot_headers: Vec::new(),
             retry: RetryConfig::default(),
         }
     }
@@ -130,6 +140,16 @@ impl fmt::Debug for BackendSettings {
             .field("ollama_base_url", &self.ollama_base_url)
             .field("azure_api_version", &self.azure_api_version)
             .field("gh_program", &self.gh_program)
+            .field("copilot_account_type", &self.copilot_account_type)
+            .field("copilot_api_base", &self.copilot_api_base)
+            .field(
+                "copilot_headers",
+                &self
+                    .copilot_headers
+                    .iter()
+                    .map(|(name, _)| name)
+                    .collect::<Vec<_>>(),
+            )
             .field("retry", &self.retry)
             .finish()
     }
@@ -319,7 +339,21 @@ fn anthropic(key: &str, settings: &BackendSettings, source: String) -> Result<Se
 }
 
 fn copilot(token: &str, settings: &BackendSettings, source: String) -> Result<Selected, LlmError> {
-    let config = CopilotConfig::new(token, model_or(settings, COPILOT_DEFAULT_MODEL));
+    let mut config = CopilotConfig::new(token, model_or(settings, COPILOT_DEFAULT_MODEL));
+    if let Some(account_type) = settings.copilot_account_type {
+        config.account_type = account_type;
+    }
+    if let Some(api_base) = &settings.copilot_api_base {
+        config.api_base = Some(api_base.clone());
+    }
+    for (name, value) in &settings.copilot_headers {
+        config
+            .integration_headers
+            .retain(|(existing, _)| !existing.eq_ignore_ascii_case(name));
+        config
+            .integration_headers
+            .push((name.clone(), value.clone()));
+    }
     let base_url = config
         .api_base
         .clone()

@@ -272,3 +272,22 @@ async fn explicit_azure_routes_by_deployment_with_the_default_api_version() {
     );
     assert_eq!(chat.query.as_deref(), Some("api-version=2024-10-21"));
 }
+
+#[tokio::test]
+async fn copilot_account_type_and_api_base_come_from_the_settings() {
+    use bridge_llm::copilot::CopilotAccountType;
+    let mut settings = bridge_llm::BackendSettings {
+        github_token: Some("gho_example".into()),
+        gh_program: None,
+        copilot_account_type: Some(CopilotAccountType::Business),
+        ..Default::default()
+    };
+    let selected = bridge_llm::select_backend(settings.clone()).await.unwrap();
+    assert_eq!(selected.kind, "copilot");
+    assert_eq!(selected.base_url, "https://api.business.githubcopilot.com");
+
+    settings.copilot_api_base = Some("https://copilot.internal.example".into());
+    settings.copilot_headers = vec![("Editor-Version".into(), "vscode/9.9.9".into())];
+    let selected = bridge_llm::select_backend(settings).await.unwrap();
+    assert_eq!(selected.base_url, "https://copilot.internal.example");
+}

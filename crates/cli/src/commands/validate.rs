@@ -78,6 +78,18 @@ pub fn settings_from(
             policy: config.error_policy(),
             ..RetryConfig::default()
         },
+        copilot_account_type: config
+            .copilot
+            .account_type
+            .as_deref()
+            .and_then(copilot_account_type),
+        copilot_api_base: config.copilot.api_base.clone(),
+        copilot_headers: config
+            .copilot
+            .headers
+            .iter()
+            .map(|(name, value)| (name.clone(), value.clone()))
+            .collect(),
         ..BackendSettings::default()
     };
     if env(NO_GH_ENV).is_some_and(|value| !value.is_empty()) {
@@ -202,5 +214,16 @@ impl PingReport {
         rows.iter()
             .map(|(key, value)| format!("{key:<width$}  {value}\n"))
             .collect()
+    }
+}
+
+/// The account types config.toml accepts (validated when it is loaded).
+fn copilot_account_type(name: &str) -> Option<bridge_llm::copilot::CopilotAccountType> {
+    use bridge_llm::copilot::CopilotAccountType;
+    match name {
+        "individual" => Some(CopilotAccountType::Individual),
+        "business" => Some(CopilotAccountType::Business),
+        "enterprise" => Some(CopilotAccountType::Enterprise),
+        _ => None,
     }
 }
