@@ -8,6 +8,7 @@
 //! is allowed. This crate must not start anything or touch the network; and it
 //! must never print a secret (secret values are wrapped in [`Secret`]).
 
+mod file;
 pub mod keys;
 mod loader;
 mod secret;
