@@ -11,3 +11,4 @@ pub mod tool;
 
 pub use decision::{Decision, DecisionKind};
 pub use tool::{ToolEffect, ToolSpec};
+pub mod provider;
