@@ -69,6 +69,13 @@ impl Guard {
         }
     }
 
+    /// The permission rules alone, for tools that do not touch the
+    /// workspace (provider and MCP tools): their arguments are not paths of
+    /// this workspace, so containment does not apply to them.
+    pub fn check_permission(&self, tool: &str, args: &Value) -> Decision {
+        self.permission.evaluate(tool, args)
+    }
+
     /// Resolves a path the tool will read.
     pub fn resolve_read(&self, path: &str) -> Result<PathBuf, Decision> {
         self.root

@@ -1,0 +1,37 @@
+//! Sessions of copilot-bridge: the registry every door shares.
+//!
+//! A session has a workspace, a tool table (workspace tools, provider tools,
+//! later MCP tools), a hook chain (the policy, then provider rules and
+//! gates), prompt transforms, ambient context and a timeline of events. The
+//! provider gateway, the tool bus, the MCP servers and the agent loop all
+//! reach tools through [`Session::call_tool`], so one policy sees every call.
+//!
+//! This crate must not know any wire format: the gateway adapts Provider
+//! Interface v2 onto the handler traits here ([`ToolHandler`],
+//! [`GateHandler`], [`TransformHandler`]), and nothing here serializes a
+//! provider message.
+
+mod call;
+mod events;
+mod hooks;
+pub mod ids;
+mod registry;
+mod session;
+mod tools;
+mod transforms;
+mod workspace;
+
+pub use call::{CallOrigin, CallOutcome, ToolFailure};
+pub use events::{SessionEvent, TimelineEntry};
+pub use hooks::{
+    GateHandler, GateRequest, GateVerdict, HookRule, RuleAction, RuleError, RuleMatch,
+    compile_regex,
+};
+pub use registry::{
+    RegistryError, RegistrySettings, SessionDefaults, SessionListener, SessionRegistry,
+    SessionSpec, ShutdownWaiter,
+};
+pub use session::{Session, SessionInfo, SessionState};
+pub use tools::{ToolConflict, ToolEntry, ToolHandler, ToolInvocation, ToolOwner};
+pub use transforms::{PROTECTED_SECTIONS, Transform, TransformError, TransformHandler};
+pub use workspace::WorkspaceTool;

@@ -1,0 +1,405 @@
+//! One session: its workspace, tools, rules, transforms, context and
+//! timeline.
+
+use std::collections::VecDeque;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, RwLock};
+
+use bridge_policy::{AuditLog, Guard};
+use bridge_tools::Approver;
+use serde::Serialize;
+use tokio::sync::broadcast;
+
+use crate::events::{SessionEvent, TimelineEntry};
+use crate::hooks::HookRule;
+use crate::registry::{Listeners, RegistrySettings};
+use crate::tools::{ToolConflict, ToolEntry, ToolOwner, ToolTable, read_lock, write_lock};
+use crate::transforms::{self, Transform, TransformError, TransformTable, is_protected};
+
+/// Timeline lines a session keeps for late readers.
+const TIMELINE_KEEP: usize = 200;
+/// Events buffered per subscriber before a slow one starts missing some.
+const EVENT_BUFFER: usize = 1024;
+
+/// What the registry reports about a session.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SessionInfo {
+    pub id: String,
+    pub label: String,
+    pub cwd: PathBuf,
+    pub foreground: bool,
+    pub created_at: String,
+}
+
+/// Where a session is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SessionState {
+    /// No work in flight.
+    Idle,
+    /// A turn is running (an inject or a user message started it).
+    Busy,
+    /// `end` was called; providers are cleaning up.
+    Ending,
+}
+
+pub struct Session {
+    id: Arc<str>,
+    info: SessionInfo,
+    state: Mutex<SessionState>,
+    tools: ToolTable,
+    rules: RwLock<Vec<(String, Arc<[HookRule]>)>>,
+    transforms: Mutex<TransformTable>,
+    context: Mutex<Vec<(String, String)>>,
+    startup_context: Mutex<Vec<(String, String)>>,
+    events: broadcast::Sender<SessionEvent>,
+    timeline: Mutex<VecDeque<TimelineEntry>>,
+    guard: Arc<Guard>,
+    approver: Arc<dyn Approver>,
+    audit: Option<AuditLog>,
+    settings: Arc<RegistrySettings>,
+    listeners: Arc<Listeners>,
+}
+
+impl std::fmt::Debug for Session {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Session")
+            .field("info", &self.info)
+            .finish_non_exhaustive()
+    }
+}
+
+pub(crate) struct SessionParts {
+    pub info: SessionInfo,
+    pub guard: Arc<Guard>,
+    pub approver: Arc<dyn Approver>,
+    pub audit: Option<AuditLog>,
+    pub settings: Arc<RegistrySettings>,
+    pub listeners: Arc<Listeners>,
+}
+
+impl Session {
+    pub(crate) fn new(parts: SessionParts) -> Self {
+        let (events, _) = broadcast::channel(EVENT_BUFFER);
+        Self {
+            id: Arc::from(parts.info.id.as_str()),
+            info: parts.info,
+            state: Mutex::new(SessionState::Idle),
+            tools: ToolTable::default(),
+            rules: RwLock::new(Vec::new()),
+            transforms: Mutex::new(TransformTable::default()),
+            context: Mutex::new(Vec::new()),
+            startup_context: Mutex::new(Vec::new()),
+            events,
+            timeline: Mutex::new(VecDeque::new()),
+            guard: parts.guard,
+            approver: parts.approver,
+            audit: parts.audit,
+            settings: parts.settings,
+            listeners: parts.listeners,
+        }
+    }
+
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    pub(crate) fn id_arc(&self) -> &Arc<str> {
+        &self.id
+    }
+
+    pub fn info(&self) -> &SessionInfo {
+        &self.info
+    }
+
+    pub fn cwd(&self) -> &Path {
+        &self.info.cwd
+    }
+
+    pub fn state(&self) -> SessionState {
+        *lock(&self.state)
+    }
+
+    pub(crate) fn set_ending(&self) {
+        *lock(&self.state) = SessionState::Ending;
+    }
+
+    pub fn guard(&self) -> &Arc<Guard> {
+        &self.guard
+    }
+
+    pub(crate) fn approver(&self) -> &Arc<dyn Approver> {
+        &self.approver
+    }
+
+    pub(crate) fn audit(&self) -> Option<&AuditLog> {
+        self.audit.as_ref()
+    }
+
+    pub(crate) fn settings(&self) -> &RegistrySettings {
+        &self.settings
+    }
+
+    // ---- tools ----
+
+    pub fn tool(&self, name: &str) -> Option<Arc<ToolEntry>> {
+        self.tools.get(name)
+    }
+
+    /// Every tool, sorted by name.
+    pub fn tools(&self) -> Vec<Arc<ToolEntry>> {
+        self.tools.list()
+    }
+
+    pub fn tool_owner(&self, name: &str) -> Option<ToolOwner> {
+        self.tools.owner_of(name)
+    }
+
+    /// Adds or replaces `owner`'s tools named in `entries`; all or nothing.
+    pub fn register_tools(
+        &self,
+        owner: &ToolOwner,
+        entries: Vec<ToolEntry>,
+    ) -> Result<(), ToolConflict> {
+        self.tools.register(owner, entries)
+    }
+
+    /// Makes `entries` exactly what `owner` serves; all or nothing.
+    pub fn replace_tools(
+        &self,
+        owner: &ToolOwner,
+        entries: Vec<ToolEntry>,
+    ) -> Result<(), ToolConflict> {
+        self.tools.replace_owner(owner, entries)
+    }
+
+    pub fn unregister_tools(&self, owner: &ToolOwner, names: &[String]) -> usize {
+        self.tools.unregister(owner, names)
+    }
+
+    /// Removes everything `owner` holds: tools, rules, transforms, context.
+    pub fn remove_owner(&self, owner: &ToolOwner) {
+        self.tools.unregister_owner(owner);
+        if let Some(name) = owner.provider_name() {
+            self.set_rules(name, Vec::new());
+            lock(&self.transforms).remove_owner(name);
+            self.set_context(name, None);
+            self.set_startup_context(name, None);
+        }
+    }
+
+    // ---- hook rules ----
+
+    /// Replaces `owner`'s `onPreToolUse` rules. Owners keep the position of
+    /// their first registration.
+    pub fn set_rules(&self, owner: &str, rules: Vec<HookRule>) {
+        let mut table = write_lock(&self.rules);
+        let position = table.iter().position(|(o, _)| o == owner);
+        match (position, rules.is_empty()) {
+            (Some(i), true) => {
+                table.remove(i);
+            }
+            (Some(i), false) => table[i].1 = Arc::from(rules),
+            (None, false) => table.push((owner.to_owned(), Arc::from(rules))),
+            (None, true) => {}
+        }
+    }
+
+    pub fn rule_count(&self, owner: &str) -> usize {
+        read_lock(&self.rules)
+            .iter()
+            .find(|(o, _)| o == owner)
+            .map_or(0, |(_, rules)| rules.len())
+    }
+
+    pub(crate) fn rules_snapshot(&self) -> Vec<(String, Arc<[HookRule]>)> {
+        read_lock(&self.rules).clone()
+    }
+
+    // ---- transforms ----
+
+    pub fn set_transform(
+        &self,
+        owner: &str,
+        section: &str,
+        transform: Option<Transform>,
+    ) -> Result<(), TransformError> {
+        lock(&self.transforms).set(owner, section, transform)
+    }
+
+    /// The text of `section` after every transform, in registration order.
+    pub async fn render_section(&self, section: &str, base: &str) -> String {
+        let transforms = lock(&self.transforms).for_section(section);
+        transforms::apply(
+            &self.id,
+            section,
+            base.to_owned(),
+            transforms,
+            self.settings.transform_timeout,
+        )
+        .await
+    }
+
+    /// Renders every section (`base` gives the starting text of each; a
+    /// section only transforms know starts empty). Protected sections come
+    /// last, so safety content has the last word.
+    pub async fn render_prompt(&self, base: &[(String, String)]) -> Vec<(String, String)> {
+        let mut names: Vec<String> = base.iter().map(|(name, _)| name.clone()).collect();
+        for section in lock(&self.transforms).sections() {
+            if !names.contains(&section) {
+                names.push(section);
+            }
+        }
+        names.sort_by_key(|name| is_protected(name));
+        let mut rendered = Vec::with_capacity(names.len());
+        for name in names {
+            let start = base
+                .iter()
+                .find(|(n, _)| *n == name)
+                .map(|(_, text)| text.as_str())
+                .unwrap_or("");
+            let text = self.render_section(&name, start).await;
+            rendered.push((name, text));
+        }
+        rendered
+    }
+
+    // ---- context ----
+
+    /// Ambient context injected on every prompt; `None` clears `owner`'s.
+    pub fn set_context(&self, owner: &str, text: Option<String>) {
+        set_owned(&self.context, owner, text);
+    }
+
+    pub fn set_startup_context(&self, owner: &str, text: Option<String>) {
+        set_owned(&self.startup_context, owner, text);
+    }
+
+    pub fn context(&self) -> Vec<(String, String)> {
+        lock(&self.context).clone()
+    }
+
+    pub fn startup_context(&self) -> Vec<(String, String)> {
+        lock(&self.startup_context).clone()
+    }
+
+    // ---- events and timeline ----
+
+    pub fn subscribe(&self) -> broadcast::Receiver<SessionEvent> {
+        self.events.subscribe()
+    }
+
+    pub(crate) fn emit(&self, event: SessionEvent) {
+        // No subscriber is fine: events are a view, not a store.
+        let _ = self.events.send(event);
+    }
+
+    /// A line in the session timeline (`session.log()`).
+    pub fn log(&self, source: &str, text: &str) {
+        let text = bridge_policy::redact(text).into_owned();
+        {
+            let mut timeline = lock(&self.timeline);
+            if timeline.len() == TIMELINE_KEEP {
+                timeline.pop_front();
+            }
+            timeline.push_back(TimelineEntry {
+                ts: bridge_policy::audit::now_timestamp(),
+                source: source.to_owned(),
+                text: text.clone(),
+            });
+        }
+        tracing::info!(session = %self.id, %source, "{text}");
+        self.emit(SessionEvent::Log {
+            source: source.to_owned(),
+            text,
+        });
+    }
+
+    /// The newest `last` timeline lines, oldest first.
+    pub fn timeline(&self, last: usize) -> Vec<TimelineEntry> {
+        let timeline = lock(&self.timeline);
+        let skip = timeline.len().saturating_sub(last);
+        timeline.iter().skip(skip).cloned().collect()
+    }
+
+    /// Asks for an AI turn (a push at level `inject`): the session is busy
+    /// until [`turn_finished`](Self::turn_finished).
+    pub fn inject(
+        &self,
+        source: &str,
+        stream: &str,
+        text: &str,
+        metadata: Option<serde_json::Value>,
+    ) {
+        self.begin_turn();
+        self.log(source, &format!("[{stream}] {text}"));
+        self.emit(SessionEvent::Inject {
+            source: source.to_owned(),
+            stream: stream.to_owned(),
+            text: text.to_owned(),
+            metadata,
+        });
+    }
+
+    /// A user prompt arrived: a turn starts.
+    pub fn user_message(&self, content: &str) {
+        self.begin_turn();
+        self.emit(SessionEvent::UserMessage {
+            content: content.to_owned(),
+        });
+    }
+
+    pub fn assistant_message(&self, content: &str, tool_requests: Vec<serde_json::Value>) {
+        self.emit(SessionEvent::AssistantMessage {
+            content: content.to_owned(),
+            tool_requests,
+        });
+    }
+
+    pub fn assistant_intent(&self, intent: &str) {
+        self.emit(SessionEvent::AssistantIntent {
+            intent: intent.to_owned(),
+        });
+    }
+
+    /// The running turn ended: the session is idle, and listeners hear so.
+    pub fn turn_finished(self: &Arc<Self>) {
+        {
+            let mut state = lock(&self.state);
+            if *state != SessionState::Busy {
+                return;
+            }
+            *state = SessionState::Idle;
+        }
+        self.emit(SessionEvent::Idle);
+        self.listeners.idle(self);
+    }
+
+    fn begin_turn(&self) {
+        let mut state = lock(&self.state);
+        if *state == SessionState::Idle {
+            *state = SessionState::Busy;
+        }
+    }
+}
+
+fn set_owned(list: &Mutex<Vec<(String, String)>>, owner: &str, text: Option<String>) {
+    let mut list = lock(list);
+    let position = list.iter().position(|(o, _)| o == owner);
+    match (position, text) {
+        (Some(i), Some(text)) => list[i].1 = text,
+        (Some(i), None) => {
+            list.remove(i);
+        }
+        (None, Some(text)) => list.push((owner.to_owned(), text)),
+        (None, None) => {}
+    }
+}
+
+/// Locks a mutex whose data stays consistent even if a holder panicked
+/// (every critical section here is a single assignment or push).
+pub(crate) fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}

@@ -1,0 +1,191 @@
+//! A session's tool table: every tool the session can call, whoever serves
+//! it, under one namespace.
+
+use std::collections::HashMap;
+use std::sync::{Arc, RwLock};
+
+use async_trait::async_trait;
+use bridge_protocol::ToolSpec;
+use serde_json::Value;
+
+use crate::call::ToolFailure;
+
+/// Who serves a tool. Conflicts are decided by owner: two owners can never
+/// hold the same name.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum ToolOwner {
+    /// The built-in workspace tools.
+    Workspace,
+    /// A provider, by name (all instances of a multi-instance provider share
+    /// one owner).
+    Provider(String),
+    /// An MCP server, by name.
+    Mcp(String),
+}
+
+impl ToolOwner {
+    /// The provider name, for `match.provider` in hook rules.
+    pub fn provider_name(&self) -> Option<&str> {
+        match self {
+            Self::Provider(name) => Some(name),
+            _ => None,
+        }
+    }
+}
+
+impl std::fmt::Display for ToolOwner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Workspace => f.write_str("the workspace tools"),
+            Self::Provider(name) => write!(f, "provider '{name}'"),
+            Self::Mcp(name) => write!(f, "MCP server '{name}'"),
+        }
+    }
+}
+
+/// One call as a handler receives it.
+#[derive(Debug, Clone)]
+pub struct ToolInvocation {
+    pub session_id: Arc<str>,
+    /// Globally unique.
+    pub call_id: String,
+    pub tool: String,
+    pub args: Value,
+}
+
+/// Runs a tool. Dropping the returned future cancels the call; a handler
+/// that talks to another process tells it so.
+#[async_trait]
+pub trait ToolHandler: Send + Sync {
+    async fn call(&self, invocation: ToolInvocation) -> Result<Value, ToolFailure>;
+}
+
+/// A tool in a session's table.
+#[derive(Clone)]
+pub struct ToolEntry {
+    pub spec: ToolSpec,
+    pub owner: ToolOwner,
+    pub handler: Arc<dyn ToolHandler>,
+}
+
+impl std::fmt::Debug for ToolEntry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ToolEntry")
+            .field("name", &self.spec.name)
+            .field("owner", &self.owner)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A name is already served by another owner.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("tool '{name}' is already registered by {existing}")]
+pub struct ToolConflict {
+    pub name: String,
+    pub existing: ToolOwner,
+}
+
+#[derive(Default)]
+pub(crate) struct ToolTable {
+    entries: RwLock<HashMap<String, Arc<ToolEntry>>>,
+}
+
+impl ToolTable {
+    pub(crate) fn get(&self, name: &str) -> Option<Arc<ToolEntry>> {
+        read_lock(&self.entries).get(name).cloned()
+    }
+
+    pub(crate) fn list(&self) -> Vec<Arc<ToolEntry>> {
+        let mut entries: Vec<_> = read_lock(&self.entries).values().cloned().collect();
+        entries.sort_by(|a, b| a.spec.name.cmp(&b.spec.name));
+        entries
+    }
+
+    /// Adds or replaces `owner`'s entries, all or nothing: if any name is
+    /// held by another owner, nothing changes.
+    pub(crate) fn register(
+        &self,
+        owner: &ToolOwner,
+        entries: Vec<ToolEntry>,
+    ) -> Result<(), ToolConflict> {
+        let mut table = write_lock(&self.entries);
+        for entry in &entries {
+            if let Some(existing) = table.get(&entry.spec.name)
+                && &existing.owner != owner
+            {
+                return Err(ToolConflict {
+                    name: entry.spec.name.clone(),
+                    existing: existing.owner.clone(),
+                });
+            }
+        }
+        for entry in entries {
+            table.insert(entry.spec.name.clone(), Arc::new(entry));
+        }
+        Ok(())
+    }
+
+    /// Replaces everything `owner` holds with `entries`, all or nothing.
+    pub(crate) fn replace_owner(
+        &self,
+        owner: &ToolOwner,
+        entries: Vec<ToolEntry>,
+    ) -> Result<(), ToolConflict> {
+        let mut table = write_lock(&self.entries);
+        for entry in &entries {
+            if let Some(existing) = table.get(&entry.spec.name)
+                && &existing.owner != owner
+            {
+                return Err(ToolConflict {
+                    name: entry.spec.name.clone(),
+                    existing: existing.owner.clone(),
+                });
+            }
+        }
+        table.retain(|_, entry| &entry.owner != owner);
+        for entry in entries {
+            table.insert(entry.spec.name.clone(), Arc::new(entry));
+        }
+        Ok(())
+    }
+
+    /// Removes `names` if `owner` holds them; returns how many went.
+    pub(crate) fn unregister(&self, owner: &ToolOwner, names: &[String]) -> usize {
+        let mut table = write_lock(&self.entries);
+        let mut removed = 0;
+        for name in names {
+            if table.get(name).is_some_and(|entry| &entry.owner == owner) {
+                table.remove(name);
+                removed += 1;
+            }
+        }
+        removed
+    }
+
+    pub(crate) fn unregister_owner(&self, owner: &ToolOwner) -> usize {
+        let mut table = write_lock(&self.entries);
+        let before = table.len();
+        table.retain(|_, entry| &entry.owner != owner);
+        before - table.len()
+    }
+
+    /// Who holds `name`, if anyone.
+    pub(crate) fn owner_of(&self, name: &str) -> Option<ToolOwner> {
+        read_lock(&self.entries)
+            .get(name)
+            .map(|entry| entry.owner.clone())
+    }
+}
+
+// A poisoned lock means a panic while the table was being changed; the
+// table itself is always left consistent (every change is a single insert
+// or retain), so reading on is safe.
+pub(crate) fn read_lock<T>(lock: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
+    lock.read()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+pub(crate) fn write_lock<T>(lock: &RwLock<T>) -> std::sync::RwLockWriteGuard<'_, T> {
+    lock.write()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
