@@ -1,14 +1,16 @@
-//! Test support for copilot-bridge: real temporary workspaces on disk, and a
+//! Test support for copilot-bridge: real temporary workspaces on disk, a
 //! mock LLM upstream speaking the real wire formats over real HTTP
-//! ([`mock_llm`]).
+//! ([`mock_llm`]), and a WebSocket provider client ([`provider_client`]).
 //!
 //! Only ever a dev-dependency. It must not contain production logic, and it
 //! must not fake the thing under test: helpers here build real files, real
 //! directories and real symlinks for tests to run against.
 
 pub mod mock_llm;
+pub mod provider_client;
 
 pub use mock_llm::{MockLlm, MockReply, MockToolCall, RecordedRequest};
+pub use provider_client::{ProviderClient, Received};
 
 use std::fs;
 use std::path::{Path, PathBuf};

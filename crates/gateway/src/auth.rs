@@ -1,0 +1,253 @@
+//! `auth` and `auth.confirm`: project tokens, issued external tokens, and
+//! the pairing flow (a 6-digit code shown to the user, never to the
+//! provider; 5 attempts a minute gateway-wide).
+
+use std::time::{Duration, Instant};
+
+use bridge_engine::ids;
+use bridge_protocol::provider::{
+    Auth, AuthConfirm, AuthPairing, ErrorCode, ErrorMessage, GatewayMessage,
+};
+
+use crate::GatewayError;
+use crate::connection::{ConnState, Connection, Flow};
+use crate::sessions::{authenticated, session_list};
+use crate::state::{ExternalToken, GatewayInner, PairingInfo, PendingPairing, ProjectToken, Trust};
+
+const PAIRING_PROMPT: &str = "Enter the pairing code shown in your copilot-bridge session";
+
+pub(crate) fn on_auth(conn: &mut Connection, auth: Auth) -> Flow {
+    match (auth.token.as_deref(), auth.mode.as_deref()) {
+        (Some(token), _) => authenticate_token(conn, token),
+        (None, Some("pair")) => begin_pairing(conn, &auth),
+        (None, Some(mode)) => conn.reject(
+            ErrorCode::AuthFailed,
+            format!("unknown auth mode {mode:?}; send a token, or mode \"pair\""),
+            "auth",
+        ),
+        (None, None) => conn.reject(
+            ErrorCode::AuthFailed,
+            "auth needs a token (TAP_PROVIDER_TOKEN or an issued token) or mode \"pair\"",
+            "auth",
+        ),
+    }
+}
+
+fn authenticate_token(conn: &mut Connection, token: &str) -> Flow {
+    let trust = {
+        let state = conn.gw.lock();
+        // Tokens are looked up by value; comparing the stored key in
+        // constant time keeps a timing side channel off the prefix.
+        let project = state
+            .project_tokens
+            .iter()
+            .find(|(known, _)| ids::constant_time_eq(known, token))
+            .map(|(_, t)| Trust::Project {
+                session_id: t.session_id.clone(),
+            });
+        project.or_else(|| {
+            state
+                .external_tokens
+                .iter()
+                .find(|(known, _)| ids::constant_time_eq(known, token))
+                .map(|(_, t)| Trust::External {
+                    session_id: t.session_id.clone(),
+                })
+        })
+    };
+    let Some(trust) = trust else {
+        return conn.reject(
+            ErrorCode::AuthFailed,
+            "unknown or expired token; check TAP_PROVIDER_TOKEN, or pair again",
+            "auth",
+        );
+    };
+    let session_id = trust.scoped_session().unwrap_or_default().to_owned();
+    if conn.gw.registry.get(&session_id).is_none() {
+        return conn.reject(
+            ErrorCode::AuthFailed,
+            format!("the token's session {session_id} has ended"),
+            "auth",
+        );
+    }
+    let list = session_list(&conn.gw, &trust, None);
+    conn.trust = Some(trust);
+    conn.state = ConnState::AwaitHello;
+    conn.out.send(GatewayMessage::Sessions(list));
+    authenticated(conn);
+    Flow::Continue
+}
+
+fn begin_pairing(conn: &mut Connection, auth: &Auth) -> Flow {
+    let session = match &auth.session {
+        Some(id) => conn.gw.registry.get(id),
+        None => conn.gw.registry.foreground_session(),
+    };
+    let Some(session) = session else {
+        return conn.reject(
+            ErrorCode::InvalidSession,
+            match &auth.session {
+                Some(id) => format!("session {id} does not exist; pairing needs a live session"),
+                None => {
+                    "no session is active; pairing needs a session to show its code in".to_owned()
+                }
+            },
+            "auth",
+        );
+    };
+    let code = ids::pairing_code();
+    let who = match &auth.name {
+        Some(name) => format!("Provider '{}' ({})", clean(name), conn.peer),
+        None => format!("A provider ({})", conn.peer),
+    };
+    conn.gw.lock().pairings.insert(
+        conn.id,
+        PendingPairing {
+            code: code.clone(),
+            session_id: session.id().to_owned(),
+            requested_by: who.clone(),
+            created: Instant::now(),
+        },
+    );
+    // The code goes to the user (timeline, daemon log, `copilot-bridge
+    // pair`), never over this connection.
+    session.log(
+        "gateway",
+        &format!("※ {who} requesting access. Pairing code: {code}"),
+    );
+    tracing::warn!(session = %session.id(), "pairing requested by {who}; code {code} (also shown by `copilot-bridge pair`)");
+    conn.state = ConnState::AwaitPairing;
+    conn.out.send(GatewayMessage::AuthPairing(AuthPairing {
+        prompt: PAIRING_PROMPT.to_owned(),
+    }));
+    Flow::Continue
+}
+
+pub(crate) fn on_confirm(conn: &mut Connection, confirm: AuthConfirm) -> Flow {
+    let settings = &conn.gw.settings;
+    let outcome = {
+        let mut state = conn.gw.lock();
+        let now = Instant::now();
+        while state
+            .pairing_attempts
+            .front()
+            .is_some_and(|t| now.duration_since(*t) > Duration::from_secs(60))
+        {
+            state.pairing_attempts.pop_front();
+        }
+        if state.pairing_attempts.len() >= settings.pairing_attempts_per_minute {
+            Err(ErrorMessage::new(
+                ErrorCode::RateLimited,
+                format!(
+                    "{} pairing attempts in the last minute (the limit); retry after a minute",
+                    settings.pairing_attempts_per_minute
+                ),
+            ))
+        } else {
+            state.pairing_attempts.push_back(now);
+            match state.pairings.get(&conn.id) {
+                None => Err(ErrorMessage::new(
+                    ErrorCode::AuthFailed,
+                    "no pairing in progress",
+                )),
+                Some(p) if now.duration_since(p.created) > settings.pairing_code_ttl => {
+                    state.pairings.remove(&conn.id);
+                    Err(ErrorMessage::new(
+                        ErrorCode::AuthFailed,
+                        "the pairing code expired; pair again",
+                    ))
+                }
+                Some(p) if !ids::constant_time_eq(&p.code, confirm.code.trim()) => {
+                    state.pairings.remove(&conn.id);
+                    Err(ErrorMessage::new(
+                        ErrorCode::AuthFailed,
+                        "wrong pairing code",
+                    ))
+                }
+                Some(_) => {
+                    let pairing = state.pairings.remove(&conn.id);
+                    let session_id = pairing.map(|p| p.session_id).unwrap_or_default();
+                    let token = ids::token("ext-tok");
+                    state.external_tokens.insert(
+                        token.clone(),
+                        ExternalToken {
+                            session_id: session_id.clone(),
+                        },
+                    );
+                    Ok((token, session_id))
+                }
+            }
+        }
+    };
+    match outcome {
+        Err(error) => conn.error(error.reply_to("auth.confirm")),
+        Ok((token, session_id)) => {
+            if let Some(session) = conn.gw.registry.get(&session_id) {
+                session.log("gateway", "※ provider paired");
+            }
+            let trust = Trust::External { session_id };
+            let list = session_list(&conn.gw, &trust, Some(token));
+            conn.trust = Some(trust);
+            conn.state = ConnState::AwaitHello;
+            conn.out.send(GatewayMessage::Sessions(list));
+            authenticated(conn);
+            Flow::Continue
+        }
+    }
+}
+
+/// Forgets the connection's pending pairing.
+pub(crate) fn on_disconnect(conn: &mut Connection) {
+    conn.gw.lock().pairings.remove(&conn.id);
+}
+
+pub(crate) fn issue_project_token(
+    gw: &GatewayInner,
+    session_id: &str,
+) -> Result<String, GatewayError> {
+    if gw.registry.get(session_id).is_none() {
+        return Err(GatewayError::NoSuchSession(session_id.to_owned()));
+    }
+    let token = ids::token("ptk");
+    gw.lock().project_tokens.insert(
+        token.clone(),
+        ProjectToken {
+            session_id: session_id.to_owned(),
+        },
+    );
+    Ok(token)
+}
+
+/// Drops every token scoped to an ended session.
+pub(crate) fn forget_session_tokens(gw: &GatewayInner, session_id: &str) {
+    let mut state = gw.lock();
+    state
+        .project_tokens
+        .retain(|_, t| t.session_id != session_id);
+    state
+        .external_tokens
+        .retain(|_, t| t.session_id != session_id);
+    state.pairings.retain(|_, p| p.session_id != session_id);
+}
+
+pub(crate) fn pending_pairings(gw: &GatewayInner) -> Vec<PairingInfo> {
+    let state = gw.lock();
+    let mut list: Vec<PairingInfo> = state
+        .pairings
+        .values()
+        .filter(|p| p.created.elapsed() <= gw.settings.pairing_code_ttl)
+        .map(|p| PairingInfo {
+            code: p.code.clone(),
+            session_id: p.session_id.clone(),
+            requested_by: p.requested_by.clone(),
+            age_secs: p.created.elapsed().as_secs(),
+        })
+        .collect();
+    list.sort_by_key(|p| p.age_secs);
+    list
+}
+
+/// A provider-chosen name, fit for a log line.
+fn clean(name: &str) -> String {
+    name.chars().filter(|c| !c.is_control()).take(64).collect()
+}

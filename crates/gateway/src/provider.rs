@@ -1,0 +1,294 @@
+//! A registered provider: its identity, binding, outbound queue and the
+//! calls waiting on it.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use bridge_protocol::provider::{
+    ErrorMessage, GateResult, GatewayMessage, Hello, HookRule, ProviderTool, ToolResult,
+    TransformSpec,
+};
+use tokio::sync::{mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
+
+use crate::state::{ProviderInfo, Trust};
+
+/// What the connection's writer sends.
+#[derive(Debug)]
+pub(crate) enum OutFrame {
+    Message(GatewayMessage),
+    /// Close the connection with this WebSocket close code.
+    Close {
+        code: u16,
+        reason: String,
+    },
+    /// A keepalive ping (WebSocket only).
+    Ping,
+}
+
+/// The sending half of a connection. Never blocks: a provider that does not
+/// read its messages fills its queue and is disconnected, so it cannot hold
+/// up anyone else.
+#[derive(Clone)]
+pub(crate) struct Outbound {
+    tx: mpsc::Sender<OutFrame>,
+    /// Cancelled to drop the connection (stuck peer, takeover, shutdown).
+    kill: CancellationToken,
+}
+
+impl Outbound {
+    pub(crate) fn new(capacity: usize) -> (Self, mpsc::Receiver<OutFrame>, CancellationToken) {
+        let (tx, rx) = mpsc::channel(capacity.max(1));
+        let kill = CancellationToken::new();
+        (
+            Self {
+                tx,
+                kill: kill.clone(),
+            },
+            rx,
+            kill,
+        )
+    }
+
+    /// Queues a message; `false` if the connection is gone or stuck (and it
+    /// is then being dropped).
+    pub(crate) fn send(&self, message: GatewayMessage) -> bool {
+        match self.tx.try_send(OutFrame::Message(message)) {
+            Ok(()) => true,
+            Err(mpsc::error::TrySendError::Full(_)) => {
+                tracing::warn!("provider is not reading its messages; disconnecting it");
+                self.kill.cancel();
+                false
+            }
+            Err(mpsc::error::TrySendError::Closed(_)) => false,
+        }
+    }
+
+    pub(crate) fn error(&self, error: ErrorMessage) -> bool {
+        self.send(GatewayMessage::Error(error))
+    }
+
+    /// Queues a close frame after what is already queued.
+    pub(crate) fn close(&self, code: u16, reason: impl Into<String>) {
+        if self
+            .tx
+            .try_send(OutFrame::Close {
+                code,
+                reason: reason.into(),
+            })
+            .is_err()
+        {
+            self.kill.cancel();
+        }
+    }
+
+    /// Drops the connection now, without waiting for the queue.
+    pub(crate) fn kill(&self) {
+        self.kill.cancel();
+    }
+
+    pub(crate) fn ping(&self) -> bool {
+        self.tx.try_send(OutFrame::Ping).is_ok()
+    }
+
+    pub(crate) fn is_closed(&self) -> bool {
+        self.tx.is_closed() || self.kill.is_cancelled()
+    }
+}
+
+/// The answer to a `tool.call`, as the waiting caller receives it.
+pub(crate) type CallReply = ToolResult;
+
+/// Where a provider is bound.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Binding {
+    /// Bound to every session (`"all"`).
+    pub all: bool,
+    /// Sessions where the provider's tools, rules and context are live.
+    pub sessions: BTreeSet<String>,
+    /// `"all"`-bound: sessions started after `hello` that await
+    /// `session.ready`.
+    pub awaiting_ready: BTreeSet<String>,
+}
+
+pub(crate) struct ProviderHandle {
+    pub id: String,
+    pub name: String,
+    pub instance: Option<String>,
+    pub trust: Trust,
+    pub connection_id: u64,
+    pub out: Outbound,
+    /// The registration as last declared (hello, then updates applied).
+    pub registration: Mutex<Registration>,
+    pub binding: Mutex<Binding>,
+    pub pending_calls: Mutex<HashMap<String, PendingCall>>,
+    pub pending_gates: Mutex<HashMap<String, oneshot::Sender<GateResult>>>,
+    pub pending_transforms: Mutex<HashMap<String, oneshot::Sender<String>>>,
+    /// Gateway-wide activity tick of the last message from this provider.
+    pub last_active: AtomicU64,
+    pub reconnect_token: Mutex<String>,
+    /// Revision per session (monotonic per (provider, session)).
+    pub revisions: Mutex<HashMap<String, u64>>,
+    pub connected_at: Instant,
+    /// Per bound session: stops the `session.event` forwarder.
+    pub forwarders: Mutex<HashMap<String, CancellationToken>>,
+    /// Event types the provider subscribed to.
+    pub subscribe: Vec<String>,
+    /// Local providers' `persistDir`.
+    pub persist_dir: Option<std::path::PathBuf>,
+}
+
+/// What a provider declared, kept so updates and reconnects can rebuild it.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Registration {
+    /// The `hello` as sent: the starting state for every session the
+    /// provider binds to later (`session.ready`).
+    pub hello: Hello,
+    /// What is live in each bound session (updates may make sessions
+    /// differ).
+    pub sessions: HashMap<String, SessionRegistration>,
+}
+
+/// A provider's state in one session.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct SessionRegistration {
+    pub tools: Vec<ProviderTool>,
+    pub rules: Vec<HookRule>,
+    pub transforms: BTreeMap<String, TransformSpec>,
+    pub context: Option<String>,
+}
+
+impl SessionRegistration {
+    /// The state a `hello` declares.
+    pub(crate) fn from_hello(hello: &Hello) -> Self {
+        let hooks = hello.hooks.clone().unwrap_or_default();
+        Self {
+            tools: hello.tools.clone(),
+            rules: hooks.on_pre_tool_use,
+            transforms: hooks
+                .transforms
+                .into_iter()
+                .filter_map(|(section, spec)| spec.map(|spec| (section, spec)))
+                .collect(),
+            context: hello.context.clone(),
+        }
+    }
+}
+
+/// A call waiting for its terminal `tool.result`.
+pub(crate) struct PendingCall {
+    pub session_id: String,
+    pub reply: oneshot::Sender<CallReply>,
+}
+
+/// What a reconnect restores, kept by reconnect token.
+#[derive(Debug, Clone)]
+pub(crate) struct DetachedProvider {
+    pub provider_id: String,
+    pub name: String,
+    pub instance: Option<String>,
+    pub trust: Trust,
+    pub binding: Binding,
+    pub registration: Registration,
+    pub revisions: HashMap<String, u64>,
+    /// `None` while the connection is alive; set when it drops.
+    pub detached_at: Option<Instant>,
+}
+
+impl ProviderHandle {
+    pub(crate) fn touch(&self, tick: u64) {
+        self.last_active.store(tick, Ordering::Relaxed);
+    }
+
+    pub(crate) fn last_active(&self) -> u64 {
+        self.last_active.load(Ordering::Relaxed)
+    }
+
+    /// The owner key of this instance's rules, transforms and context in a
+    /// session (`name`, or `name#instance`).
+    pub(crate) fn owner_key(&self) -> String {
+        match &self.instance {
+            Some(instance) => format!("{}#{instance}", self.name),
+            None => self.name.clone(),
+        }
+    }
+
+    pub(crate) fn identity(&self) -> (String, String) {
+        (self.name.clone(), self.instance.clone().unwrap_or_default())
+    }
+
+    /// The sessions this provider's state is live in.
+    pub(crate) fn bound_sessions(&self) -> Vec<String> {
+        lock(&self.binding).sessions.iter().cloned().collect()
+    }
+
+    /// Registered but bound nowhere (its sessions ended): the connection
+    /// accepts only `hello` and `goodbye`.
+    pub(crate) fn is_unbound(&self) -> bool {
+        let binding = lock(&self.binding);
+        !binding.all && binding.sessions.is_empty()
+    }
+
+    pub(crate) fn is_bound_to(&self, session_id: &str) -> bool {
+        lock(&self.binding).sessions.contains(session_id)
+    }
+
+    /// The next revision for `session_id`.
+    pub(crate) fn next_revision(&self, session_id: &str) -> u64 {
+        let mut revisions = lock(&self.revisions);
+        let revision = revisions.entry(session_id.to_owned()).or_insert(0);
+        *revision += 1;
+        *revision
+    }
+
+    pub(crate) fn info(&self) -> ProviderInfo {
+        let binding = lock(&self.binding).clone();
+        let registration = lock(&self.registration);
+        ProviderInfo {
+            provider_id: self.id.clone(),
+            name: self.name.clone(),
+            instance: self.instance.clone(),
+            trust: self.trust.level().to_owned(),
+            sessions: binding.sessions.into_iter().collect(),
+            all_sessions: binding.all,
+            tools: {
+                let mut tools: Vec<String> = registration
+                    .sessions
+                    .values()
+                    .flat_map(|r| r.tools.iter().map(|t| t.name.clone()))
+                    .collect();
+                tools.sort();
+                tools.dedup();
+                tools
+            },
+        }
+    }
+
+    /// Fails every waiting call, gate and transform: calls end with
+    /// `errorCode` (`DISCONNECTED` or `CANCELLED`), gates are denied (their
+    /// senders drop), transforms keep the current text.
+    pub(crate) fn fail_pending(&self, error_code: &str, message: &str) {
+        let calls: Vec<(String, PendingCall)> = lock(&self.pending_calls).drain().collect();
+        for (id, call) in calls {
+            let _ = call.reply.send(ToolResult {
+                id,
+                error: Some(message.to_owned()),
+                error_code: Some(error_code.to_owned()),
+                ..ToolResult::default()
+            });
+        }
+        lock(&self.pending_gates).clear();
+        lock(&self.pending_transforms).clear();
+    }
+}
+
+/// Locks a mutex whose data stays consistent across a panicking holder.
+pub(crate) fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+pub(crate) type SharedProvider = Arc<ProviderHandle>;
