@@ -1,19 +1,44 @@
 #!/usr/bin/env bash
-# Installs the system tools the test suite talks to. Idempotent and quiet when
-# everything is already there.
+# Installs the system tools the test suite talks to, and the cross-language
+# peers (tests/peers): the Node.js provider's `ws` and a Python venv with
+# `websockets`. Idempotent and quiet when everything is already there.
 set -euo pipefail
+cd "$(dirname "$0")/.."
 
 need=()
 command -v git >/dev/null 2>&1 || need+=(git)
 command -v sh >/dev/null 2>&1 || need+=(dash)
 command -v python3 >/dev/null 2>&1 || need+=(python3)
 command -v mkfifo >/dev/null 2>&1 || need+=(coreutils)
+command -v node >/dev/null 2>&1 || need+=(nodejs)
+command -v npm >/dev/null 2>&1 || need+=(npm)
+# The venv module ships separately on Debian and Ubuntu.
+python3 -c 'import ensurepip, venv' >/dev/null 2>&1 || need+=(python3-venv)
 
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then
-    apt-get update -qq && apt-get install -y -qq "${need[@]}"
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
   else
     echo "missing: ${need[*]} (install them, or run as root to let this script do it)" >&2
     exit 1
   fi
+fi
+
+# Node.js peer: exactly the locked `ws`, reinstalled only when the lock changed.
+node_dir=tests/peers/node
+if ! cmp -s "$node_dir/package-lock.json" "$node_dir/node_modules/.installed-package-lock.json"; then
+  npm ci --prefix "$node_dir" --no-audit --no-fund --loglevel=error >/dev/null
+  cp "$node_dir/package-lock.json" "$node_dir/node_modules/.installed-package-lock.json"
+fi
+
+# Python peer: a private venv (gitignored), refreshed when requirements change.
+venv=.peers/venv
+requirements=tests/peers/python/requirements.txt
+if ! [ -x "$venv/bin/python" ]; then
+  rm -rf "$venv"
+  python3 -m venv "$venv"
+fi
+if ! cmp -s "$requirements" "$venv/.installed-requirements.txt"; then
+  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check -r "$requirements"
+  cp "$requirements" "$venv/.installed-requirements.txt"
 fi

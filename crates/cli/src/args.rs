@@ -80,6 +80,44 @@ pub enum Command {
     Tools(ToolsArgs),
     /// Check the LLM backend: which one is selected and why, auth, models, one tiny chat.
     Validate,
+    /// Run the daemon in the foreground: provider gateway, /rpc and /healthz on one port.
+    Serve(ServeArgs),
+    /// Start, stop or inspect a background daemon.
+    #[command(subcommand)]
+    Daemon(DaemonCommand),
+    /// Print a fresh project provider token (TAP_PROVIDER_TOKEN) minted by the running daemon.
+    ProviderToken(ProviderTokenArgs),
+    /// List the pairing codes external providers are waiting for.
+    Pair,
+}
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Spawn the providers a workspace's tap.config.json declares
+    /// (also COPILOT_BRIDGE_TRUST_PROJECT_PROVIDERS).
+    #[arg(long)]
+    pub trust_project_providers: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum DaemonCommand {
+    /// Start the daemon in the background (no-op when one is running).
+    Start(ServeArgs),
+    /// Stop the running daemon.
+    Stop,
+    /// Say whether a daemon is running, with its pid, port, sessions and providers.
+    Status {
+        /// Print the daemon's full status as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct ProviderTokenArgs {
+    /// The session the token binds its provider to (default: the daemon's default session).
+    #[arg(long, value_name = "ID")]
+    pub session: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -94,14 +132,19 @@ pub enum ConfigCommand {
 
 #[derive(Debug, Args)]
 pub struct ToolArgs {
-    /// The tool, e.g. read_file, search_code, apply_patch (see `copilot-bridge tools`).
+    /// The tool, e.g. read_file, search_code, apply_patch (see `copilot-bridge tools`,
+    /// or for --session the session's tools, providers' included).
     pub name: String,
     /// Arguments as a JSON object; `-` reads them from standard input.
     #[arg(long, value_name = "JSON", default_value = "{}")]
     pub args: String,
     /// Workspace root (default: the current directory).
-    #[arg(long, value_name = "DIR")]
+    #[arg(long, value_name = "DIR", conflicts_with = "session")]
     pub cwd: Option<PathBuf>,
+    /// Call the tool in this session of the running daemon (`default` = its
+    /// default session) instead of locally: provider tools work too.
+    #[arg(long, value_name = "ID")]
+    pub session: Option<String>,
     /// Print compact JSON instead of pretty JSON.
     #[arg(long)]
     pub compact: bool,

@@ -42,5 +42,11 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
         Command::Tool(cmd) => runtime.block_on(commands::tool::run(&config, cmd)),
         Command::Tools(cmd) => commands::tool::list(cmd),
         Command::Validate => runtime.block_on(commands::validate::run(&config)),
+        Command::Serve(cmd) => runtime.block_on(commands::serve::run(config, cmd)),
+        Command::Daemon(cmd) => runtime.block_on(commands::daemon::run(&cli.global, &config, cmd)),
+        Command::ProviderToken(cmd) => {
+            runtime.block_on(commands::remote::provider_token(&config, cmd))
+        }
+        Command::Pair => runtime.block_on(commands::remote::pair(&config)),
     }
 }

@@ -3,6 +3,10 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod cli_config;
+mod cli_daemon;
+mod cli_rpc;
+mod cli_serve;
 mod cli_tool;
 mod cli_validate;
+mod peers;
 mod support;

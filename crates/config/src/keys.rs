@@ -62,6 +62,8 @@ pub const AUDIT_LOG_DIR: &str = "audit_log_dir";
 pub const PROJECT_CONTEXT: &str = "project_context";
 pub const MAX_RETRIES: &str = "max_retries";
 pub const TRANSIENT_RETRIES: &str = "transient_retries";
+pub const IDLE_EXIT_SECS: &str = "idle_exit_secs";
+pub const TRUST_PROJECT_PROVIDERS: &str = "trust_project_providers";
 
 /// The state directory: read before config.toml, so config.toml cannot set it.
 pub const HOME_SPEC: KeySpec = KeySpec {
@@ -174,6 +176,18 @@ pub const KEYS: &[KeySpec] = &[
         "COPILOT_TRANSIENT_RETRIES",
         "2",
         "Retries for transient errors (0-100)",
+    ),
+    key(
+        IDLE_EXIT_SECS,
+        "COPILOT_BRIDGE_IDLE_EXIT_SECS",
+        "30",
+        "Seconds a detached daemon lingers after its last session ends (0-86400)",
+    ),
+    key(
+        TRUST_PROJECT_PROVIDERS,
+        "COPILOT_BRIDGE_TRUST_PROJECT_PROVIDERS",
+        "false",
+        "Spawn the providers a workspace's tap.config.json declares",
     ),
 ];
 

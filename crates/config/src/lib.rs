@@ -22,7 +22,7 @@ use bridge_policy::PermissionRules;
 use bridge_tools::ToolSettings;
 
 pub use keys::{KEYS, KeySpec};
-pub use loader::{ConfigLoader, DEFAULT_PORT};
+pub use loader::{ConfigLoader, DEFAULT_IDLE_EXIT_SECS, DEFAULT_PORT};
 pub use secret::Secret;
 pub use show::ShownValue;
 pub use value::{ByokProvider, LogLevel};
@@ -99,6 +99,12 @@ pub struct BridgeConfig {
     pub project_context: Option<String>,
     pub max_retries: u32,
     pub transient_retries: u32,
+    /// Seconds a detached daemon stays up after its last session ended
+    /// (`COPILOT_BRIDGE_IDLE_EXIT_SECS`, default 30).
+    pub idle_exit_secs: u64,
+    /// Whether the daemon spawns the providers of a workspace's
+    /// `tap.config.json` (`COPILOT_BRIDGE_TRUST_PROJECT_PROVIDERS`, default false).
+    pub trust_project_providers: bool,
     pub permissions: PermissionRules,
     pub tools: ToolSettings,
     pub copilot: CopilotSettings,

@@ -11,6 +11,8 @@ use crate::value::{self, ByokProvider, LogLevel};
 use crate::{BridgeConfig, ByokConfig, ConfigError, OpenClawConfig, Secret, Source};
 
 pub const DEFAULT_PORT: u16 = 9400;
+/// Spec: a detached gateway exits 30 s after its last session.
+pub const DEFAULT_IDLE_EXIT_SECS: u64 = 30;
 
 /// Builds a [`BridgeConfig`] from its layers. The environment is a snapshot
 /// handed in, so tests never race on the process environment.
@@ -201,6 +203,12 @@ impl ConfigLoader {
         let transient_retries = builder
             .parse(keys::TRANSIENT_RETRIES, value::parse_retries)
             .unwrap_or(2);
+        let idle_exit_secs = builder
+            .parse(keys::IDLE_EXIT_SECS, value::parse_idle_secs)
+            .unwrap_or(DEFAULT_IDLE_EXIT_SECS);
+        let trust_project_providers = builder
+            .parse(keys::TRUST_PROJECT_PROVIDERS, value::parse_bool)
+            .unwrap_or(false);
 
         let (permissions, tools) =
             structured_sections(&structured, &file_path, &mut builder.errors);
@@ -242,6 +250,8 @@ impl ConfigLoader {
             project_context,
             max_retries,
             transient_retries,
+            idle_exit_secs,
+            trust_project_providers,
             permissions,
             tools,
             copilot,

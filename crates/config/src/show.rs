@@ -49,6 +49,8 @@ impl BridgeConfig {
                 .map(|text| bridge_policy::redact(text).into_owned()),
             keys::MAX_RETRIES => Some(self.max_retries.to_string()),
             keys::TRANSIENT_RETRIES => Some(self.transient_retries.to_string()),
+            keys::IDLE_EXIT_SECS => Some(self.idle_exit_secs.to_string()),
+            keys::TRUST_PROJECT_PROVIDERS => Some(self.trust_project_providers.to_string()),
             _ => None,
         }
     }

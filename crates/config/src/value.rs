@@ -115,6 +115,14 @@ pub(crate) fn parse_retries(text: &str) -> Result<u32, &'static str> {
     }
 }
 
+pub(crate) fn parse_idle_secs(text: &str) -> Result<u64, &'static str> {
+    const EXPECTED: &str = "a whole number of seconds from 0 to 86400";
+    match text.trim().parse::<i64>() {
+        Ok(n) if (0..=86_400).contains(&n) => u64::try_from(n).map_err(|_| EXPECTED),
+        _ => Err(EXPECTED),
+    }
+}
+
 pub(crate) fn parse_bool(text: &str) -> Result<bool, &'static str> {
     match text.trim().to_ascii_lowercase().as_str() {
         "true" | "1" | "yes" | "on" => Ok(true),

@@ -3,6 +3,7 @@
 
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
 use bridge_policy::{AuditLog, Guard};
@@ -54,6 +55,9 @@ pub struct Session {
     startup_context: Mutex<Vec<(String, String)>>,
     events: broadcast::Sender<SessionEvent>,
     timeline: Mutex<VecDeque<TimelineEntry>>,
+    /// User messages so far: lets the gateway tell "a user message arrived
+    /// since" (it resumes paused injects) without subscribing to events.
+    user_messages: AtomicU64,
     guard: Arc<Guard>,
     approver: Arc<dyn Approver>,
     audit: Option<AuditLog>,
@@ -92,6 +96,7 @@ impl Session {
             startup_context: Mutex::new(Vec::new()),
             events,
             timeline: Mutex::new(VecDeque::new()),
+            user_messages: AtomicU64::new(0),
             guard: parts.guard,
             approver: parts.approver,
             audit: parts.audit,
@@ -343,10 +348,17 @@ impl Session {
 
     /// A user prompt arrived: a turn starts.
     pub fn user_message(&self, content: &str) {
+        self.user_messages.fetch_add(1, Ordering::Relaxed);
         self.begin_turn();
         self.emit(SessionEvent::UserMessage {
             content: content.to_owned(),
         });
+    }
+
+    /// How many user messages this session has had; compare two readings to
+    /// learn whether one arrived in between.
+    pub fn user_message_count(&self) -> u64 {
+        self.user_messages.load(Ordering::Relaxed)
     }
 
     pub fn assistant_message(&self, content: &str, tool_requests: Vec<serde_json::Value>) {

@@ -14,6 +14,9 @@ use crate::connection::{ConnState, Connection, Flow};
 use crate::sessions::{authenticated, session_list};
 use crate::state::{ExternalToken, GatewayInner, PairingInfo, PendingPairing, ProjectToken, Trust};
 
+/// The window of the pairing attempt limit.
+const PAIRING_WINDOW: Duration = Duration::from_secs(60);
+
 const PAIRING_PROMPT: &str = "Enter the pairing code shown in your copilot-bridge session";
 
 pub(crate) fn on_auth(conn: &mut Connection, auth: Auth) -> Flow {
@@ -56,6 +59,7 @@ fn authenticate_token(conn: &mut Connection, token: &str) -> Flow {
         })
     };
     let Some(trust) = trust else {
+        tracing::info!(connection = conn.id, peer = %conn.peer, "auth with an unknown token refused");
         return conn.reject(
             ErrorCode::AuthFailed,
             "unknown or expired token; check TAP_PROVIDER_TOKEN, or pair again",
@@ -69,6 +73,9 @@ fn authenticate_token(conn: &mut Connection, token: &str) -> Flow {
             format!("the token's session {session_id} has ended"),
             "auth",
         );
+    }
+    if trust.is_external() {
+        conn.auth_token = Some(token.to_owned());
     }
     let list = session_list(&conn.gw, &trust, None);
     conn.trust = Some(trust);
@@ -100,22 +107,45 @@ fn begin_pairing(conn: &mut Connection, auth: &Auth) -> Flow {
         Some(name) => format!("Provider '{}' ({})", clean(name), conn.peer),
         None => format!("A provider ({})", conn.peer),
     };
-    conn.gw.lock().pairings.insert(
-        conn.id,
-        PendingPairing {
-            code: code.clone(),
-            session_id: session.id().to_owned(),
-            requested_by: who.clone(),
-            created: Instant::now(),
-        },
-    );
-    // The code goes to the user (timeline, daemon log, `copilot-bridge
-    // pair`), never over this connection.
+    {
+        // Every request shows a code to the user: limiting requests bounds
+        // both timeline spam and guesses (a wrong code ends the pairing).
+        let mut state = conn.gw.lock();
+        let now = Instant::now();
+        let limit = conn.gw.settings.pairing_attempts_per_minute;
+        while state
+            .pairing_attempts
+            .front()
+            .is_some_and(|t| now.duration_since(*t) >= PAIRING_WINDOW)
+        {
+            state.pairing_attempts.pop_front();
+        }
+        if state.pairing_attempts.len() >= limit {
+            drop(state);
+            tracing::warn!(peer = %conn.peer, "pairing request refused: {limit} attempts in the last minute");
+            return conn.reject(
+                ErrorCode::RateLimited,
+                format!("{limit} pairing attempts in the last minute (the limit); retry later"),
+                "auth",
+            );
+        }
+        state.pairing_attempts.push_back(now);
+        state.pairings.insert(
+            conn.id,
+            PendingPairing {
+                code: code.clone(),
+                session_id: session.id().to_owned(),
+                requested_by: who.clone(),
+                created: now,
+            },
+        );
+    }
+    // The code goes to the user (the session timeline, `copilot-bridge
+    // pair`), never over this connection nor into the daemon log.
     session.log(
         "gateway",
         &format!("※ {who} requesting access. Pairing code: {code}"),
     );
-    tracing::warn!(session = %session.id(), "pairing requested by {who}; code {code} (also shown by `copilot-bridge pair`)");
     conn.state = ConnState::AwaitPairing;
     conn.out.send(GatewayMessage::AuthPairing(AuthPairing {
         prompt: PAIRING_PROMPT.to_owned(),
@@ -128,63 +158,44 @@ pub(crate) fn on_confirm(conn: &mut Connection, confirm: AuthConfirm) -> Flow {
     let outcome = {
         let mut state = conn.gw.lock();
         let now = Instant::now();
-        while state
-            .pairing_attempts
-            .front()
-            .is_some_and(|t| now.duration_since(*t) > Duration::from_secs(60))
-        {
-            state.pairing_attempts.pop_front();
-        }
-        if state.pairing_attempts.len() >= settings.pairing_attempts_per_minute {
-            Err(ErrorMessage::new(
-                ErrorCode::RateLimited,
-                format!(
-                    "{} pairing attempts in the last minute (the limit); retry after a minute",
-                    settings.pairing_attempts_per_minute
-                ),
-            ))
-        } else {
-            state.pairing_attempts.push_back(now);
-            match state.pairings.get(&conn.id) {
-                None => Err(ErrorMessage::new(
+        match state.pairings.remove(&conn.id) {
+            None => Err(ErrorMessage::new(
+                ErrorCode::AuthFailed,
+                "no pairing in progress (its session may have ended); pair again",
+            )),
+            Some(p) if now.duration_since(p.created) > settings.pairing_code_ttl => {
+                Err(ErrorMessage::new(
                     ErrorCode::AuthFailed,
-                    "no pairing in progress",
-                )),
-                Some(p) if now.duration_since(p.created) > settings.pairing_code_ttl => {
-                    state.pairings.remove(&conn.id);
-                    Err(ErrorMessage::new(
-                        ErrorCode::AuthFailed,
-                        "the pairing code expired; pair again",
-                    ))
-                }
-                Some(p) if !ids::constant_time_eq(&p.code, confirm.code.trim()) => {
-                    state.pairings.remove(&conn.id);
-                    Err(ErrorMessage::new(
-                        ErrorCode::AuthFailed,
-                        "wrong pairing code",
-                    ))
-                }
-                Some(_) => {
-                    let pairing = state.pairings.remove(&conn.id);
-                    let session_id = pairing.map(|p| p.session_id).unwrap_or_default();
-                    let token = ids::token("ext-tok");
-                    state.external_tokens.insert(
-                        token.clone(),
-                        ExternalToken {
-                            session_id: session_id.clone(),
-                        },
-                    );
-                    Ok((token, session_id))
-                }
+                    "the pairing code expired; pair again",
+                ))
+            }
+            // A wrong code ends the pairing (and the connection): each code
+            // shown gets exactly one guess.
+            Some(p) if !ids::constant_time_eq(&p.code, confirm.code.trim()) => Err(
+                ErrorMessage::new(ErrorCode::AuthFailed, "wrong pairing code"),
+            ),
+            Some(p) => {
+                let token = ids::token("ext-tok");
+                state.external_tokens.insert(
+                    token.clone(),
+                    ExternalToken {
+                        session_id: p.session_id.clone(),
+                    },
+                );
+                Ok((token, p.session_id))
             }
         }
     };
     match outcome {
-        Err(error) => conn.error(error.reply_to("auth.confirm")),
+        Err(error) => {
+            tracing::info!(connection = conn.id, peer = %conn.peer, "pairing failed: {}", error.message);
+            conn.error(error.reply_to("auth.confirm"))
+        }
         Ok((token, session_id)) => {
             if let Some(session) = conn.gw.registry.get(&session_id) {
                 session.log("gateway", "※ provider paired");
             }
+            conn.auth_token = Some(token.clone());
             let trust = Trust::External { session_id };
             let list = session_list(&conn.gw, &trust, Some(token));
             conn.trust = Some(trust);
@@ -194,6 +205,39 @@ pub(crate) fn on_confirm(conn: &mut Connection, confirm: AuthConfirm) -> Flow {
             Flow::Continue
         }
     }
+}
+
+/// An external provider whose paired session ended re-bound to
+/// `trust`'s session: the connection and its issued token move there, and
+/// the user sees it in that session's timeline.
+pub(crate) fn rescope(conn: &mut Connection, trust: Trust) {
+    let Some(session_id) = trust.scoped_session().map(str::to_owned) else {
+        return;
+    };
+    {
+        let mut state = conn.gw.lock();
+        if let Some(token) = &conn.auth_token {
+            state.external_tokens.insert(
+                token.clone(),
+                ExternalToken {
+                    session_id: session_id.clone(),
+                },
+            );
+        }
+        if let Some(entry) = state.authenticated.get_mut(&conn.id) {
+            entry.1 = trust.clone();
+        }
+    }
+    if let Some(session) = conn.gw.registry.get(&session_id) {
+        session.log(
+            "gateway",
+            &format!(
+                "※ a provider paired with an ended session ({}) is now bound here",
+                conn.peer
+            ),
+        );
+    }
+    conn.trust = Some(trust);
 }
 
 /// Forgets the connection's pending pairing.

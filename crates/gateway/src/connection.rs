@@ -69,6 +69,10 @@ pub(crate) struct Connection {
     pub state: ConnState,
     /// Set once authenticated.
     pub trust: Option<Trust>,
+    /// The issued external token this connection authenticated with (or
+    /// was issued by pairing): it follows the provider if its paired
+    /// session ends and it rebinds elsewhere.
+    pub auth_token: Option<String>,
     /// Set while registered (Bound).
     pub provider: Option<Arc<ProviderHandle>>,
     pub out: Outbound,
@@ -96,6 +100,7 @@ impl Connection {
             gw,
             state,
             trust,
+            auth_token: None,
             provider: None,
             out,
             rebinds: VecDeque::new(),
@@ -117,7 +122,7 @@ impl Connection {
         if fatal {
             tracing::info!(connection = self.id, code = %error.code, message = %bridge_policy::redact(&error.message), "fatal protocol error; closing");
         } else {
-            tracing::debug!(connection = self.id, code = %error.code, message = %bridge_policy::redact(&error.message), "protocol error");
+            tracing::debug!(connection = self.id, state = self.state.name(), code = %error.code, message = %bridge_policy::redact(&error.message), "protocol error");
         }
         let code = error.code;
         self.out.error(error);

@@ -1,22 +1,25 @@
 //! `hello`: registration, session binding (one session, `"all"`, or the
 //! stamped one), rebinding, reconnect tokens and identity protection.
 
-use std::collections::HashMap;
+mod identity;
+
+use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 use std::time::{Duration, Instant};
 
-use bridge_engine::{Session, ids};
+use bridge_engine::{Session, SessionState};
 use bridge_protocol::provider::{
-    ErrorCode, ErrorMessage, GatewayMessage, Hello, HelloAck, PROTOCOL_VERSION, tool_error_code,
+    ErrorCode, ErrorMessage, GatewayMessage, Hello, HelloAck, LifecycleState, PROTOCOL_VERSION,
+    SessionLifecycle, tool_error_code,
 };
 
+pub(crate) use identity::{detach, on_disconnect};
+
 use crate::connection::{ConnState, Connection, Flow};
-use crate::provider::{
-    Binding, DetachedProvider, ProviderHandle, Registration, SessionRegistration, lock,
-};
+use crate::provider::{Binding, ProviderHandle, Registration, SessionRegistration, lock};
 use crate::state::{GatewayInner, Trust};
-use crate::{dispatch, gates, push, sessions};
+use crate::{auth, dispatch, gates, push, sessions};
 
 /// Session event types a provider may subscribe to; external providers only
 /// to tool events.
@@ -46,8 +49,8 @@ pub(crate) async fn on_hello(conn: &mut Connection, hello: Hello) -> Flow {
             "hello",
         );
     }
-    let rebinding = conn.provider.is_some() || conn.state == ConnState::Unbound;
-    if rebinding {
+    if conn.state != ConnState::AwaitHello {
+        // A rebind: limited, so identity churn cannot be used as an attack.
         let now = Instant::now();
         conn.rebinds
             .retain(|t| now.duration_since(*t) < Duration::from_secs(60));
@@ -63,9 +66,10 @@ pub(crate) async fn on_hello(conn: &mut Connection, hello: Hello) -> Flow {
         }
         conn.rebinds.push_back(now);
     }
-    // Rebind barrier: the old registration is gone before the new one is
-    // looked at; nothing from the old binding is dispatched after this.
-    if let Some(old) = conn.provider.take() {
+    // Rebind barrier: the old registration is gone, and its in-flight work
+    // cancelled, before the new one is looked at.
+    let previous = conn.provider.take().map(|old| {
+        old.cancel_calls(None, "the provider is rebinding");
         detach(
             &conn.gw,
             &old,
@@ -73,10 +77,15 @@ pub(crate) async fn on_hello(conn: &mut Connection, hello: Hello) -> Flow {
             "the provider is rebinding",
         );
         conn.state = ConnState::Unbound;
-    }
-    match register(conn, &trust, hello) {
-        Ok(handle) => {
-            let ack = HelloAck {
+        identity::Previous::of(&old)
+    });
+    match register(conn, &trust, hello, previous) {
+        Ok(registered) => {
+            let handle = registered.handle;
+            if handle.trust != trust {
+                auth::rescope(conn, handle.trust.clone());
+            }
+            conn.out.send(GatewayMessage::HelloAck(HelloAck {
                 protocol_version: PROTOCOL_VERSION,
                 provider_id: handle.id.clone(),
                 reconnect_token: lock(&handle.reconnect_token).clone(),
@@ -85,8 +94,15 @@ pub(crate) async fn on_hello(conn: &mut Connection, hello: Hello) -> Flow {
                     .as_ref()
                     .map(|dir| format!("{}/", dir.display())),
                 sessions: handle.bound_sessions(),
-            };
-            conn.out.send(GatewayMessage::HelloAck(ack));
+            }));
+            for session_id in registered.announce {
+                conn.out
+                    .send(GatewayMessage::SessionLifecycle(SessionLifecycle {
+                        session_id,
+                        state: LifecycleState::Started,
+                        deadline: None,
+                    }));
+            }
             conn.provider = Some(handle);
             conn.state = ConnState::Bound;
             Flow::Continue
@@ -95,88 +111,132 @@ pub(crate) async fn on_hello(conn: &mut Connection, hello: Hello) -> Flow {
     }
 }
 
-/// Validates and binds; on any error nothing stays registered.
+/// A successful registration.
+struct Registered {
+    handle: Arc<ProviderHandle>,
+    /// `"all"`-bound: sessions that started while the `hello` was being
+    /// processed (or while a reconnecting provider was away), announced
+    /// after the `hello.ack`; they wait for `session.ready`.
+    announce: Vec<String>,
+}
+
+/// Does this `hello` declare state, or leave a reconnect to restore it?
+fn declares_state(hello: &Hello) -> bool {
+    !hello.tools.is_empty()
+        || hello.hooks.is_some()
+        || hello.context.is_some()
+        || hello.startup_context.is_some()
+        || !hello.subscribe.is_empty()
+}
+
+/// Validates, claims the identity and binds; on any error nothing new
+/// stays registered.
 fn register(
     conn: &Connection,
     trust: &Trust,
     hello: Hello,
-) -> Result<Arc<ProviderHandle>, ErrorMessage> {
+    previous: Option<identity::Previous>,
+) -> Result<Registered, ErrorMessage> {
     let gw = &conn.gw;
     validate_identity(&hello)?;
-    check_capabilities(trust, &hello)?;
-    dispatch::validate_tools(gw, &hello.name, &hello.tools)?;
-    let hooks = hello.hooks.clone().unwrap_or_default();
-    gates::validate_hooks(gw, trust, &hooks.on_pre_tool_use, &hooks.transforms)?;
-    let (all, targets) = resolve_sessions(gw, trust, hello.session.as_deref())?;
-
-    let identity = (
-        hello.name.clone(),
-        hello.instance.clone().unwrap_or_default(),
-    );
-    let restored = take_identity(gw, &identity, hello.reconnect_token.as_deref())?;
-    let provider_id = restored
-        .as_ref()
-        .map_or_else(|| ids::unique_id("p"), |r| r.provider_id.clone());
+    // Everything the hello itself declares is checked before the identity
+    // is claimed: a bad hello must not take over a live connection.
+    if declares_state(&hello) {
+        validate_declared(gw, trust, &hello)?;
+    }
+    let requested = match hello.session.as_deref() {
+        Some(requested) => Some(resolve_sessions(gw, trust, Some(requested))?),
+        None => None,
+    };
     let persist_dir = if trust.is_external() {
         None
     } else {
         Some(persist_dir(gw, &hello.name)?)
     };
-    let (out_targets, all) = match (&restored, hello.session.is_none()) {
-        // A reconnect that names no session gets its old binding back.
-        (Some(r), true) if r.binding.all || !r.binding.sessions.is_empty() => {
-            let sessions: Vec<Arc<Session>> = r
-                .binding
-                .sessions
-                .iter()
-                .filter_map(|id| gw.registry.get(id))
-                .collect();
-            (sessions, r.binding.all)
+    let identity = (
+        hello.name.clone(),
+        hello.instance.clone().unwrap_or_default(),
+    );
+    let claim = identity::claim(
+        gw,
+        &identity,
+        hello.reconnect_token.as_deref(),
+        trust,
+        previous.as_ref(),
+    )?;
+    let bound = bind_claimed(conn, trust, &hello, &claim, requested, persist_dir);
+    if bound.is_err() {
+        identity::release(gw, &identity, claim);
+    }
+    bound
+}
+
+fn bind_claimed(
+    conn: &Connection,
+    trust: &Trust,
+    hello: &Hello,
+    claim: &identity::Claim,
+    requested: Option<Resolved>,
+    persist_dir: Option<std::path::PathBuf>,
+) -> Result<Registered, ErrorMessage> {
+    let gw = &conn.gw;
+    let restored = claim.restored.as_ref().map(|(_, record)| record);
+    // A reconnect that declares nothing gets its old registration back.
+    let restoring_state = restored.is_some() && !declares_state(hello);
+    let template = match restored {
+        Some(record) if restoring_state => {
+            let mut template = record.registration.hello.clone();
+            template.metadata = hello.metadata.clone().or(template.metadata);
+            template.concurrency = hello.concurrency.or(template.concurrency);
+            validate_declared(gw, trust, &template)?;
+            template
         }
-        _ => (targets, all),
+        _ => hello.clone(),
     };
-    let declares_state =
-        !hello.tools.is_empty() || hello.hooks.is_some() || hello.context.is_some();
+    let resolved = match (requested, restored) {
+        (Some(resolved), _) => resolved,
+        // A reconnect that names no session gets its old binding back.
+        (None, Some(record)) if record.binding.all || !record.binding.sessions.is_empty() => {
+            restore_binding(gw, trust, &record.binding)
+        }
+        (None, _) => resolve_sessions(gw, trust, None)?,
+    };
     let handle = Arc::new(ProviderHandle {
-        id: provider_id,
+        id: claim.provider_id.clone(),
         name: hello.name.clone(),
         instance: hello.instance.clone(),
-        trust: trust.clone(),
+        trust: resolved.trust.clone(),
         connection_id: conn.id,
         out: conn.out.clone(),
         registration: std::sync::Mutex::new(Registration {
-            hello: hello.clone(),
+            hello: template.clone(),
             sessions: HashMap::new(),
         }),
         binding: std::sync::Mutex::new(Binding {
-            all,
-            ..Binding::default()
+            all: resolved.all,
+            sessions: BTreeSet::new(),
+            awaiting_ready: resolved.awaiting.iter().cloned().collect(),
         }),
         pending_calls: Default::default(),
         pending_gates: Default::default(),
         pending_transforms: Default::default(),
         last_active: AtomicU64::new(gw.tick()),
-        reconnect_token: std::sync::Mutex::new(ids::token("tok")),
-        revisions: std::sync::Mutex::new(
-            restored
-                .as_ref()
-                .map(|r| r.revisions.clone())
-                .unwrap_or_default(),
-        ),
+        reconnect_token: std::sync::Mutex::new(bridge_engine::ids::token("tok")),
+        revisions: std::sync::Mutex::new(claim.revisions.clone()),
         connected_at: Instant::now(),
         forwarders: Default::default(),
-        subscribe: hello.subscribe.clone(),
+        subscribe: template.subscribe.clone(),
         persist_dir,
     });
-    for session in &out_targets {
-        let registration = match &restored {
-            Some(r) if !declares_state => r
+    for session in &resolved.sessions {
+        let registration = match restored {
+            Some(record) if restoring_state => record
                 .registration
                 .sessions
                 .get(session.id())
                 .cloned()
-                .unwrap_or_else(|| SessionRegistration::from_hello(&r.registration.hello)),
-            _ => SessionRegistration::from_hello(&hello),
+                .unwrap_or_else(|| SessionRegistration::from_hello(&template)),
+            _ => SessionRegistration::from_hello(&template),
         };
         if let Err(error) = bind_session(gw, &handle, session, registration) {
             detach(
@@ -187,40 +247,44 @@ fn register(
             );
             return Err(error.session_id(session.id()));
         }
-    }
-    if hello.startup_context.is_some() {
-        for session in &out_targets {
-            session.set_startup_context(&handle.owner_key(), hello.startup_context.clone());
+        if template.startup_context.is_some() {
+            session.set_startup_context(&handle.owner_key(), template.startup_context.clone());
         }
     }
-    {
-        let mut state = gw.lock();
-        state.providers.insert(handle.id.clone(), handle.clone());
-        state.identities.insert(identity, handle.id.clone());
-        state.reconnect.insert(
-            lock(&handle.reconnect_token).clone(),
-            DetachedProvider {
-                provider_id: handle.id.clone(),
-                name: handle.name.clone(),
-                instance: handle.instance.clone(),
-                trust: trust.clone(),
-                binding: Binding::default(),
-                registration: Registration::default(),
-                revisions: HashMap::new(),
-                detached_at: None,
-            },
-        );
+    gw.lock()
+        .providers
+        .insert(handle.id.clone(), handle.clone());
+    let mut announce = resolved.awaiting;
+    if resolved.all {
+        // A session that started between the listing above and the insert
+        // was not seen by the session listener: catch it here.
+        let mut binding = lock(&handle.binding);
+        for session in live_sessions(gw) {
+            let id = session.id().to_owned();
+            if !binding.sessions.contains(&id) && binding.awaiting_ready.insert(id.clone()) {
+                announce.push(id);
+            }
+        }
     }
     tracing::info!(
         provider = %handle.name,
         instance = ?handle.instance,
         id = %handle.id,
-        trust = trust.level(),
+        trust = handle.trust.level(),
         sessions = ?handle.bound_sessions(),
-        all = all,
+        all = resolved.all,
+        restored = restored.is_some(),
         "provider registered"
     );
-    Ok(handle)
+    Ok(Registered { handle, announce })
+}
+
+/// What a `hello` declares, against the capability matrix and limits.
+fn validate_declared(gw: &GatewayInner, trust: &Trust, hello: &Hello) -> Result<(), ErrorMessage> {
+    check_capabilities(trust, hello)?;
+    dispatch::validate_tools(gw, &hello.name, &hello.tools)?;
+    let hooks = hello.hooks.clone().unwrap_or_default();
+    gates::validate_hooks(gw, trust, &hooks.on_pre_tool_use, &hooks.transforms)
 }
 
 /// Names become directory names (`persistDir`) and log fields: keep them
@@ -253,7 +317,8 @@ fn validate_identity(hello: &Hello) -> Result<(), ErrorMessage> {
     Ok(())
 }
 
-/// The capability matrix, for what a `hello` declares.
+/// The capability matrix, for what a `hello` declares. Hook rules and
+/// transforms are judged by `gates::validate_hooks`.
 fn check_capabilities(trust: &Trust, hello: &Hello) -> Result<(), ErrorMessage> {
     let unauthorized = |what: &str| {
         Err(ErrorMessage::new(
@@ -277,16 +342,43 @@ fn check_capabilities(trust: &Trust, hello: &Hello) -> Result<(), ErrorMessage> 
     Ok(())
 }
 
-/// Which sessions a `hello` binds to: `(all, sessions)`.
+/// Where a `hello` binds.
+struct Resolved {
+    all: bool,
+    /// Sessions the provider's state goes live in now.
+    sessions: Vec<Arc<Session>>,
+    /// `"all"`-bound: sessions waiting for `session.ready`.
+    awaiting: Vec<String>,
+    /// The trust the provider registers with (an external provider whose
+    /// paired session ended moves to the session it binds to).
+    trust: Trust,
+}
+
+fn live_sessions(gw: &GatewayInner) -> Vec<Arc<Session>> {
+    gw.registry
+        .list()
+        .into_iter()
+        .filter(|s| s.state() != SessionState::Ending)
+        .collect()
+}
+
+fn live_session(gw: &GatewayInner, id: &str) -> Option<Arc<Session>> {
+    gw.registry
+        .get(id)
+        .filter(|s| s.state() != SessionState::Ending)
+}
+
+/// Which sessions a `hello` binds to.
 fn resolve_sessions(
     gw: &GatewayInner,
     trust: &Trust,
     requested: Option<&str>,
-) -> Result<(bool, Vec<Arc<Session>>), ErrorMessage> {
-    let live = |id: &str| {
-        gw.registry
-            .get(id)
-            .filter(|s| s.state() != bridge_engine::SessionState::Ending)
+) -> Result<Resolved, ErrorMessage> {
+    let single = |session: Arc<Session>, trust: Trust| Resolved {
+        all: false,
+        sessions: vec![session],
+        awaiting: Vec::new(),
+        trust,
     };
     match requested {
         Some("all") => {
@@ -299,104 +391,98 @@ fn resolve_sessions(
                     ),
                 ));
             }
-            let sessions = gw
-                .registry
-                .list()
-                .into_iter()
-                .filter(|s| s.state() != bridge_engine::SessionState::Ending)
-                .collect();
-            Ok((true, sessions))
+            Ok(Resolved {
+                all: true,
+                sessions: live_sessions(gw),
+                awaiting: Vec::new(),
+                trust: trust.clone(),
+            })
         }
         Some(id) => {
-            if !trust.allows_session(id) {
-                return Err(ErrorMessage::new(
-                    ErrorCode::InvalidSession,
-                    format!("not authorized for session {id}; this provider may bind only to its own session"),
-                )
-                .session_id(id));
-            }
-            let session = live(id).ok_or_else(|| {
+            let missing = || {
                 ErrorMessage::new(
                     ErrorCode::InvalidSession,
                     format!("Session {id} does not exist"),
                 )
                 .session_id(id)
-            })?;
-            Ok((false, vec![session]))
+            };
+            if trust.allows_session(id) {
+                return Ok(single(
+                    live_session(gw, id).ok_or_else(missing)?,
+                    trust.clone(),
+                ));
+            }
+            // The spec lets an external provider whose session ended re-bind
+            // to another one; its pairing moves there.
+            if let Trust::External { session_id } = trust
+                && gw.registry.get(session_id).is_none()
+            {
+                let session = live_session(gw, id).ok_or_else(missing)?;
+                let moved = Trust::External {
+                    session_id: id.to_owned(),
+                };
+                return Ok(single(session, moved));
+            }
+            Err(ErrorMessage::new(
+                ErrorCode::InvalidSession,
+                format!(
+                    "not authorized for session {id}; a {} provider may bind only to {}",
+                    trust.level(),
+                    match trust {
+                        Trust::Project { .. } => "the session that issued its token",
+                        _ => "its paired session",
+                    }
+                ),
+            )
+            .session_id(id))
         }
         None => {
             let session = match trust.scoped_session() {
-                Some(id) => live(id),
-                None => gw.registry.default_session(),
+                Some(id) => live_session(gw, id),
+                None => gw
+                    .registry
+                    .default_session()
+                    .filter(|s| s.state() != SessionState::Ending),
             };
             let session = session.ok_or_else(|| {
                 ErrorMessage::new(
                     ErrorCode::InvalidSession,
-                    "no session to bind to; wait for sessions.updated",
+                    match trust.scoped_session() {
+                        Some(id) => format!(
+                            "this provider's session {id} has ended; name a session from sessions.updated"
+                        ),
+                        None => "no session to bind to; wait for sessions.updated".to_owned(),
+                    },
                 )
             })?;
-            Ok((false, vec![session]))
+            Ok(single(session, trust.clone()))
         }
     }
 }
 
-/// Identity protection: a live `name` + `instance` can only be taken over
-/// with its reconnect token. Returns what the token restores.
-fn take_identity(
-    gw: &Arc<GatewayInner>,
-    identity: &(String, String),
-    token: Option<&str>,
-) -> Result<Option<DetachedProvider>, ErrorMessage> {
-    let ttl = gw.settings.reconnect_token_ttl;
-    let (live, restored) = {
-        let mut state = gw.lock();
-        state
-            .reconnect
-            .retain(|_, r| r.detached_at.is_none_or(|at| at.elapsed() <= ttl));
-        let live = state
-            .identities
-            .get(identity)
-            .and_then(|id| state.providers.get(id))
-            .cloned();
-        let restored = token.and_then(|token| {
-            let matches = state.reconnect.get(token).is_some_and(|r| {
-                r.name == identity.0 && r.instance.clone().unwrap_or_default() == identity.1
-            });
-            if matches {
-                state.reconnect.remove(token)
-            } else {
-                None
-            }
-        });
-        (live, restored)
+/// A reconnect's old binding, as far as its sessions still live. An
+/// `"all"` binding also waits for `session.ready` from sessions that started
+/// while the provider was away.
+fn restore_binding(gw: &GatewayInner, trust: &Trust, binding: &Binding) -> Resolved {
+    let live = live_sessions(gw);
+    let sessions: Vec<Arc<Session>> = live
+        .iter()
+        .filter(|s| binding.sessions.contains(s.id()) && trust.allows_session(s.id()))
+        .cloned()
+        .collect();
+    let awaiting = if binding.all {
+        live.iter()
+            .filter(|s| !binding.sessions.contains(s.id()))
+            .map(|s| s.id().to_owned())
+            .collect()
+    } else {
+        Vec::new()
     };
-    match (live, restored) {
-        (Some(_), None) => Err(ErrorMessage::new(
-            ErrorCode::DuplicateInstance,
-            format!(
-                "provider '{}' instance {:?} is already connected; pick another instance or reconnect with its reconnectToken",
-                identity.0, identity.1
-            ),
-        )),
-        (Some(old), Some(mut record)) => {
-            // The token's owner takes over: the old connection closes, and
-            // what it had is what the new one restores.
-            record.binding = lock(&old.binding).clone();
-            record.registration = lock(&old.registration).clone();
-            record.revisions = lock(&old.revisions).clone();
-            detach(
-                gw,
-                &old,
-                tool_error_code::DISCONNECTED,
-                "the provider reconnected on another connection",
-            );
-            old.out.close(
-                crate::connection::close_code::POLICY,
-                "replaced by a reconnect",
-            );
-            Ok(Some(record))
-        }
-        (None, restored) => Ok(restored),
+    Resolved {
+        all: binding.all,
+        sessions,
+        awaiting,
+        trust: trust.clone(),
     }
 }
 
@@ -435,10 +521,11 @@ pub(crate) fn bind_session(
         return Err(error);
     }
     session.set_context(&handle.owner_key(), registration.context.clone());
-    lock(&handle.binding)
-        .sessions
-        .insert(session.id().to_owned());
-    lock(&handle.binding).awaiting_ready.remove(session.id());
+    {
+        let mut binding = lock(&handle.binding);
+        binding.sessions.insert(session.id().to_owned());
+        binding.awaiting_ready.remove(session.id());
+    }
     lock(&handle.registration)
         .sessions
         .insert(session.id().to_owned(), registration);
@@ -452,12 +539,28 @@ pub(crate) fn unbind_session(
     handle: &Arc<ProviderHandle>,
     session_id: &str,
 ) {
-    if let Some(session) = gw.registry.get(session_id) {
-        dispatch::remove_tools(gw, handle, &session);
-        gates::remove_hooks(gw, handle, &session);
-        session.set_context(&handle.owner_key(), None);
-        session.set_startup_context(&handle.owner_key(), None);
+    match gw.registry.get(session_id) {
+        Some(session) => unbind_from(gw, handle, &session),
+        None => forget_binding(gw, handle, session_id),
     }
+}
+
+/// Removes everything `handle` has in `session`, which may already be gone
+/// from the registry (an ended session: whoever still holds it must not
+/// reach the provider through it).
+pub(crate) fn unbind_from(
+    gw: &Arc<GatewayInner>,
+    handle: &Arc<ProviderHandle>,
+    session: &Arc<Session>,
+) {
+    dispatch::remove_tools(gw, handle, session);
+    gates::remove_hooks(gw, handle, session);
+    session.set_context(&handle.owner_key(), None);
+    session.set_startup_context(&handle.owner_key(), None);
+    forget_binding(gw, handle, session.id());
+}
+
+fn forget_binding(gw: &Arc<GatewayInner>, handle: &Arc<ProviderHandle>, session_id: &str) {
     {
         let mut binding = lock(&handle.binding);
         binding.sessions.remove(session_id);
@@ -466,65 +569,4 @@ pub(crate) fn unbind_session(
     lock(&handle.registration).sessions.remove(session_id);
     sessions::stop_forwarding(handle, session_id);
     push::forget(gw, handle, session_id);
-}
-
-/// Unregisters `handle` everywhere and fails what waits on it. Idempotent.
-pub(crate) fn detach(
-    gw: &Arc<GatewayInner>,
-    handle: &Arc<ProviderHandle>,
-    error_code: &str,
-    why: &str,
-) {
-    for session_id in handle.bound_sessions() {
-        unbind_session(gw, handle, &session_id);
-    }
-    handle.fail_pending(error_code, why);
-    let mut state = gw.lock();
-    if state
-        .providers
-        .get(&handle.id)
-        .is_some_and(|live| Arc::ptr_eq(live, handle))
-    {
-        state.providers.remove(&handle.id);
-        let identity = handle.identity();
-        if state.identities.get(&identity) == Some(&handle.id) {
-            state.identities.remove(&identity);
-        }
-    }
-}
-
-/// Unregisters the provider everywhere, fails its in-flight calls with
-/// `DISCONNECTED`, and keeps its registration for the reconnect window.
-pub(crate) async fn on_disconnect(conn: &mut Connection) {
-    conn.gw.lock().authenticated.remove(&conn.id);
-    let Some(handle) = conn.provider.take() else {
-        return;
-    };
-    let still_live = conn
-        .gw
-        .lock()
-        .providers
-        .get(&handle.id)
-        .is_some_and(|live| Arc::ptr_eq(live, &handle));
-    if still_live {
-        let token = lock(&handle.reconnect_token).clone();
-        let record = DetachedProvider {
-            provider_id: handle.id.clone(),
-            name: handle.name.clone(),
-            instance: handle.instance.clone(),
-            trust: handle.trust.clone(),
-            binding: lock(&handle.binding).clone(),
-            registration: lock(&handle.registration).clone(),
-            revisions: lock(&handle.revisions).clone(),
-            detached_at: Some(Instant::now()),
-        };
-        conn.gw.lock().reconnect.insert(token, record);
-    }
-    detach(
-        &conn.gw,
-        &handle,
-        tool_error_code::DISCONNECTED,
-        "the provider disconnected",
-    );
-    tracing::info!(provider = %handle.name, id = %handle.id, "provider disconnected");
 }

@@ -2,13 +2,13 @@
 //! calls waiting on it.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use bridge_protocol::provider::{
-    ErrorMessage, GateResult, GatewayMessage, Hello, HookRule, ProviderTool, ToolResult,
-    TransformSpec,
+    ErrorMessage, GateResult, GatewayMessage, Hello, HookRule, ProviderTool, ToolCancel,
+    ToolResult, TransformSpec, tool_error_code,
 };
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
@@ -193,8 +193,25 @@ pub(crate) struct DetachedProvider {
     pub binding: Binding,
     pub registration: Registration,
     pub revisions: HashMap<String, u64>,
-    /// `None` while the connection is alive; set when it drops.
-    pub detached_at: Option<Instant>,
+    /// When the connection dropped (or the record was put back after a
+    /// failed reconnect); the token expires a TTL later.
+    pub detached_at: Instant,
+}
+
+impl DetachedProvider {
+    /// What a reconnect of `handle` restores.
+    pub(crate) fn of(handle: &ProviderHandle) -> Self {
+        Self {
+            provider_id: handle.id.clone(),
+            name: handle.name.clone(),
+            instance: handle.instance.clone(),
+            trust: handle.trust.clone(),
+            binding: lock(&handle.binding).clone(),
+            registration: lock(&handle.registration).clone(),
+            revisions: lock(&handle.revisions).clone(),
+            detached_at: Instant::now(),
+        }
+    }
 }
 
 impl ProviderHandle {
@@ -266,6 +283,36 @@ impl ProviderHandle {
         }
     }
 
+    /// Ends the calls in flight (in `session_id`, or everywhere) as
+    /// `CANCELLED`: the provider gets `tool.cancel`, the caller its terminal
+    /// result now; a late `tool.result` is ignored.
+    pub(crate) fn cancel_calls(&self, session_id: Option<&str>, reason: &str) {
+        let calls: Vec<(String, PendingCall)> = {
+            let mut pending = lock(&self.pending_calls);
+            let ids: Vec<String> = pending
+                .iter()
+                .filter(|(_, call)| session_id.is_none_or(|s| call.session_id == s))
+                .map(|(id, _)| id.clone())
+                .collect();
+            ids.into_iter()
+                .filter_map(|id| pending.remove(&id).map(|call| (id, call)))
+                .collect()
+        };
+        for (id, call) in calls {
+            self.out.send(GatewayMessage::ToolCancel(ToolCancel {
+                id: id.clone(),
+                session_id: call.session_id.clone(),
+                reason: reason.to_owned(),
+            }));
+            let _ = call.reply.send(ToolResult {
+                id,
+                error: Some(format!("cancelled: {reason}")),
+                error_code: Some(tool_error_code::CANCELLED.to_owned()),
+                ..ToolResult::default()
+            });
+        }
+    }
+
     /// Fails every waiting call, gate and transform: calls end with
     /// `errorCode` (`DISCONNECTED` or `CANCELLED`), gates are denied (their
     /// senders drop), transforms keep the current text.
@@ -290,5 +337,3 @@ pub(crate) fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
-
-pub(crate) type SharedProvider = Arc<ProviderHandle>;

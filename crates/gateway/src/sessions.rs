@@ -14,7 +14,7 @@ use tokio::sync::{broadcast, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use crate::connection::{Connection, Flow};
-use crate::hello::{bind_session, unbind_session};
+use crate::hello::{bind_session, unbind_from};
 use crate::provider::{ProviderHandle, SessionRegistration, lock};
 use crate::state::{GatewayInner, Trust};
 use crate::{auth, push};
@@ -158,7 +158,11 @@ impl SessionListener for GatewayListener {
                 binding.sessions.contains(id)
             };
             if involved {
-                unbind_session(&gw, &provider, id);
+                // The session is already out of the registry; unbind from
+                // the object itself so whoever still holds it cannot reach
+                // the provider, and end what was in flight there.
+                unbind_from(&gw, &provider, session);
+                provider.cancel_calls(Some(id), "the session ended");
             }
         }
         auth::forget_session_tokens(&gw, id);
@@ -189,14 +193,22 @@ pub(crate) fn on_session_ready(conn: &Connection, ready: SessionRef) -> Flow {
                 .session_id(&ready.session_id),
         );
     }
-    let Some(session) = conn.gw.registry.get(&ready.session_id) else {
+    let session = conn
+        .gw
+        .registry
+        .get(&ready.session_id)
+        .filter(|s| s.state() != SessionState::Ending);
+    let Some(session) = session else {
         lock(&provider.binding)
             .awaiting_ready
             .remove(&ready.session_id);
-        return conn.reject(
-            ErrorCode::InvalidSession,
-            format!("Session {} does not exist", ready.session_id),
-            "session.ready",
+        return conn.error(
+            bridge_protocol::provider::ErrorMessage::new(
+                ErrorCode::InvalidSession,
+                format!("Session {} does not exist or is ending", ready.session_id),
+            )
+            .reply_to("session.ready")
+            .session_id(&ready.session_id),
         );
     };
     let registration = SessionRegistration::from_hello(&lock(&provider.registration).hello);

@@ -20,6 +20,9 @@ pub struct GatewaySettings {
     pub max_streams_per_provider: usize,
     /// Events kept per stream (spec: 200).
     pub stream_retention: usize,
+    /// Bytes kept per stream (ours: 200 events of up to 2 MB each must not
+    /// pin 400 MB); the oldest events go first, the newest always stays.
+    pub stream_max_bytes: usize,
     /// Largest `last` of `stream.query` (spec: 100).
     pub stream_query_max: usize,
     /// Pairing attempts per minute, gateway-wide (spec: 5).
@@ -49,6 +52,14 @@ pub struct GatewaySettings {
     pub outbound_queue: usize,
     /// Grace before a detached gateway exits after its last session (spec: 30 s).
     pub idle_exit_grace: Duration,
+    /// Restarts of a crashing project provider before the gateway gives up
+    /// (the budget renews after a minute of stable running).
+    pub project_restart_limit: u32,
+    /// Wait before the first restart of a crashed project provider; doubles
+    /// with each further restart.
+    pub project_restart_backoff: Duration,
+    /// Time between SIGTERM and SIGKILL when a project provider is stopped.
+    pub project_stop_grace: Duration,
 }
 
 impl Default for GatewaySettings {
@@ -63,6 +74,7 @@ impl Default for GatewaySettings {
             max_hook_rules_per_provider: 50,
             max_streams_per_provider: 20,
             stream_retention: 200,
+            stream_max_bytes: 4 * MIB,
             stream_query_max: 100,
             pairing_attempts_per_minute: 5,
             pairing_code_ttl: Duration::from_secs(300),
@@ -77,6 +89,9 @@ impl Default for GatewaySettings {
             ping_interval: Duration::from_secs(15),
             outbound_queue: 4096,
             idle_exit_grace: Duration::from_secs(30),
+            project_restart_limit: 3,
+            project_restart_backoff: Duration::from_secs(1),
+            project_stop_grace: Duration::from_secs(2),
         }
     }
 }

@@ -117,16 +117,19 @@ pub(crate) struct ExternalToken {
 pub(crate) struct GatewayState {
     /// Registered providers by provider id.
     pub providers: HashMap<String, Arc<ProviderHandle>>,
-    /// (name, instance) → provider id of the live registration.
+    /// (name, instance) → provider id of the live registration, or of a
+    /// `hello` still registering (so two connections cannot both claim it).
     pub identities: HashMap<(String, String), String>,
-    /// Reconnect token → what a reconnect restores; kept while the
-    /// connection lives and for the token's TTL after.
+    /// Reconnect token → what a reconnect restores, for providers whose
+    /// connection dropped (live providers hold their token themselves);
+    /// kept for the token's TTL.
     pub reconnect: HashMap<String, DetachedProvider>,
     pub project_tokens: HashMap<String, ProjectToken>,
     pub external_tokens: HashMap<String, ExternalToken>,
     /// Connection id → its pairing.
     pub pairings: HashMap<u64, PendingPairing>,
-    /// When recent `auth.confirm` attempts were made (gateway-wide).
+    /// When recent pairing attempts (`auth` with mode `pair`) were made,
+    /// gateway-wide.
     pub pairing_attempts: VecDeque<Instant>,
     /// Authenticated connections (they hear `sessions.updated`).
     pub authenticated: HashMap<u64, (Outbound, Trust)>,
@@ -149,8 +152,12 @@ pub(crate) struct GatewayInner {
     pub groups: InstanceGroups,
     /// Concurrency limits by scope.
     pub limiters: Limiters,
+    /// Which transform sections each provider instance holds per session.
+    pub hooks: crate::gates::HookState,
     /// EventStreams per session.
     pub streams: Streams,
+    /// In-flight state updates and their apply locks.
+    pub updates: crate::updates::UpdateSlots,
     pub spawned: SpawnedProviders,
     /// Cancelled when the gateway shuts down: every connection closes.
     pub closing: CancellationToken,
@@ -172,7 +179,9 @@ impl GatewayInner {
             activity: AtomicU64::new(1),
             groups: InstanceGroups::default(),
             limiters: Limiters::default(),
+            hooks: crate::gates::HookState::default(),
             streams: Streams::default(),
+            updates: Default::default(),
             spawned: SpawnedProviders::default(),
             closing: CancellationToken::new(),
         })
@@ -211,7 +220,13 @@ impl GatewayInner {
         let (providers, pending_pairings) = {
             let state = self.lock();
             let providers: Vec<Arc<ProviderHandle>> = state.providers.values().cloned().collect();
-            (providers, state.pairings.len())
+            let ttl = self.settings.pairing_code_ttl;
+            let pending = state
+                .pairings
+                .values()
+                .filter(|p| p.created.elapsed() <= ttl)
+                .count();
+            (providers, pending)
         };
         let mut providers: Vec<ProviderInfo> = providers.iter().map(|p| p.info()).collect();
         providers.sort_by(|a, b| (&a.name, &a.instance).cmp(&(&b.name, &b.instance)));

@@ -1,4 +1,4 @@
-//! `copilot-bridge tool NAME --args JSON [--cwd DIR]` and `copilot-bridge tools`.
+//! `copilot-bridge tool NAME --args JSON [--cwd DIR | --session ID]` and `copilot-bridge tools`.
 
 use std::io::{IsTerminal, Read, Write};
 use std::path::PathBuf;
@@ -18,6 +18,9 @@ const MAX_STDIN_ARGS_BYTES: u64 = 64 * 1024 * 1024;
 
 pub async fn run(config: &BridgeConfig, args: ToolArgs) -> Result<ExitCode, Failure> {
     let tool_args = parse_arguments(&args.args)?;
+    if let Some(session) = &args.session {
+        return super::remote::tool(config, session, &args.name, tool_args, args.compact).await;
+    }
     let runner = build_runner(config, args.cwd)?;
     tracing::debug!(tool = %args.name, arguments = %tool_args, "running tool");
     let outcome = runner.call(&args.name, tool_args).await;
@@ -55,7 +58,7 @@ pub fn list(args: ToolsArgs) -> Result<ExitCode, Failure> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn parse_arguments(text: &str) -> Result<Value, Failure> {
+pub(crate) fn parse_arguments(text: &str) -> Result<Value, Failure> {
     let text = if text == "-" {
         let mut buffer = String::new();
         std::io::stdin()
@@ -113,7 +116,7 @@ fn tool_failure(err: &ToolError) -> Failure {
     Failure::new(code, format!("{err}{hint}")).with_json(json!({"error": err.to_json()}))
 }
 
-fn print_json(value: &Value, compact: bool) -> Result<(), Failure> {
+pub(crate) fn print_json(value: &Value, compact: bool) -> Result<(), Failure> {
     let mut out = std::io::BufWriter::with_capacity(64 * 1024, std::io::stdout().lock());
     let written = if compact {
         serde_json::to_writer(&mut out, value)
@@ -127,7 +130,7 @@ fn print_json(value: &Value, compact: bool) -> Result<(), Failure> {
         .map_err(|err| Failure::internal(format!("cannot write to stdout: {err}")))
 }
 
-fn write_stdout(text: &str) -> Result<(), Failure> {
+pub(crate) fn write_stdout(text: &str) -> Result<(), Failure> {
     let mut stdout = std::io::stdout().lock();
     stdout
         .write_all(text.as_bytes())

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use std::time::Instant;
+use std::time::Duration;
 
 use axum::Router;
 use axum::extract::State;
@@ -13,9 +13,11 @@ use axum::http::HeaderMap;
 use axum::response::Response;
 use axum::routing::get;
 use bridge_protocol::provider::{ErrorCode, ErrorMessage, GatewayMessage};
-use futures::stream::SplitSink;
+use futures::stream::{SplitSink, SplitStream};
 use futures::{SinkExt, StreamExt};
 use tokio::sync::mpsc;
+use tokio::time::MissedTickBehavior;
+use tokio_util::sync::CancellationToken;
 
 use crate::connection::{Connection, Flow, close_code};
 use crate::provider::{OutFrame, Outbound};
@@ -35,8 +37,15 @@ async fn upgrade(
     let hard_max = gw.settings.frame_hard_max_bytes;
     ws.max_message_size(hard_max)
         .max_frame_size(hard_max)
+        .read_buffer_size(READ_BUFFER_BYTES)
         .on_upgrade(move |socket| serve(gw, socket, peer))
 }
+
+/// tungstenite zero-fills this much of its read buffer before every read
+/// attempt, including the ones that find nothing (its default, 128 KiB,
+/// made that memset the largest single cost of a small tool call). Large
+/// frames still arrive whole: the buffer grows to the frame being read.
+const READ_BUFFER_BYTES: usize = 16 * 1024;
 
 /// Who is connecting, for logs and the pairing prompt: the browser origin
 /// when there is one.
@@ -63,6 +72,38 @@ impl Drop for ConnectionSlot {
     }
 }
 
+/// Close codes only the WebSocket layer uses (RFC 6455 §7.4.1).
+mod ws_close {
+    /// A frame broke the WebSocket protocol itself.
+    pub const PROTOCOL_ERROR: u16 = 1002;
+    /// A text frame that is not UTF-8.
+    pub const INVALID_PAYLOAD: u16 = 1007;
+}
+
+/// How long the writer may take to deliver what is queued once the
+/// connection ends; a peer that does not read for this long loses the rest.
+const WRITER_GRACE: Duration = Duration::from_secs(2);
+
+/// After an oversized frame the socket still holds the unread rest of it;
+/// closing at once would make the kernel answer with a reset, which can
+/// destroy the `error` and close frame before the peer reads them. Keeping
+/// the socket open this long lets the peer see why it was dropped.
+const OVERSIZE_LINGER: Duration = Duration::from_millis(500);
+
+/// Why the read loop ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum End {
+    /// Goodbye, a fatal error, the peer closing, or shutdown: what is queued
+    /// is still delivered.
+    Orderly,
+    /// The peer stopped reading (its queue filled) or was taken over: drop
+    /// it now, queued messages and all.
+    Killed,
+    /// The peer sent more than the reader could take: deliver the error,
+    /// then linger before closing (see [`OVERSIZE_LINGER`]).
+    Oversized,
+}
+
 async fn serve(gw: Arc<GatewayInner>, socket: WebSocket, peer: String) {
     let count = gw.connections.fetch_add(1, Ordering::Relaxed) + 1;
     let _slot = ConnectionSlot(gw.clone());
@@ -75,46 +116,74 @@ async fn serve(gw: Arc<GatewayInner>, socket: WebSocket, peer: String) {
                 gw.settings.max_connections
             ),
         ));
-        let _ = sink.send(Message::Text(error.to_json().into())).await;
-        let _ = sink
-            .send(Message::Close(Some(CloseFrame {
+        // Bounded: a peer that does not read must not hold its would-be slot.
+        let reject = async {
+            sink.feed(Message::Text(error.to_json().into())).await?;
+            sink.send(Message::Close(Some(CloseFrame {
                 code: close_code::TRY_AGAIN_LATER,
                 reason: "too many connections".into(),
             })))
-            .await;
+            .await
+        };
+        let _ = tokio::time::timeout(WRITER_GRACE, reject).await;
         return;
     }
     let (out, rx, kill) = Outbound::new(gw.settings.outbound_queue);
-    let writer = tokio::spawn(write_frames(sink, rx));
+    let mut writer = tokio::spawn(write_frames(sink, rx));
     let mut conn = Connection::new(gw.clone(), out.clone(), peer, None);
+    let end = read_frames(&gw, &mut conn, &mut stream, &kill).await;
+    conn.closed().await;
+    // Ends the writer after what is queued (an error before a fatal close,
+    // say), even while other tasks still hold a clone of `out`.
+    out.close(close_code::NORMAL, "connection closed");
+    drop(conn);
+    drop(out);
+    if end == End::Killed
+        || tokio::time::timeout(WRITER_GRACE, &mut writer)
+            .await
+            .is_err()
+    {
+        // The writer may be parked on a full socket forever; it holds the
+        // other half of the socket, so it must go for the socket to close.
+        writer.abort();
+    }
+    if end == End::Oversized {
+        tokio::time::sleep(OVERSIZE_LINGER).await;
+    }
+}
+
+/// Reads and handles frames until the connection ends; says how it ended.
+async fn read_frames(
+    gw: &Arc<GatewayInner>,
+    conn: &mut Connection,
+    stream: &mut SplitStream<WebSocket>,
+    kill: &CancellationToken,
+) -> End {
     let auth_deadline = tokio::time::Instant::now() + gw.settings.auth_timeout;
-    let mut ping = tokio::time::interval(gw.settings.ping_interval);
-    ping.tick().await;
-    let mut last_heard = Instant::now();
+    let ping_every = gw.settings.ping_interval;
+    let mut ping = tokio::time::interval_at(tokio::time::Instant::now() + ping_every, ping_every);
+    ping.set_missed_tick_behavior(MissedTickBehavior::Delay);
+    // A peer is dropped after two ping intervals without a single frame
+    // (pongs included). The timer is re-armed lazily, when it fires, so a
+    // busy connection does not pay for a timer reset per frame.
+    let silence_limit = ping_every * 2;
+    let mut last_heard = tokio::time::Instant::now();
+    let silence = tokio::time::sleep_until(last_heard + silence_limit);
+    tokio::pin!(silence);
     loop {
         tokio::select! {
             frame = stream.next() => {
-                let Some(frame) = frame else { break };
-                last_heard = Instant::now();
+                let Some(frame) = frame else { return End::Orderly };
+                last_heard = tokio::time::Instant::now();
                 let inbound = match frame {
                     Ok(Message::Text(text)) => classify_text(&gw.settings, text.as_str()),
                     Ok(Message::Binary(bytes)) => Inbound::Binary { size: bytes.len() },
                     Ok(Message::Ping(_) | Message::Pong(_)) => continue,
-                    Ok(Message::Close(_)) => break,
-                    Err(err) => {
-                        // Over the hard frame limit, or a broken stream: the
-                        // reader cannot resynchronise, so the connection ends.
-                        tracing::debug!(connection = conn.id, error = %err, "websocket read failed");
-                        out.error(ErrorMessage::new(
-                            ErrorCode::PayloadTooLarge,
-                            format!("connection closed: {err} (frames are limited to {} bytes)", gw.settings.frame_hard_max_bytes),
-                        ));
-                        out.close(close_code::TOO_BIG, "frame too large or malformed");
-                        break;
-                    }
+                    Ok(Message::Close(_)) => return End::Orderly,
+                    Err(err) => return read_failed(gw, conn, err),
                 };
                 if conn.handle(inbound).await == Flow::Close {
-                    break;
+                    return End::Orderly;
                 }
             }
             () = tokio::time::sleep_until(auth_deadline), if conn.state.authenticating() => {
@@ -122,67 +191,117 @@ async fn serve(gw: Arc<GatewayInner>, socket: WebSocket, peer: String) {
                     ErrorCode::AuthFailed,
                     format!("not authenticated within {} s", gw.settings.auth_timeout.as_secs_f32()),
                 ));
-                break;
+                return End::Orderly;
+            }
+            () = &mut silence => {
+                let deadline = last_heard + silence_limit;
+                if deadline <= tokio::time::Instant::now() {
+                    tracing::info!(connection = conn.id, "nothing heard for two ping intervals; dropping the connection");
+                    return End::Killed;
+                }
+                silence.as_mut().reset(deadline);
             }
             _ = ping.tick() => {
-                if last_heard.elapsed() > gw.settings.ping_interval * 2 {
-                    tracing::info!(connection = conn.id, "no traffic for two ping intervals; dropping the connection");
-                    break;
-                }
-                out.ping();
+                conn.out.ping();
             }
-            () = kill.cancelled() => break,
+            () = kill.cancelled() => return End::Killed,
             () = gw.closing.cancelled() => {
-                out.close(close_code::GOING_AWAY, "gateway shutting down");
-                break;
+                conn.out.close(close_code::GOING_AWAY, "gateway shutting down");
+                return End::Orderly;
             }
         }
     }
-    conn.closed().await;
-    // Ends the writer after what is queued (an error before a fatal close,
-    // say), even while other tasks still hold a clone of `out`.
-    out.close(close_code::NORMAL, "connection closed");
-    drop(conn);
-    drop(out);
-    // The writer ends when the queue is drained and every sender is gone;
-    // a stuck peer cannot hold it for long.
-    let _ = tokio::time::timeout(std::time::Duration::from_secs(2), writer).await;
 }
 
+/// The WebSocket layer refused a frame. The stream cannot be read after an
+/// error (tokio-tungstenite fuses it), so every case ends the connection;
+/// the peer is told why when the protocol has a word for it.
+fn read_failed(gw: &GatewayInner, conn: &Connection, err: axum::Error) -> End {
+    let err = err.into_inner();
+    let Some(err) = err.downcast_ref::<tungstenite::Error>() else {
+        tracing::debug!(connection = conn.id, error = %err, "websocket read failed");
+        return End::Orderly;
+    };
+    match err {
+        tungstenite::Error::Capacity(capacity) => {
+            tracing::info!(connection = conn.id, error = %capacity, "frame over the hard limit; closing");
+            conn.out.error(ErrorMessage::new(
+                ErrorCode::PayloadTooLarge,
+                format!(
+                    "{capacity}: frames are limited to {} bytes, and this connection is closed",
+                    gw.settings.frame_hard_max_bytes
+                ),
+            ));
+            conn.out.close(close_code::TOO_BIG, "frame too large");
+            End::Oversized
+        }
+        tungstenite::Error::Utf8(_) => {
+            // RFC 6455 §8.1: a text frame that is not UTF-8 fails the
+            // connection. Say so in the protocol's words first.
+            conn.out.error(ErrorMessage::new(
+                ErrorCode::InvalidJson,
+                "a text frame was not valid UTF-8; the WebSocket protocol requires closing the connection",
+            ));
+            conn.out
+                .close(ws_close::INVALID_PAYLOAD, "text frame is not UTF-8");
+            End::Orderly
+        }
+        tungstenite::Error::Protocol(violation) => {
+            tracing::debug!(connection = conn.id, error = %violation, "websocket protocol violation");
+            conn.out
+                .close(ws_close::PROTOCOL_ERROR, "websocket protocol violation");
+            End::Orderly
+        }
+        other => {
+            tracing::debug!(connection = conn.id, error = %other, "websocket read failed");
+            End::Orderly
+        }
+    }
+}
+
+/// Delivers queued frames in order. Everything already queued is fed before
+/// one flush, so a burst costs one write system call, not one per message;
+/// a close frame goes out after everything queued before it.
+///
+/// Before flushing, the writer yields once: the callers woken by the same
+/// burst of results are usually runnable right now, and their next
+/// `tool.call`s then share this flush. On loopback a `send` costs more than
+/// everything else in a round trip (the kernel delivers the segment inside
+/// the call), so this halves the system calls at 10 calls in flight; alone,
+/// it costs one pass of the scheduler.
 async fn write_frames(mut sink: SplitSink<WebSocket, Message>, mut rx: mpsc::Receiver<OutFrame>) {
-    while let Some(frame) = rx.recv().await {
-        let mut next = Some(frame);
-        // Feed everything already queued, then flush once.
-        while let Some(frame) = next.take() {
-            let closing = match frame {
-                OutFrame::Message(message) => {
-                    if sink
-                        .feed(Message::Text(message.to_json().into()))
-                        .await
-                        .is_err()
-                    {
+    while let Some(first) = rx.recv().await {
+        let mut next = Some(first);
+        let mut yielded = false;
+        loop {
+            while let Some(frame) = next.take() {
+                let message = match frame {
+                    OutFrame::Message(message) => Message::Text(message.to_json().into()),
+                    OutFrame::Ping => Message::Ping(Default::default()),
+                    OutFrame::Close { code, reason } => {
+                        // `send` flushes what was fed before the close frame.
+                        let _ = sink
+                            .send(Message::Close(Some(CloseFrame {
+                                code,
+                                reason: reason.into(),
+                            })))
+                            .await;
                         return;
                     }
-                    false
-                }
-                OutFrame::Ping => {
-                    if sink.feed(Message::Ping(Default::default())).await.is_err() {
-                        return;
-                    }
-                    false
-                }
-                OutFrame::Close { code, reason } => {
-                    let _ = sink
-                        .send(Message::Close(Some(CloseFrame {
-                            code,
-                            reason: reason.into(),
-                        })))
-                        .await;
+                };
+                if sink.feed(message).await.is_err() {
                     return;
                 }
-            };
-            if !closing {
                 next = rx.try_recv().ok();
+            }
+            if yielded {
+                break;
+            }
+            yielded = true;
+            tokio::task::yield_now().await;
+            next = rx.try_recv().ok();
+            if next.is_none() {
+                break;
             }
         }
         if sink.flush().await.is_err() {

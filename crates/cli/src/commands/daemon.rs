@@ -1,0 +1,250 @@
+//! `copilot-bridge daemon start|stop|status`.
+//!
+//! `start` runs this binary's `serve` detached (its own process group,
+//! stdin closed, output appended to `<home>/daemon.log`) and waits until it
+//! answers; `stop` asks over `/rpc` and falls back to SIGTERM.
+
+use std::fs::OpenOptions;
+use std::io::{Read, Seek, SeekFrom};
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::{Command, ExitCode, Stdio};
+use std::time::{Duration, Instant};
+
+use bridge_config::BridgeConfig;
+use bridge_server::state_file::{GatewayFile, ensure_private_dir};
+use bridge_server::{GatewayClient, find_running, process};
+use serde_json::json;
+
+use super::remote::call_failure;
+use super::serve::DETACHED_ENV;
+use super::tool::{print_json, write_stdout};
+use crate::args::{DaemonCommand, GlobalArgs, ServeArgs};
+use crate::exit::{self, Failure};
+
+/// How long `start` waits for the daemon to answer, and `stop` for it to exit.
+const WAIT: Duration = Duration::from_secs(10);
+const POLL: Duration = Duration::from_millis(50);
+pub const LOG_FILE: &str = "daemon.log";
+
+pub async fn run(
+    global: &GlobalArgs,
+    config: &BridgeConfig,
+    command: DaemonCommand,
+) -> Result<ExitCode, Failure> {
+    match command {
+        DaemonCommand::Start(args) => start(global, config, args).await,
+        DaemonCommand::Stop => stop(config).await,
+        DaemonCommand::Status { json } => status(config, json).await,
+    }
+}
+
+fn already_running(client: &GatewayClient) -> Result<ExitCode, Failure> {
+    write_stdout(&format!(
+        "a gateway is already running on {} (pid {})\n",
+        client.address(),
+        client.file().pid
+    ))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn start(
+    global: &GlobalArgs,
+    config: &BridgeConfig,
+    args: ServeArgs,
+) -> Result<ExitCode, Failure> {
+    if let Some(client) = find_running(&config.home).await {
+        return already_running(&client);
+    }
+    let log_path = config.home.join(LOG_FILE);
+    let log = open_log(&config.home, &log_path)?;
+    let log_start = log.metadata().map(|m| m.len()).unwrap_or(0);
+    let exe = std::env::current_exe()
+        .map_err(|err| Failure::internal(format!("cannot find this program's path: {err}")))?;
+    let mut command = Command::new(exe);
+    // The child must load the same configuration as this command did.
+    command.arg("--home").arg(&config.home);
+    if let Some(file) = &global.config {
+        command.arg("--config").arg(file);
+    }
+    if let Some(level) = &global.log_level {
+        command.arg("--log-level").arg(level);
+    }
+    if let Some(port) = &global.port {
+        command.arg("--port").arg(port);
+    }
+    if global.writable {
+        command.arg("--writable");
+    }
+    command.arg("serve");
+    if args.trust_project_providers {
+        command.arg("--trust-project-providers");
+    }
+    let stderr = log
+        .try_clone()
+        .map_err(|err| Failure::internal(format!("cannot reuse {}: {err}", log_path.display())))?;
+    command
+        .env(DETACHED_ENV, "1")
+        .stdin(Stdio::null())
+        .stdout(log)
+        .stderr(stderr)
+        // Its own process group: a Ctrl-C in this terminal is not its.
+        .process_group(0);
+    let mut child = command
+        .spawn()
+        .map_err(|err| Failure::internal(format!("cannot start the daemon: {err}")))?;
+    let pid = child.id();
+    let deadline = Instant::now() + WAIT;
+    loop {
+        if let Ok(Some(status)) = child.try_wait() {
+            // Lost a race to another start: that one is as good.
+            if let Some(client) = find_running(&config.home).await {
+                return already_running(&client);
+            }
+            return Err(Failure::internal(format!(
+                "the daemon exited ({status}) before it was ready:\n{}",
+                log_tail(&log_path, log_start)
+            )));
+        }
+        let published = GatewayFile::read(&config.home).is_some_and(|file| file.pid == pid);
+        if published && let Some(client) = find_running(&config.home).await {
+            write_stdout(&format!(
+                "started the gateway on {} (pid {pid}); log: {}\n",
+                client.address(),
+                log_path.display()
+            ))?;
+            return Ok(ExitCode::SUCCESS);
+        }
+        if Instant::now() >= deadline {
+            return Err(Failure::internal(format!(
+                "the daemon (pid {pid}) did not answer within {} s; see {}",
+                WAIT.as_secs(),
+                log_path.display()
+            )));
+        }
+        tokio::time::sleep(POLL).await;
+    }
+}
+
+/// `<home>/daemon.log`, appended to, private to the user.
+fn open_log(home: &Path, path: &Path) -> Result<std::fs::File, Failure> {
+    let fail =
+        |err: std::io::Error| Failure::internal(format!("cannot open {}: {err}", path.display()));
+    ensure_private_dir(home).map_err(fail)?;
+    let file = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .mode(0o600)
+        .open(path)
+        .map_err(fail)?;
+    file.set_permissions(std::fs::Permissions::from_mode(0o600))
+        .map_err(fail)?;
+    Ok(file)
+}
+
+/// What the daemon wrote to its log since `from` (the last 4 KiB of it).
+fn log_tail(path: &Path, from: u64) -> String {
+    let mut text = String::new();
+    if let Ok(mut file) = std::fs::File::open(path) {
+        let len = file.metadata().map(|m| m.len()).unwrap_or(0);
+        let start = from.max(len.saturating_sub(4096));
+        if file.seek(SeekFrom::Start(start)).is_ok() {
+            let _ = file.read_to_string(&mut text);
+        }
+    }
+    bridge_policy::redact(text.trim_end()).into_owned()
+}
+
+async fn stop(config: &BridgeConfig) -> Result<ExitCode, Failure> {
+    let Some(client) = find_running(&config.home).await else {
+        write_stdout("no gateway is running\n")?;
+        return Ok(ExitCode::SUCCESS);
+    };
+    let pid = client.file().pid;
+    if let Err(err) = client.call("gateway.shutdown", json!({})).await {
+        tracing::info!(error = %err, "gateway.shutdown failed; sending SIGTERM");
+        process::terminate(pid).map_err(Failure::internal)?;
+    }
+    let deadline = Instant::now() + WAIT;
+    while !stopped(config, &client).await {
+        if Instant::now() >= deadline {
+            return Err(Failure::internal(format!(
+                "the gateway (pid {pid}) did not stop within {} s",
+                WAIT.as_secs()
+            )));
+        }
+        tokio::time::sleep(POLL).await;
+    }
+    write_stdout(&format!("stopped the gateway (pid {pid})\n"))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Gone, or (a zombie its parent has not reaped yet) no longer serving and
+/// no longer named by gateway.json.
+async fn stopped(config: &BridgeConfig, client: &GatewayClient) -> bool {
+    let pid = client.file().pid;
+    if !process::is_alive(pid) {
+        return true;
+    }
+    let still_published = GatewayFile::read(&config.home).is_some_and(|file| file.pid == pid);
+    !still_published && client.health().await.is_err()
+}
+
+async fn status(config: &BridgeConfig, as_json: bool) -> Result<ExitCode, Failure> {
+    let Some(client) = find_running(&config.home).await else {
+        if as_json {
+            print_json(&json!({"running": false}), false)?;
+        } else {
+            write_stdout("not running\n")?;
+        }
+        return Ok(ExitCode::from(exit::FAILED));
+    };
+    let mut status = client
+        .call("gateway.status", json!({}))
+        .await
+        .map_err(|err| call_failure("gateway.status", &err))?;
+    if as_json {
+        status["running"] = json!(true);
+        print_json(&status, false)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let sessions = status["sessions"].as_array().cloned().unwrap_or_default();
+    let providers = status["providers"].as_array().cloned().unwrap_or_default();
+    let mut out = format!(
+        "running: pid {}, {}, version {}, started {}\n",
+        client.file().pid,
+        client.address(),
+        status["version"].as_str().unwrap_or("?"),
+        status["startedAt"].as_str().unwrap_or("?"),
+    );
+    out.push_str(&format!("sessions: {}\n", sessions.len()));
+    for session in &sessions {
+        out.push_str(&format!(
+            "  {} {} ({}){}\n",
+            session["id"].as_str().unwrap_or("?"),
+            session["label"].as_str().unwrap_or(""),
+            session["cwd"].as_str().unwrap_or(""),
+            if session["default"] == true {
+                " [default]"
+            } else {
+                ""
+            },
+        ));
+    }
+    out.push_str(&format!("providers: {}\n", providers.len()));
+    for provider in &providers {
+        out.push_str(&format!(
+            "  {} ({}) tools: {}\n",
+            provider["name"].as_str().unwrap_or("?"),
+            provider["trust"].as_str().unwrap_or("?"),
+            provider["tools"].as_array().map_or(0, Vec::len),
+        ));
+    }
+    out.push_str(&format!(
+        "pending pairings: {}\n",
+        status["pendingPairings"].as_u64().unwrap_or(0)
+    ));
+    write_stdout(&out)?;
+    Ok(ExitCode::SUCCESS)
+}

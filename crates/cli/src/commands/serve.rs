@@ -1,0 +1,37 @@
+//! `copilot-bridge serve`: the daemon in the foreground (also what `daemon
+//! start` runs detached).
+
+use std::process::ExitCode;
+
+use bridge_config::BridgeConfig;
+use bridge_server::{Daemon, DaemonError, DaemonOptions};
+
+use crate::args::ServeArgs;
+use crate::exit::{self, Failure};
+
+/// Set by `daemon start` on the process it detaches.
+pub const DETACHED_ENV: &str = "COPILOT_BRIDGE_DETACHED";
+
+pub async fn run(config: BridgeConfig, args: ServeArgs) -> Result<ExitCode, Failure> {
+    let cwd = std::env::current_dir()
+        .map_err(|err| Failure::internal(format!("cannot read the current directory: {err}")))?;
+    let detached = std::env::var_os(DETACHED_ENV).is_some_and(|v| v == "1");
+    let trust_project_providers = args.trust_project_providers || config.trust_project_providers;
+    let options = DaemonOptions {
+        config,
+        cwd,
+        detached,
+        trust_project_providers,
+    };
+    let daemon = Daemon::start(options).await.map_err(daemon_failure)?;
+    daemon.run().await;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn daemon_failure(err: DaemonError) -> Failure {
+    let code = match err {
+        DaemonError::Config(_) => exit::CONFIG,
+        _ => exit::FAILED,
+    };
+    Failure::new(code, err.to_string())
+}

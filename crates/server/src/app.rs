@@ -1,0 +1,80 @@
+//! The routes on the daemon's one port and what every handler shares.
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::middleware;
+use axum::routing::get;
+use bridge_engine::{Session, SessionRegistry};
+use bridge_gateway::Gateway;
+use tokio_util::sync::CancellationToken;
+
+use crate::rpc::MethodTable;
+use crate::{guard, health, rpc};
+
+/// Facts about the running daemon that handlers report.
+#[derive(Debug, Clone)]
+pub struct DaemonFacts {
+    pub pid: u32,
+    pub port: u16,
+    pub started_at: String,
+}
+
+/// What every handler shares. Cheap to clone.
+#[derive(Clone)]
+pub struct ServerContext {
+    pub gateway: Gateway,
+    /// The bearer token `/rpc` requires.
+    pub token: Arc<str>,
+    /// Cancelled to stop the daemon (`gateway.shutdown`, a signal, idle exit).
+    pub shutdown: CancellationToken,
+    pub facts: Arc<DaemonFacts>,
+}
+
+impl std::fmt::Debug for ServerContext {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServerContext")
+            .field("facts", &self.facts)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ServerContext {
+    pub fn registry(&self) -> &SessionRegistry {
+        self.gateway.registry()
+    }
+
+    /// Resolves a session id; `default` names the daemon's default session
+    /// (unless a session is literally called so).
+    pub fn session(&self, id: &str) -> Option<Arc<Session>> {
+        let registry = self.registry();
+        registry.get(id).or_else(|| {
+            if id == "default" {
+                registry.default_session()
+            } else {
+                None
+            }
+        })
+    }
+}
+
+/// The whole application: `/` (provider gateway), `/rpc`, `/healthz`, all
+/// behind the `Host` check; `/rpc` and `/healthz` also behind the `Origin`
+/// check. `methods` is the JSON-RPC method table (see
+/// [`rpc::methods::builtin`]).
+pub fn router(ctx: ServerContext, methods: MethodTable) -> Router {
+    let rpc_state = rpc::RpcState::new(ctx.clone(), methods);
+    let checked = Router::new()
+        .route(
+            "/rpc",
+            get(rpc::transport::websocket).post(rpc::transport::http_post),
+        )
+        .with_state(rpc_state)
+        .route("/healthz", get(health::healthz).with_state(ctx.clone()))
+        .route_layer(middleware::from_fn(guard::require_loopback_origin));
+    Router::new()
+        .merge(ctx.gateway.router())
+        .merge(checked)
+        .fallback(guard::not_found)
+        .layer(middleware::from_fn(guard::require_loopback_host))
+}

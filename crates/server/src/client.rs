@@ -1,0 +1,157 @@
+//! Finding a running daemon and calling its `/rpc`, for the CLI and for a
+//! second `serve` that must not start twice.
+
+use std::path::Path;
+use std::time::Duration;
+
+use bridge_protocol::jsonrpc::ErrorObject;
+use serde_json::{Value, json};
+
+use crate::process;
+use crate::state_file::GatewayFile;
+
+/// How long a health probe may take before the daemon counts as not running.
+const HEALTH_TIMEOUT: Duration = Duration::from_secs(2);
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Why a call to the daemon failed.
+#[derive(Debug, thiserror::Error)]
+pub enum RpcCallError {
+    #[error("cannot reach the gateway at {address}: {reason}")]
+    Unreachable { address: String, reason: String },
+    #[error("the gateway answered HTTP {status}: {message}")]
+    Http { status: u16, message: String },
+    #[error("{}", .0.message)]
+    Rpc(ErrorObject),
+    #[error("the gateway sent an answer that is not JSON-RPC: {0}")]
+    BadResponse(String),
+}
+
+/// A running daemon, as described by its `gateway.json`.
+#[derive(Debug, Clone)]
+pub struct GatewayClient {
+    file: GatewayFile,
+    http: reqwest::Client,
+}
+
+/// The daemon of `home`, if one is running: `gateway.json` exists, its pid is
+/// alive and `/healthz` on its port answers as that pid.
+pub async fn find_running(home: &Path) -> Option<GatewayClient> {
+    let home = home.to_path_buf();
+    let file = tokio::task::spawn_blocking(move || GatewayFile::read(&home))
+        .await
+        .ok()??;
+    if !process::is_alive(file.pid) {
+        return None;
+    }
+    let client = GatewayClient::new(file).ok()?;
+    let health = client.health().await.ok()?;
+    let same_process = health
+        .get("pid")
+        .and_then(Value::as_u64)
+        .is_none_or(|pid| pid == u64::from(client.file.pid));
+    (health["ok"] == true && same_process).then_some(client)
+}
+
+impl GatewayClient {
+    pub fn new(file: GatewayFile) -> Result<Self, RpcCallError> {
+        // The daemon is on loopback: a proxy from the environment must not
+        // see the token.
+        let http = reqwest::Client::builder()
+            .no_proxy()
+            .connect_timeout(CONNECT_TIMEOUT)
+            .build()
+            .map_err(|err| RpcCallError::Unreachable {
+                address: file.address(),
+                reason: err.to_string(),
+            })?;
+        Ok(Self { file, http })
+    }
+
+    pub fn file(&self) -> &GatewayFile {
+        &self.file
+    }
+
+    /// `127.0.0.1:PORT`.
+    pub fn address(&self) -> String {
+        self.file.address()
+    }
+
+    fn unreachable(&self, err: &reqwest::Error) -> RpcCallError {
+        RpcCallError::Unreachable {
+            address: self.address(),
+            reason: err.to_string(),
+        }
+    }
+
+    /// `GET /healthz`.
+    pub async fn health(&self) -> Result<Value, RpcCallError> {
+        let response = self
+            .http
+            .get(self.file.http_url("/healthz"))
+            .timeout(HEALTH_TIMEOUT)
+            .send()
+            .await
+            .map_err(|err| self.unreachable(&err))?;
+        let status = response.status();
+        let body: Value = response
+            .json()
+            .await
+            .map_err(|err| RpcCallError::BadResponse(err.to_string()))?;
+        if !status.is_success() {
+            return Err(RpcCallError::Http {
+                status: status.as_u16(),
+                message: body.to_string(),
+            });
+        }
+        Ok(body)
+    }
+
+    /// One JSON-RPC call over `POST /rpc`.
+    pub async fn call(&self, method: &str, params: Value) -> Result<Value, RpcCallError> {
+        let request = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+        let response = self
+            .http
+            .post(self.file.http_url("/rpc"))
+            .bearer_auth(&self.file.token)
+            .json(&request)
+            .send()
+            .await
+            .map_err(|err| self.unreachable(&err))?;
+        let status = response.status();
+        let text = response
+            .text()
+            .await
+            .map_err(|err| self.unreachable(&err))?;
+        let body: Value = serde_json::from_str(&text).map_err(|_| {
+            if status.is_success() {
+                RpcCallError::BadResponse(text.chars().take(200).collect())
+            } else {
+                RpcCallError::Http {
+                    status: status.as_u16(),
+                    message: text.chars().take(200).collect(),
+                }
+            }
+        })?;
+        if let Some(error) = body
+            .get("error")
+            .filter(|e| e.get("code").is_some_and(Value::is_i64))
+        {
+            let error: ErrorObject = serde_json::from_value(error.clone())
+                .map_err(|err| RpcCallError::BadResponse(err.to_string()))?;
+            return Err(RpcCallError::Rpc(error));
+        }
+        if !status.is_success() {
+            let message = body["error"]["message"]
+                .as_str()
+                .map_or_else(|| body.to_string(), str::to_owned);
+            return Err(RpcCallError::Http {
+                status: status.as_u16(),
+                message,
+            });
+        }
+        body.get("result")
+            .cloned()
+            .ok_or_else(|| RpcCallError::BadResponse(body.to_string()))
+    }
+}

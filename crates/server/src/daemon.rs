@@ -1,0 +1,410 @@
+//! The daemon process: build the sessions and the gateway from the
+//! configuration, take the port, publish `gateway.json`, serve, and stop
+//! cleanly (on SIGINT/SIGTERM, `gateway.shutdown`, or — detached — after the
+//! last session plus the idle grace).
+
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use bridge_config::BridgeConfig;
+use bridge_engine::{
+    RegistrySettings, Session, SessionDefaults, SessionListener, SessionRegistry, SessionSpec,
+};
+use bridge_gateway::{Gateway, GatewaySettings};
+use bridge_policy::{AuditLog, PermissionPolicy};
+use bridge_tools::DenyAll;
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+
+use crate::app::{DaemonFacts, ServerContext};
+use crate::client::find_running;
+use crate::state_file::{GatewayFile, ensure_private_dir};
+use crate::{process, rpc};
+
+/// How long open connections get to finish once the daemon stops.
+const DRAIN_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// How to run the daemon.
+#[derive(Debug, Clone)]
+pub struct DaemonOptions {
+    pub config: BridgeConfig,
+    /// The default session's workspace (where `serve` was started).
+    pub cwd: PathBuf,
+    /// Started by `daemon start`: exits once idle.
+    pub detached: bool,
+    /// Spawn the providers a workspace's `tap.config.json` declares.
+    pub trust_project_providers: bool,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum DaemonError {
+    #[error("a gateway is already running on {address} (pid {pid})")]
+    AlreadyRunning { address: String, pid: u32 },
+    #[error(
+        "port {port} on {ip} is already in use{by}; stop that program, or pick another port with --port or COPILOT_BRIDGE_PORT (0 picks a free one)"
+    )]
+    PortInUse { ip: IpAddr, port: u16, by: String },
+    #[error("cannot listen on {address}: {reason}")]
+    Bind { address: SocketAddr, reason: String },
+    #[error("configuration error: {0}")]
+    Config(String),
+    #[error("cannot open {path} as the default session's workspace: {reason}")]
+    Workspace { path: PathBuf, reason: String },
+    #[error("state directory {path}: {reason}")]
+    StateDir { path: PathBuf, reason: String },
+    #[error("cannot listen for SIGINT/SIGTERM: {0}")]
+    Signals(String),
+}
+
+/// A daemon that has bound its port and published `gateway.json`.
+pub struct Daemon {
+    ctx: ServerContext,
+    listener: TcpListener,
+    home: PathBuf,
+    detached: bool,
+    idle_grace: Duration,
+    sessions_changed: watch::Receiver<u64>,
+    file: GatewayFile,
+}
+
+impl std::fmt::Debug for Daemon {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Daemon")
+            .field("file", &self.file)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Bumps a counter on every session start and end, for the idle watcher.
+struct SessionChanges(watch::Sender<u64>);
+
+impl SessionListener for SessionChanges {
+    fn session_started(&self, _session: &Arc<Session>) {
+        self.0.send_modify(|n| *n += 1);
+    }
+
+    fn session_ended(&self, _session: &Arc<Session>) {
+        self.0.send_modify(|n| *n += 1);
+    }
+}
+
+fn state_dir_error(home: &Path, err: impl std::fmt::Display) -> DaemonError {
+    DaemonError::StateDir {
+        path: home.to_path_buf(),
+        reason: err.to_string(),
+    }
+}
+
+/// Where clients connect for a daemon bound to `ip`.
+fn connect_host(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V4(v4) if v4.is_unspecified() => IpAddr::V4(Ipv4Addr::LOCALHOST),
+        IpAddr::V6(v6) if v6.is_unspecified() => IpAddr::V6(Ipv6Addr::LOCALHOST),
+        other => other,
+    }
+}
+
+impl Daemon {
+    /// Everything up to serving: refuses to start twice, binds, creates the
+    /// default session and writes `gateway.json`.
+    pub async fn start(options: DaemonOptions) -> Result<Self, DaemonError> {
+        let config = &options.config;
+        let home = config.home.clone();
+        // Listening for signals before anything is published: a SIGTERM
+        // that arrives once gateway.json exists must stop us cleanly, not
+        // kill us with the file left behind.
+        let shutdown = CancellationToken::new();
+        tokio::spawn(stop_on_signals(listen_for_signals()?, shutdown.clone()));
+        let permission = PermissionPolicy::compile(&config.permissions)
+            .map_err(|err| DaemonError::Config(err.to_string()))?;
+        {
+            let home = home.clone();
+            tokio::task::spawn_blocking(move || ensure_private_dir(&home))
+                .await
+                .map_err(|err| state_dir_error(&config.home, err))?
+                .map_err(|err| state_dir_error(&config.home, err))?;
+        }
+        if let Some(running) = find_running(&home).await {
+            return Err(DaemonError::AlreadyRunning {
+                address: running.address(),
+                pid: running.file().pid,
+            });
+        }
+        let listener = bind(&home, config.bind_address, config.port).await?;
+        let port = listener
+            .local_addr()
+            .map_err(|err| DaemonError::Bind {
+                address: SocketAddr::new(config.bind_address, config.port),
+                reason: err.to_string(),
+            })?
+            .port();
+
+        let defaults = SessionDefaults {
+            permission,
+            read_only: config.read_only,
+            tool_settings: Arc::new(config.tools.clone()),
+            audit: Some(AuditLog::new(&config.audit_log_dir)),
+            approver: Arc::new(DenyAll),
+            home: None,
+        };
+        let registry = SessionRegistry::new(defaults, RegistrySettings::default());
+        let (changes_tx, sessions_changed) = watch::channel(0);
+        registry.add_listener(Arc::new(SessionChanges(changes_tx)));
+        let idle_grace = Duration::from_secs(config.idle_exit_secs);
+        let settings = GatewaySettings {
+            idle_exit_grace: idle_grace,
+            ..GatewaySettings::default()
+        };
+        let gateway = Gateway::new(registry.clone(), settings, home.clone());
+        let host = connect_host(config.bind_address);
+        let authority = SocketAddr::new(host, port).to_string();
+        gateway.set_public_url(format!("ws://{authority}/"));
+        if options.trust_project_providers {
+            gateway.trust_project_providers(true);
+        }
+
+        let label = options.cwd.file_name().map_or_else(
+            || options.cwd.display().to_string(),
+            |n| n.to_string_lossy().into_owned(),
+        );
+        let default_session = {
+            let registry = registry.clone();
+            let spec = SessionSpec {
+                id: None,
+                label,
+                cwd: options.cwd.clone(),
+                foreground: true,
+            };
+            tokio::task::spawn_blocking(move || registry.create(spec))
+                .await
+                .map_err(|err| DaemonError::Workspace {
+                    path: options.cwd.clone(),
+                    reason: err.to_string(),
+                })?
+                .map_err(|err| DaemonError::Workspace {
+                    path: options.cwd.clone(),
+                    reason: err.to_string(),
+                })?
+        };
+        let provider_token = gateway
+            .issue_project_token(default_session.id())
+            .map_err(|err| state_dir_error(&home, err))?;
+        let started_at = bridge_policy::audit::now_timestamp();
+        let pid = process::own_pid();
+        let file = GatewayFile {
+            port,
+            pid,
+            host: host.to_string(),
+            token: bridge_engine::ids::token("btk"),
+            provider_token,
+            default_session: default_session.id().to_owned(),
+            started_at: started_at.clone(),
+            version: crate::VERSION.to_owned(),
+        };
+        {
+            let file = file.clone();
+            let home = home.clone();
+            tokio::task::spawn_blocking(move || file.write(&home))
+                .await
+                .map_err(|err| state_dir_error(&config.home, err))?
+                .map_err(|err| {
+                    state_dir_error(&config.home, format!("cannot write gateway.json: {err}"))
+                })?;
+        }
+        let ctx = ServerContext {
+            gateway,
+            token: Arc::from(file.token.as_str()),
+            shutdown,
+            facts: Arc::new(DaemonFacts {
+                pid,
+                port,
+                started_at,
+            }),
+        };
+        tracing::info!(
+            "copilot-bridge {} listening on {authority} (providers: ws://{authority}/, JSON-RPC: http://{authority}/rpc); default session {} in {}; state file {}",
+            crate::VERSION,
+            default_session.id(),
+            default_session.cwd().display(),
+            GatewayFile::path(&home).display(),
+        );
+        Ok(Self {
+            ctx,
+            listener,
+            home,
+            detached: options.detached,
+            idle_grace,
+            sessions_changed,
+            file,
+        })
+    }
+
+    pub fn port(&self) -> u16 {
+        self.file.port
+    }
+
+    pub fn context(&self) -> &ServerContext {
+        &self.ctx
+    }
+
+    /// Serves until asked to stop, then shuts the gateway down and removes
+    /// `gateway.json` (if it is still ours).
+    pub async fn run(self) {
+        let Self {
+            ctx,
+            listener,
+            home,
+            detached,
+            idle_grace,
+            sessions_changed,
+            file,
+        } = self;
+        let shutdown = ctx.shutdown.clone();
+        if detached {
+            tokio::spawn(exit_when_idle(
+                ctx.registry().clone(),
+                sessions_changed,
+                idle_grace,
+                shutdown.clone(),
+            ));
+        }
+        let app = crate::app::router(ctx.clone(), rpc::methods::builtin());
+        let graceful = shutdown.clone();
+        let mut server = tokio::spawn(async move {
+            axum::serve(listener, app)
+                .with_graceful_shutdown(graceful.cancelled_owned())
+                .await
+        });
+        tokio::select! {
+            () = shutdown.cancelled() => {}
+            finished = &mut server => {
+                // axum only returns early on a fatal listener error.
+                tracing::error!(outcome = ?finished.map(|r| r.map_err(|e| e.to_string())), "the server stopped unexpectedly");
+                shutdown.cancel();
+            }
+        }
+        tracing::info!("shutting down");
+        ctx.gateway.shutdown().await;
+        if !server.is_finished()
+            && tokio::time::timeout(DRAIN_TIMEOUT, &mut server)
+                .await
+                .is_err()
+        {
+            tracing::warn!("connections still open after {DRAIN_TIMEOUT:?}; closing them");
+            server.abort();
+        }
+        let pid = file.pid;
+        match tokio::task::spawn_blocking(move || GatewayFile::remove_if_owned_by(&home, pid)).await
+        {
+            Ok(Ok(_)) => {}
+            Ok(Err(err)) => tracing::warn!(error = %err, "cannot remove gateway.json"),
+            Err(err) => tracing::warn!(error = %err, "cannot remove gateway.json"),
+        }
+        tracing::info!("stopped");
+    }
+}
+
+async fn bind(home: &Path, ip: IpAddr, port: u16) -> Result<TcpListener, DaemonError> {
+    let address = SocketAddr::new(ip, port);
+    match TcpListener::bind(address).await {
+        Ok(listener) => Ok(listener),
+        Err(err) if err.kind() == std::io::ErrorKind::AddrInUse => {
+            // Another daemon of this state directory may have won a race.
+            if let Some(running) = find_running(home).await {
+                return Err(DaemonError::AlreadyRunning {
+                    address: running.address(),
+                    pid: running.file().pid,
+                });
+            }
+            Err(DaemonError::PortInUse {
+                ip,
+                port,
+                by: describe_port_owner(connect_host(ip), port).await,
+            })
+        }
+        Err(err) => Err(DaemonError::Bind {
+            address,
+            reason: err.to_string(),
+        }),
+    }
+}
+
+/// " by another copilot-bridge daemon (pid N, another state directory)" when
+/// the port's owner answers `/healthz` like one of us.
+async fn describe_port_owner(host: IpAddr, port: u16) -> String {
+    let probe = GatewayFile {
+        port,
+        pid: 0,
+        host: host.to_string(),
+        token: String::new(),
+        provider_token: String::new(),
+        default_session: String::new(),
+        started_at: String::new(),
+        version: String::new(),
+    };
+    let Ok(client) = crate::client::GatewayClient::new(probe) else {
+        return String::new();
+    };
+    match client.health().await {
+        Ok(health) if health["ok"] == true => format!(
+            " by another copilot-bridge daemon (pid {}) with a different state directory",
+            health["pid"]
+        ),
+        _ => String::new(),
+    }
+}
+
+type Signals = (tokio::signal::unix::Signal, tokio::signal::unix::Signal);
+
+fn listen_for_signals() -> Result<Signals, DaemonError> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let failed = |err: std::io::Error| DaemonError::Signals(err.to_string());
+    Ok((
+        signal(SignalKind::interrupt()).map_err(failed)?,
+        signal(SignalKind::terminate()).map_err(failed)?,
+    ))
+}
+
+async fn stop_on_signals((mut interrupt, mut terminate): Signals, shutdown: CancellationToken) {
+    tokio::select! {
+        _ = interrupt.recv() => tracing::info!("SIGINT received"),
+        _ = terminate.recv() => tracing::info!("SIGTERM received"),
+        () = shutdown.cancelled() => return,
+    }
+    shutdown.cancel();
+}
+
+/// A detached daemon lives while it has sessions, and `grace` longer.
+async fn exit_when_idle(
+    registry: SessionRegistry,
+    mut changes: watch::Receiver<u64>,
+    grace: Duration,
+    shutdown: CancellationToken,
+) {
+    loop {
+        while !registry.is_empty() {
+            tokio::select! {
+                changed = changes.changed() => if changed.is_err() { return },
+                () = shutdown.cancelled() => return,
+            }
+        }
+        tracing::info!(
+            "no sessions left; exiting in {} s unless one starts",
+            grace.as_secs_f32()
+        );
+        tokio::select! {
+            () = tokio::time::sleep(grace) => {
+                if registry.is_empty() {
+                    tracing::info!("idle grace over; exiting");
+                    shutdown.cancel();
+                    return;
+                }
+            }
+            changed = changes.changed() => if changed.is_err() { return },
+            () = shutdown.cancelled() => return,
+        }
+    }
+}

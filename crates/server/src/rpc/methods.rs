@@ -1,0 +1,259 @@
+//! The built-in methods: `session.*` and `gateway.*`.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bridge_engine::{CallOrigin, RegistryError, Session, SessionSpec, ToolOwner};
+use bridge_protocol::jsonrpc::ErrorObject;
+use serde_json::{Value, json};
+
+use super::params::invalid;
+use super::{
+    MethodTable, POLICY_DENIED, Params, RpcResult, SERVER_ERROR, SESSION_ENDING, SESSION_NOT_FOUND,
+    TOOL_FAILED,
+};
+use crate::app::ServerContext;
+
+/// How long after answering `gateway.shutdown` the daemon starts stopping,
+/// so the answer reaches the caller before its connection closes.
+const SHUTDOWN_AFTER_ANSWER: Duration = Duration::from_millis(100);
+
+/// Every built-in method. Later namespaces (`mcp.*`) add theirs to this
+/// table.
+pub fn builtin() -> MethodTable {
+    let mut table = MethodTable::new();
+    table.insert("session.list", session_list);
+    table.insert("session.create", session_create);
+    table.insert("session.end", session_end);
+    table.insert("session.tools.list", session_tools_list);
+    table.insert("session.tools.call", session_tools_call);
+    table.insert("gateway.status", gateway_status);
+    table.insert("gateway.pairings", gateway_pairings);
+    table.insert("gateway.providerToken", gateway_provider_token);
+    table.insert("gateway.shutdown", gateway_shutdown);
+    table
+}
+
+fn session_json(ctx: &ServerContext, session: &Session) -> Value {
+    let info = session.info();
+    let default_id = ctx.registry().default_session().map(|s| s.id().to_owned());
+    json!({
+        "id": info.id,
+        "label": info.label,
+        "cwd": info.cwd,
+        "foreground": info.foreground,
+        "state": session.state(),
+        "default": default_id.as_deref() == Some(session.id()),
+        "createdAt": info.created_at,
+    })
+}
+
+/// The session named by `field` (`default` = the daemon's default session).
+fn resolve(ctx: &ServerContext, params: &Params, field: &str) -> Result<Arc<Session>, ErrorObject> {
+    let id = params.required_str(field)?;
+    ctx.session(id).ok_or_else(|| no_session(id))
+}
+
+fn no_session(id: &str) -> ErrorObject {
+    let message = if id == "default" {
+        "there is no default session (every session has ended); create one with session.create"
+            .to_owned()
+    } else {
+        format!("session {id} does not exist (see session.list)")
+    };
+    ErrorObject::new(SESSION_NOT_FOUND, message).with_data(json!({"session": id}))
+}
+
+fn registry_error(err: RegistryError) -> ErrorObject {
+    match err {
+        RegistryError::NotFound(id) => no_session(&id),
+        RegistryError::Ending(id) => {
+            ErrorObject::new(SESSION_ENDING, format!("session {id} is already ending"))
+                .with_data(json!({"session": id}))
+        }
+        other => ErrorObject::new(SERVER_ERROR, other.to_string()),
+    }
+}
+
+async fn session_list(ctx: ServerContext, _params: Params) -> RpcResult {
+    let sessions: Vec<Value> = ctx
+        .registry()
+        .list()
+        .iter()
+        .map(|session| session_json(&ctx, session))
+        .collect();
+    Ok(Value::Array(sessions))
+}
+
+async fn session_create(ctx: ServerContext, params: Params) -> RpcResult {
+    let cwd = PathBuf::from(params.required_str("cwd")?);
+    if !cwd.is_absolute() {
+        return Err(invalid(
+            "cwd",
+            "must be an absolute path (the daemon's working directory is not the caller's)",
+        ));
+    }
+    let is_dir = {
+        let cwd = cwd.clone();
+        tokio::task::spawn_blocking(move || cwd.is_dir())
+            .await
+            .unwrap_or(false)
+    };
+    if !is_dir {
+        return Err(invalid(
+            "cwd",
+            &format!("must be an existing directory; {} is not", cwd.display()),
+        ));
+    }
+    let label = match params.optional_str("label")? {
+        Some(label) => label.to_owned(),
+        None => cwd.file_name().map_or_else(
+            || cwd.display().to_string(),
+            |n| n.to_string_lossy().into_owned(),
+        ),
+    };
+    let foreground = params.optional_bool("foreground")?.unwrap_or(false);
+    let registry = ctx.registry().clone();
+    let spec = SessionSpec {
+        id: None,
+        label,
+        cwd,
+        foreground,
+    };
+    // Opening a workspace reads its policy file.
+    let created = tokio::task::spawn_blocking(move || registry.create(spec))
+        .await
+        .map_err(|err| ErrorObject::new(SERVER_ERROR, format!("session.create failed: {err}")))?;
+    let session = created.map_err(registry_error)?;
+    Ok(session_json(&ctx, &session))
+}
+
+async fn session_end(ctx: ServerContext, params: Params) -> RpcResult {
+    let session = resolve(&ctx, &params, "session")?;
+    let deadline = params
+        .optional_u64("deadlineMs")?
+        .map(Duration::from_millis);
+    let id = session.id().to_owned();
+    ctx.registry()
+        .end(&id, deadline)
+        .await
+        .map_err(registry_error)?;
+    Ok(json!({"ended": id}))
+}
+
+fn owner_name(owner: &ToolOwner) -> String {
+    match owner {
+        ToolOwner::Workspace => "workspace".to_owned(),
+        ToolOwner::Provider(name) => format!("provider:{name}"),
+        ToolOwner::Mcp(name) => format!("mcp:{name}"),
+    }
+}
+
+async fn session_tools_list(ctx: ServerContext, params: Params) -> RpcResult {
+    let session = resolve(&ctx, &params, "session")?;
+    let tools: Vec<Value> = session
+        .tools()
+        .iter()
+        .map(|entry| {
+            json!({
+                "name": entry.spec.name,
+                "description": entry.spec.description,
+                "inputSchema": entry.spec.input_schema,
+                "owner": owner_name(&entry.owner),
+            })
+        })
+        .collect();
+    Ok(Value::Array(tools))
+}
+
+/// Success: `{callId, result, context?}`. Failure: a JSON-RPC error,
+/// `POLICY_DENIED` for denials and `TOOL_FAILED` otherwise, with
+/// `data = {code, message, details?, context?, callId}`.
+async fn session_tools_call(ctx: ServerContext, params: Params) -> RpcResult {
+    let session = resolve(&ctx, &params, "session")?;
+    let name = params.required_str("name")?.to_owned();
+    let arguments = params.object_or_empty("arguments")?;
+    let outcome = session.call_tool(&name, arguments, CallOrigin::Rpc).await;
+    match outcome.result {
+        Ok(result) => {
+            let mut answer = json!({"callId": outcome.call_id, "result": result});
+            if !outcome.context.is_empty() {
+                answer["context"] = json!(outcome.context);
+            }
+            Ok(answer)
+        }
+        Err(failure) => {
+            let code = if failure.is_denied() {
+                POLICY_DENIED
+            } else {
+                TOOL_FAILED
+            };
+            let mut data = json!({
+                "code": failure.code,
+                "message": failure.message,
+                "callId": outcome.call_id,
+            });
+            if let Some(details) = &failure.details {
+                data["details"] = details.clone();
+            }
+            if !outcome.context.is_empty() {
+                data["context"] = json!(outcome.context);
+            }
+            Err(ErrorObject::new(code, failure.to_string()).with_data(data))
+        }
+    }
+}
+
+async fn gateway_status(ctx: ServerContext, _params: Params) -> RpcResult {
+    let status = ctx.gateway.status();
+    let sessions: Vec<Value> = ctx
+        .registry()
+        .list()
+        .iter()
+        .map(|session| session_json(&ctx, session))
+        .collect();
+    Ok(json!({
+        "version": crate::VERSION,
+        "pid": ctx.facts.pid,
+        "port": ctx.facts.port,
+        "startedAt": ctx.facts.started_at,
+        "defaultSession": ctx.registry().default_session().map(|s| s.id().to_owned()),
+        "sessions": sessions,
+        "connections": status.connections,
+        "providers": status.providers,
+        "pendingPairings": status.pending_pairings,
+    }))
+}
+
+async fn gateway_pairings(ctx: ServerContext, _params: Params) -> RpcResult {
+    Ok(json!(ctx.gateway.pending_pairings()))
+}
+
+async fn gateway_provider_token(ctx: ServerContext, params: Params) -> RpcResult {
+    let session = match params.optional_str("session")? {
+        Some(id) => ctx.session(id).ok_or_else(|| no_session(id))?,
+        None => ctx
+            .registry()
+            .default_session()
+            .ok_or_else(|| no_session("default"))?,
+    };
+    let token = ctx
+        .gateway
+        .issue_project_token(session.id())
+        .map_err(|err| match err {
+            bridge_gateway::GatewayError::NoSuchSession(id) => no_session(&id),
+            other => ErrorObject::new(SERVER_ERROR, other.to_string()),
+        })?;
+    Ok(json!({"token": token, "session": session.id()}))
+}
+
+async fn gateway_shutdown(ctx: ServerContext, _params: Params) -> RpcResult {
+    tracing::info!("gateway.shutdown requested over /rpc");
+    let shutdown = ctx.shutdown.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(SHUTDOWN_AFTER_ANSWER).await;
+        shutdown.cancel();
+    });
+    Ok(json!({"shuttingDown": true, "pid": ctx.facts.pid}))
+}

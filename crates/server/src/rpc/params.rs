@@ -1,0 +1,98 @@
+//! Named parameters, with errors that name the field (`-32602`).
+
+use bridge_protocol::jsonrpc::{ErrorObject, INVALID_PARAMS};
+use serde_json::{Map, Value, json};
+
+/// A request's `params` object.
+#[derive(Debug, Clone, Default)]
+pub struct Params {
+    map: Map<String, Value>,
+    /// The request sent positional params; every method here takes names.
+    positional: bool,
+}
+
+impl Params {
+    pub fn new(map: Map<String, Value>) -> Self {
+        Self {
+            map,
+            positional: false,
+        }
+    }
+
+    pub(crate) fn positional() -> Self {
+        Self {
+            map: Map::new(),
+            positional: true,
+        }
+    }
+
+    fn check_shape(&self) -> Result<(), ErrorObject> {
+        if self.positional {
+            return Err(ErrorObject::new(
+                INVALID_PARAMS,
+                "invalid params: `params` must be an object of named parameters",
+            )
+            .with_data(json!({"field": "params"})));
+        }
+        Ok(())
+    }
+
+    pub fn required_str(&self, field: &str) -> Result<&str, ErrorObject> {
+        self.check_shape()?;
+        match self.map.get(field) {
+            Some(Value::String(text)) if !text.is_empty() => Ok(text),
+            Some(Value::String(_)) => Err(invalid(field, "must not be empty")),
+            Some(_) => Err(invalid(field, "must be a string")),
+            None => Err(invalid(field, "is required")),
+        }
+    }
+
+    pub fn optional_str(&self, field: &str) -> Result<Option<&str>, ErrorObject> {
+        self.check_shape()?;
+        match self.map.get(field) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(text)) if !text.is_empty() => Ok(Some(text)),
+            Some(Value::String(_)) => Err(invalid(field, "must not be empty")),
+            Some(_) => Err(invalid(field, "must be a string")),
+        }
+    }
+
+    pub fn optional_u64(&self, field: &str) -> Result<Option<u64>, ErrorObject> {
+        self.check_shape()?;
+        match self.map.get(field) {
+            None | Some(Value::Null) => Ok(None),
+            Some(value) => value
+                .as_u64()
+                .map(Some)
+                .ok_or_else(|| invalid(field, "must be a non-negative integer")),
+        }
+    }
+
+    pub fn optional_bool(&self, field: &str) -> Result<Option<bool>, ErrorObject> {
+        self.check_shape()?;
+        match self.map.get(field) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::Bool(flag)) => Ok(Some(*flag)),
+            Some(_) => Err(invalid(field, "must be true or false")),
+        }
+    }
+
+    /// An object parameter; absent or null is `{}`.
+    pub fn object_or_empty(&self, field: &str) -> Result<Value, ErrorObject> {
+        self.check_shape()?;
+        match self.map.get(field) {
+            None | Some(Value::Null) => Ok(Value::Object(Map::new())),
+            Some(value @ Value::Object(_)) => Ok(value.clone()),
+            Some(_) => Err(invalid(field, "must be a JSON object")),
+        }
+    }
+}
+
+/// `-32602` naming `field`.
+pub fn invalid(field: &str, problem: &str) -> ErrorObject {
+    ErrorObject::new(
+        INVALID_PARAMS,
+        format!("invalid params: `{field}` {problem}"),
+    )
+    .with_data(json!({"field": field}))
+}

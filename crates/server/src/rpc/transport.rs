@@ -1,0 +1,159 @@
+//! `/rpc` over HTTP `POST` and over WebSocket. Both check the bearer token
+//! first and then feed text to the dispatcher; a WebSocket connection
+//! serves requests concurrently, so a slow tool call does not hold up the
+//! next request, and survives any garbage a client sends.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::extract::ws::{CloseFrame, Message, WebSocket, WebSocketUpgrade};
+use axum::extract::{Query, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use bridge_protocol::jsonrpc::{INVALID_REQUEST, PARSE_ERROR};
+use futures::{SinkExt, StreamExt};
+use serde_json::Value;
+use tokio::sync::{Semaphore, mpsc};
+use tokio::task::JoinSet;
+
+use super::{RpcState, failure};
+use crate::guard::{presented_token, unauthorized};
+
+/// Largest request body or WebSocket message.
+pub const MAX_REQUEST_BYTES: usize = 16 * 1024 * 1024;
+/// Requests one WebSocket connection may have in flight; more wait.
+const MAX_IN_FLIGHT_PER_CONNECTION: usize = 32;
+/// Answers queued for a slow reader before requests wait.
+const OUTBOUND_QUEUE: usize = 64;
+
+fn authorized(state: &RpcState, headers: &HeaderMap, query: &HashMap<String, String>) -> bool {
+    let presented = presented_token(headers, query.get("token").map(String::as_str));
+    presented.is_some_and(|token| bridge_engine::ids::constant_time_eq(token, &state.ctx().token))
+}
+
+pub async fn http_post(State(state): State<RpcState>, headers: HeaderMap, body: Body) -> Response {
+    if !authorized(&state, &headers, &HashMap::new()) {
+        return unauthorized();
+    }
+    let declared = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|len| len > MAX_REQUEST_BYTES as u64) {
+        return too_large();
+    }
+    let bytes = match axum::body::to_bytes(body, MAX_REQUEST_BYTES).await {
+        Ok(bytes) => bytes,
+        Err(_) => return too_large(),
+    };
+    let Ok(text) = std::str::from_utf8(&bytes) else {
+        return json_response(
+            StatusCode::OK,
+            &failure(None, PARSE_ERROR, "parse error: the body is not UTF-8"),
+        );
+    };
+    match state.handle_text(text).await {
+        Some(answer) => json_response(StatusCode::OK, &answer),
+        None => StatusCode::NO_CONTENT.into_response(),
+    }
+}
+
+fn too_large() -> Response {
+    json_response(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        &failure(
+            None,
+            INVALID_REQUEST,
+            format!(
+                "invalid request: the body is larger than {} MiB (or was cut off)",
+                MAX_REQUEST_BYTES / (1024 * 1024)
+            ),
+        ),
+    )
+}
+
+fn json_response(status: StatusCode, value: &Value) -> Response {
+    (
+        status,
+        [(header::CONTENT_TYPE, "application/json")],
+        value.to_string(),
+    )
+        .into_response()
+}
+
+pub async fn websocket(
+    State(state): State<RpcState>,
+    headers: HeaderMap,
+    Query(query): Query<HashMap<String, String>>,
+    ws: WebSocketUpgrade,
+) -> Response {
+    if !authorized(&state, &headers, &query) {
+        return unauthorized();
+    }
+    ws.max_message_size(MAX_REQUEST_BYTES)
+        .max_frame_size(MAX_REQUEST_BYTES)
+        .on_upgrade(move |socket| serve(state, socket))
+}
+
+async fn serve(state: RpcState, socket: WebSocket) {
+    let (mut sink, mut stream) = socket.split();
+    let (tx, mut rx) = mpsc::channel::<Message>(OUTBOUND_QUEUE);
+    let writer = tokio::spawn(async move {
+        while let Some(message) = rx.recv().await {
+            let closing = matches!(message, Message::Close(_));
+            if sink.send(message).await.is_err() || closing {
+                break;
+            }
+        }
+        let _ = sink.close().await;
+    });
+    let limit = Arc::new(Semaphore::new(MAX_IN_FLIGHT_PER_CONNECTION));
+    let mut in_flight = JoinSet::new();
+    let shutdown = state.ctx().shutdown.clone();
+    loop {
+        tokio::select! {
+            frame = stream.next() => {
+                let text = match frame {
+                    Some(Ok(Message::Text(text))) => text.to_string(),
+                    Some(Ok(Message::Binary(_))) => {
+                        let answer = failure(None, PARSE_ERROR, "parse error: send JSON-RPC as text frames, not binary");
+                        if tx.send(Message::Text(answer.to_string().into())).await.is_err() {
+                            break;
+                        }
+                        continue;
+                    }
+                    Some(Ok(Message::Ping(_) | Message::Pong(_))) => continue,
+                    Some(Ok(Message::Close(_))) | None => break,
+                    Some(Err(err)) => {
+                        tracing::debug!(error = %err, "rpc websocket read failed");
+                        break;
+                    }
+                };
+                let Ok(permit) = limit.clone().acquire_owned().await else { break };
+                let state = state.clone();
+                let tx = tx.clone();
+                in_flight.spawn(async move {
+                    if let Some(answer) = state.handle_text(&text).await {
+                        let _ = tx.send(Message::Text(answer.to_string().into())).await;
+                    }
+                    drop(permit);
+                });
+            }
+            Some(_) = in_flight.join_next(), if !in_flight.is_empty() => {}
+            () = shutdown.cancelled() => {
+                let _ = tx.send(Message::Close(Some(CloseFrame {
+                    code: axum::extract::ws::close_code::AWAY,
+                    reason: "daemon shutting down".into(),
+                }))).await;
+                break;
+            }
+        }
+    }
+    // The client left (or the daemon is stopping): nobody will read the
+    // answers, and dropping a tool call's future cancels it.
+    in_flight.abort_all();
+    drop(tx);
+    let _ = tokio::time::timeout(Duration::from_secs(2), writer).await;
+}
