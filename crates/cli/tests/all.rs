@@ -4,6 +4,7 @@
 
 mod cli_config;
 mod cli_daemon;
+mod cli_redteam;
 mod cli_rpc;
 mod cli_serve;
 mod cli_tool;

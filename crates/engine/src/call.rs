@@ -95,17 +95,45 @@ impl CallOutcome {
     }
 }
 
+/// What one call decided and produced, before redaction.
+struct Ran {
+    owner: Option<ToolOwner>,
+    decision: Decision,
+    outcome: Result<Value, ToolFailure>,
+    context: Vec<String>,
+    /// The arguments as the audit entry and the event record them
+    /// (redacted, then summarized), when either will be written.
+    recorded_args: Option<Value>,
+}
+
+/// The arguments as records keep them: redacted first (a secret cut in
+/// half by the summary would no longer match its rule), then bounded.
+fn recorded_args(args: &Value) -> Value {
+    let mut copy = args.clone();
+    redact_value(&mut copy);
+    summarize_for_audit(&copy)
+}
+
 impl Session {
     /// Calls `name` the way every door must: the permission policy (and, for
     /// workspace tools, path containment), approval when the policy asks,
     /// the provider hook rules and gates, the tool, then secret redaction,
     /// one audit entry and a `tool.execution_complete` event.
+    ///
+    /// Hot path: the arguments are copied once (for the redacted record the
+    /// audit entry and the event share) and moved into the tool; the result
+    /// is redacted once and summarized once for both records.
     pub async fn call_tool(&self, name: &str, args: Value, origin: CallOrigin) -> CallOutcome {
         let started = Instant::now();
         let call_id = ids::unique_id("c");
         let args = if args.is_null() { json!({}) } else { args };
-        let (owner, decision, mut outcome, context) =
-            self.decide_and_run(name, &call_id, &args).await;
+        let Ran {
+            owner,
+            decision,
+            mut outcome,
+            context,
+            recorded_args,
+        } = self.decide_and_run(name, &call_id, args).await;
         if let Ok(value) = &mut outcome {
             redact_value(value);
         }
@@ -114,20 +142,29 @@ impl Session {
             err
         });
         let elapsed_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
-        self.audit_call(name, &args, &decision, &outcome, origin, elapsed_ms);
-        if owner.is_some() {
-            let result = match &outcome {
-                Ok(value) => json!({"type": "success", "output": summarize_for_audit(value)}),
-                Err(err) => json!({"type": "failure", "output": err.to_string()}),
+        let output = outcome.as_ref().ok().map(summarize_for_audit);
+        let recorded_args = recorded_args.unwrap_or_default();
+        self.audit_call(
+            name,
+            &recorded_args,
+            &decision,
+            &outcome,
+            output.as_ref(),
+            origin,
+            elapsed_ms,
+        );
+        if let Some(owner) = &owner {
+            let result = match (&outcome, output) {
+                (Ok(_), Some(output)) => json!({"type": "success", "output": output}),
+                (Ok(value), None) => {
+                    json!({"type": "success", "output": summarize_for_audit(value)})
+                }
+                (Err(err), _) => json!({"type": "failure", "output": err.to_string()}),
             };
-            let mut event_args = args;
-            redact_value(&mut event_args);
             self.emit(SessionEvent::ToolExecutionComplete {
                 tool: name.to_owned(),
-                provider: owner
-                    .as_ref()
-                    .and_then(|o| o.provider_name().map(str::to_owned)),
-                args: summarize_for_audit(&event_args),
+                provider: owner.provider_name().map(str::to_owned),
+                args: recorded_args,
                 result,
                 duration_ms: elapsed_ms,
             });
@@ -139,51 +176,49 @@ impl Session {
         }
     }
 
-    async fn decide_and_run(
-        &self,
-        name: &str,
-        call_id: &str,
-        args: &Value,
-    ) -> (
-        Option<ToolOwner>,
-        Decision,
-        Result<Value, ToolFailure>,
-        Vec<String>,
-    ) {
+    async fn decide_and_run(&self, name: &str, call_id: &str, args: Value) -> Ran {
+        let ended = |owner: Option<ToolOwner>, decision, failure, context| Ran {
+            recorded_args: (owner.is_some() || self.audit().is_some())
+                .then(|| recorded_args(&args)),
+            owner,
+            decision,
+            outcome: Err(failure),
+            context,
+        };
         let Some(entry) = self.tool(name) else {
             let reason = format!("unknown tool {name:?} in session {}", self.id());
-            return (
+            return ended(
                 None,
                 Decision::deny(reason.clone()),
-                Err(ToolFailure::new("unknown_tool", reason)),
+                ToolFailure::new("unknown_tool", reason),
                 Vec::new(),
             );
         };
         let owner = Some(entry.owner.clone());
         if !args.is_object() {
             let reason = format!("arguments of {name} must be a JSON object");
-            return (
+            return ended(
                 owner,
                 Decision::deny(reason.clone()),
-                Err(ToolFailure::new("invalid_arguments", reason)),
+                ToolFailure::new("invalid_arguments", reason),
                 Vec::new(),
             );
         }
         let guard = self.guard();
         let decision = match entry.owner {
-            ToolOwner::Workspace => guard.check_call(name, args),
-            _ => guard.check_permission(name, args),
+            ToolOwner::Workspace => guard.check_call(name, &args),
+            _ => guard.check_permission(name, &args),
         };
         let decision = match decision.decision {
             DecisionKind::Allow => decision,
             DecisionKind::Deny => {
                 let failure = ToolFailure::denied(decision.reason_or_default());
-                return (owner, decision, Err(failure), Vec::new());
+                return ended(owner, decision, failure, Vec::new());
             }
             DecisionKind::Ask => {
                 if self
                     .approver()
-                    .approve(name, args, decision.reason_or_default())
+                    .approve(name, &args, decision.reason_or_default())
                 {
                     Decision {
                         decision: DecisionKind::Allow,
@@ -195,7 +230,7 @@ impl Session {
                         decision.reason_or_default()
                     ));
                     let failure = ToolFailure::denied(denied.reason_or_default());
-                    return (owner, denied, Err(failure), Vec::new());
+                    return ended(owner, denied, failure, Vec::new());
                 }
             }
         };
@@ -205,66 +240,72 @@ impl Session {
             self.id_arc(),
             name,
             &entry.owner,
-            args,
+            &args,
             self.settings().gate_timeout,
         )
         .await;
         if let Some(reason) = verdict.denied {
             let denied = Decision::deny(reason.clone());
-            return (
-                owner,
-                denied,
-                Err(ToolFailure::denied(reason)),
-                verdict.context,
-            );
+            return ended(owner, denied, ToolFailure::denied(reason), verdict.context);
         }
         if let Some(audit) = self.audit()
             && let Err(err) = audit.ensure_writable()
         {
             let reason = format!("the audit log cannot be written ({err}); no tool runs unaudited");
-            return (
+            return ended(
                 owner,
                 Decision::deny(reason.clone()),
-                Err(ToolFailure::denied(reason)),
+                ToolFailure::denied(reason),
                 verdict.context,
             );
         }
+        // The record is taken before the tool gets the arguments by value.
+        let recorded = recorded_args(&args);
         let invocation = ToolInvocation {
             session_id: self.id_arc().clone(),
             call_id: call_id.to_owned(),
             tool: name.to_owned(),
-            args: args.clone(),
+            args,
         };
         let outcome = entry.handler.call(invocation).await;
         let decision = match &outcome {
             Err(failure) if failure.is_denied() => Decision::deny(failure.message.clone()),
             _ => decision,
         };
-        (owner, decision, outcome, verdict.context)
+        Ran {
+            owner,
+            decision,
+            outcome,
+            context: verdict.context,
+            recorded_args: Some(recorded),
+        }
     }
 
+    /// `args` is the record (redacted, summarized); `output` the summarized
+    /// result when the call succeeded.
+    #[allow(clippy::too_many_arguments)]
     fn audit_call(
         &self,
         name: &str,
         args: &Value,
         decision: &Decision,
         outcome: &Result<Value, ToolFailure>,
+        output: Option<&Value>,
         origin: CallOrigin,
         elapsed_ms: u64,
     ) {
         let Some(audit) = self.audit() else { return };
-        let output = match outcome {
-            Ok(value) => summarize_for_audit(value),
-            Err(err) => summarize_for_audit(&json!({"error": err})),
+        let output = match (outcome, output) {
+            (Ok(_), Some(output)) => output.clone(),
+            (Ok(value), None) => summarize_for_audit(value),
+            (Err(err), _) => summarize_for_audit(&json!({"error": err})),
         };
-        let mut input = args.clone();
-        redact_value(&mut input);
         let entry = AuditEntry {
             timestamp: now_timestamp(),
             session_id: self.id().to_owned(),
             hook: format!("toolCall:{}", origin.as_str()),
             tool: name.to_owned(),
-            input: summarize_for_audit(&input),
+            input: args.clone(),
             output,
             decision: decision.decision.as_str().to_owned(),
             elapsed_ms,
@@ -272,5 +313,103 @@ impl Session {
         if let Err(err) = audit.append(&entry) {
             tracing::error!(tool = name, error = %err, "audit log append failed");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use std::sync::{Arc, Mutex};
+
+    use async_trait::async_trait;
+    use bridge_policy::AuditLog;
+    use bridge_protocol::{ToolEffect, ToolSpec};
+    use serde_json::{Value, json};
+
+    use crate::{
+        CallOrigin, RegistrySettings, SessionDefaults, SessionEvent, SessionRegistry, SessionSpec,
+        ToolEntry, ToolFailure, ToolHandler, ToolInvocation, ToolOwner,
+    };
+
+    /// Keeps what it was called with; answers with the arguments.
+    struct Recorder(Mutex<Vec<Value>>);
+
+    #[async_trait]
+    impl ToolHandler for Recorder {
+        async fn call(&self, invocation: ToolInvocation) -> Result<Value, ToolFailure> {
+            self.0.lock().unwrap().push(invocation.args.clone());
+            Ok(json!({"echo": invocation.args}))
+        }
+    }
+
+    /// The tool gets the arguments as sent; the caller, the audit entry and
+    /// the event only ever see them redacted.
+    #[tokio::test]
+    async fn the_tool_gets_raw_arguments_and_every_record_is_redacted() {
+        let workspace = tempfile::tempdir().unwrap();
+        let audit_dir = tempfile::tempdir().unwrap();
+        let defaults = SessionDefaults {
+            audit: Some(AuditLog::new(audit_dir.path())),
+            ..SessionDefaults::restrictive().unwrap()
+        };
+        let registry = SessionRegistry::new(defaults, RegistrySettings::default());
+        let session = registry
+            .create(SessionSpec {
+                id: Some("s".to_owned()),
+                label: "s".to_owned(),
+                cwd: workspace.path().to_path_buf(),
+                foreground: true,
+            })
+            .unwrap();
+        let recorder = Arc::new(Recorder(Mutex::new(Vec::new())));
+        let owner = ToolOwner::Provider("p".to_owned());
+        let spec = ToolSpec {
+            name: "login".to_owned(),
+            description: "test".to_owned(),
+            input_schema: json!({"type": "object"}),
+            effect: ToolEffect::Execute,
+        };
+        let entry = ToolEntry {
+            spec,
+            owner: owner.clone(),
+            handler: recorder.clone(),
+        };
+        session.register_tools(&owner, vec![entry]).unwrap();
+        let mut events = session.subscribe();
+        let secret = "ghp_abcdefghijklmnopqrstuvwxyz0123456789";
+        let args = json!({"user": "alice", "token": secret, "long": "x".repeat(10_000)});
+        let outcome = session
+            .call_tool("login", args.clone(), CallOrigin::Gateway)
+            .await;
+
+        assert_eq!(recorder.0.lock().unwrap().as_slice(), &[args]);
+        let result = outcome.result.unwrap();
+        assert_eq!(result["echo"]["user"], "alice");
+        assert!(!result.to_string().contains(secret));
+        let SessionEvent::ToolExecutionComplete {
+            args: event_args,
+            result: event_result,
+            ..
+        } = events.recv().await.unwrap()
+        else {
+            panic!("expected tool.execution_complete");
+        };
+        assert_eq!(event_args["user"], "alice");
+        assert!(!event_args.to_string().contains(secret), "{event_args}");
+        assert!(
+            event_args["long"].as_str().unwrap().len() < 10_000,
+            "event arguments are summarized"
+        );
+        assert_eq!(event_result["type"], "success");
+        assert!(!event_result.to_string().contains(secret));
+        let audit: String = std::fs::read_dir(audit_dir.path())
+            .unwrap()
+            .map(|f| std::fs::read_to_string(f.unwrap().path()).unwrap())
+            .collect();
+        let line: Value = serde_json::from_str(audit.trim()).unwrap();
+        assert_eq!(line["input"], event_args, "audit and event record the same");
+        assert_eq!(line["output"], event_result["output"]);
+        assert!(!audit.contains(secret));
     }
 }

@@ -109,16 +109,7 @@ impl ToolTable {
         entries: Vec<ToolEntry>,
     ) -> Result<(), ToolConflict> {
         let mut table = write_lock(&self.entries);
-        for entry in &entries {
-            if let Some(existing) = table.get(&entry.spec.name)
-                && &existing.owner != owner
-            {
-                return Err(ToolConflict {
-                    name: entry.spec.name.clone(),
-                    existing: existing.owner.clone(),
-                });
-            }
-        }
+        check_conflicts(&table, owner, &entries)?;
         for entry in entries {
             table.insert(entry.spec.name.clone(), Arc::new(entry));
         }
@@ -132,16 +123,7 @@ impl ToolTable {
         entries: Vec<ToolEntry>,
     ) -> Result<(), ToolConflict> {
         let mut table = write_lock(&self.entries);
-        for entry in &entries {
-            if let Some(existing) = table.get(&entry.spec.name)
-                && &existing.owner != owner
-            {
-                return Err(ToolConflict {
-                    name: entry.spec.name.clone(),
-                    existing: existing.owner.clone(),
-                });
-            }
-        }
+        check_conflicts(&table, owner, &entries)?;
         table.retain(|_, entry| &entry.owner != owner);
         for entry in entries {
             table.insert(entry.spec.name.clone(), Arc::new(entry));
@@ -175,6 +157,25 @@ impl ToolTable {
             .get(name)
             .map(|entry| entry.owner.clone())
     }
+}
+
+/// The first of `entries` whose name another owner holds.
+fn check_conflicts(
+    table: &HashMap<String, Arc<ToolEntry>>,
+    owner: &ToolOwner,
+    entries: &[ToolEntry],
+) -> Result<(), ToolConflict> {
+    for entry in entries {
+        if let Some(existing) = table.get(&entry.spec.name)
+            && &existing.owner != owner
+        {
+            return Err(ToolConflict {
+                name: entry.spec.name.clone(),
+                existing: existing.owner.clone(),
+            });
+        }
+    }
+    Ok(())
 }
 
 // A poisoned lock means a panic while the table was being changed; the

@@ -9,7 +9,8 @@
 //!
 //! `cargo bench -p bridge-gateway --bench roundtrip`
 //! Environment: `BENCH_SECS` (measured seconds per level, default 3),
-//! `BENCH_LEVELS` (e.g. `1,10,100`), `BENCH_AUDIT` (`off`, `on` or `both`).
+//! `BENCH_LEVELS` (e.g. `1,10,100`), `BENCH_AUDIT` (`off`, `on` or `both`),
+//! `BENCH_WORKERS` (tokio worker threads; default one per core).
 
 #![allow(clippy::print_stdout)]
 
@@ -47,9 +48,14 @@ fn main() -> BenchResult<()> {
         Ok("off") => vec![false],
         _ => vec![false, true],
     };
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()?;
+    let mut builder = tokio::runtime::Builder::new_multi_thread();
+    if let Some(workers) = std::env::var("BENCH_WORKERS")
+        .ok()
+        .and_then(|s| s.parse::<usize>().ok())
+    {
+        builder.worker_threads(workers);
+    }
+    let runtime = builder.enable_all().build()?;
     println!(
         "tool.call → tool.result round trip, {secs} s per level after {} ms warm-up",
         WARM_UP.as_millis()
@@ -57,6 +63,19 @@ fn main() -> BenchResult<()> {
     println!(
         "{:<10} {:>9} {:>12} {:>10} {:>10} {:>10} {:>14}",
         "audit", "in flight", "calls/s", "p50 µs", "p99 µs", "max µs", "CPU µs/call"
+    );
+    // The floor: the same thread layout (caller on the runtime, peer on
+    // its own thread) with nothing but a 100-byte TCP echo between them.
+    let floor = runtime.block_on(tcp_echo_floor(Duration::from_secs_f64(secs)))?;
+    println!(
+        "{:<10} {:>9} {:>12.0} {:>10.1} {:>10.1} {:>10.1} {:>14.1}",
+        "tcp echo",
+        1,
+        floor.calls_per_sec,
+        floor.p50_us,
+        floor.p99_us,
+        floor.max_us,
+        floor.cpu_us_per_call
     );
     for audit in audit_modes {
         runtime.block_on(async {
@@ -98,6 +117,25 @@ struct Report {
     max_us: f64,
 }
 
+impl Report {
+    /// `latencies` in nanoseconds, of the calls that ended in `window`.
+    fn from_latencies(mut latencies: Vec<u32>, window: Duration, cpu: Duration) -> Self {
+        latencies.sort_unstable();
+        let pick = |q: f64| {
+            let index =
+                ((latencies.len() as f64 * q) as usize).min(latencies.len().saturating_sub(1));
+            f64::from(latencies.get(index).copied().unwrap_or(0)) / 1000.0
+        };
+        Self {
+            cpu_us_per_call: cpu.as_secs_f64() * 1e6 / latencies.len().max(1) as f64,
+            calls_per_sec: latencies.len() as f64 / window.as_secs_f64(),
+            p50_us: pick(0.50),
+            p99_us: pick(0.99),
+            max_us: f64::from(latencies.last().copied().unwrap_or(0)) / 1000.0,
+        }
+    }
+}
+
 impl Bench {
     async fn start(audit: bool) -> BenchResult<Self> {
         let workspace = tempfile::tempdir()?;
@@ -132,7 +170,34 @@ impl Bench {
             let _ = axum::serve(listener, app).await;
         });
         let token = gateway.issue_project_token("bench")?;
-        start_provider(&url, &token).await?;
+        // The provider is another process in real life: it gets its own
+        // thread and runtime, so it neither shares nor steals the
+        // gateway's workers.
+        let (ready_tx, ready_rx) = tokio::sync::oneshot::channel();
+        std::thread::spawn(move || {
+            let runtime = match tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+            {
+                Ok(runtime) => runtime,
+                Err(err) => {
+                    let _ = ready_tx.send(Err(err.to_string()));
+                    return;
+                }
+            };
+            runtime.block_on(async move {
+                match connect_provider(&url, &token).await {
+                    Ok(ws) => {
+                        let _ = ready_tx.send(Ok(()));
+                        serve_calls(ws).await;
+                    }
+                    Err(err) => {
+                        let _ = ready_tx.send(Err(err.to_string()));
+                    }
+                }
+            });
+        });
+        ready_rx.await??;
         Ok(Self {
             gateway,
             session,
@@ -181,19 +246,61 @@ impl Bench {
         for caller in callers {
             all.extend(caller.await??);
         }
-        all.sort_unstable();
-        let pick = |q: f64| {
-            let index = ((all.len() as f64 * q) as usize).min(all.len().saturating_sub(1));
-            f64::from(all.get(index).copied().unwrap_or(0)) / 1000.0
-        };
-        Ok(Report {
-            cpu_us_per_call: cpu.as_secs_f64() * 1e6 / all.len().max(1) as f64,
-            calls_per_sec: all.len() as f64 / window.as_secs_f64(),
-            p50_us: pick(0.50),
-            p99_us: pick(0.99),
-            max_us: f64::from(all.last().copied().unwrap_or(0)) / 1000.0,
-        })
+        Ok(Report::from_latencies(all, window, cpu))
     }
+}
+
+/// A 100-byte echo over loopback TCP, one in flight, to a peer on its own
+/// thread and runtime: what two thread wake-ups and two loopback sends
+/// cost on this machine, with no WebSocket, JSON or gateway.
+async fn tcp_echo_floor(measure: Duration) -> BenchResult<Report> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+    let addr = listener.local_addr()?;
+    listener.set_nonblocking(true)?;
+    std::thread::spawn(move || {
+        let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+        else {
+            return;
+        };
+        runtime.block_on(async move {
+            let Ok(listener) = tokio::net::TcpListener::from_std(listener) else {
+                return;
+            };
+            let Ok((mut peer, _)) = listener.accept().await else {
+                return;
+            };
+            let _ = peer.set_nodelay(true);
+            let mut buffer = [0u8; 100];
+            while peer.read_exact(&mut buffer).await.is_ok() {
+                if peer.write_all(&buffer).await.is_err() {
+                    return;
+                }
+            }
+        });
+    });
+    let mut stream = tokio::net::TcpStream::connect(addr).await?;
+    stream.set_nodelay(true)?;
+    let mut buffer = [7u8; 100];
+    let mut latencies = Vec::with_capacity(1 << 18);
+    let warm_up_end = Instant::now() + WARM_UP;
+    while Instant::now() < warm_up_end {
+        stream.write_all(&buffer).await?;
+        stream.read_exact(&mut buffer).await?;
+    }
+    let cpu_before = process_cpu_time();
+    let started = Instant::now();
+    while started.elapsed() < measure {
+        let sent = Instant::now();
+        stream.write_all(&buffer).await?;
+        stream.read_exact(&mut buffer).await?;
+        latencies.push(u32::try_from(sent.elapsed().as_nanos()).unwrap_or(u32::MAX));
+    }
+    let cpu = process_cpu_time().saturating_sub(cpu_before);
+    let window = started.elapsed();
+    Ok(Report::from_latencies(latencies, window, cpu))
 }
 
 /// User + system CPU time of this process so far (`/proc/self/stat`, in
@@ -209,7 +316,12 @@ fn process_cpu_time() -> Duration {
     };
     let fields: Vec<&str> = rest.split_whitespace().collect();
     // utime and stime are fields 14 and 15 of the line, 11 and 12 after ')'.
-    let ticks = |i: usize| fields.get(i).and_then(|f| f.parse::<u64>().ok()).unwrap_or(0);
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|f| f.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
     Duration::from_millis((ticks(11) + ticks(12)) * 1000 / TICKS_PER_SEC)
 }
 
@@ -222,9 +334,11 @@ struct Incoming<'a> {
     id: Option<&'a str>,
 }
 
-/// Registers the provider and answers `tool.call`s until the socket ends:
-/// everything already received is answered before one flush.
-async fn start_provider(url: &str, token: &str) -> BenchResult<()> {
+type ProviderSocket =
+    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+
+/// Connects, authenticates and registers the `echo` tool.
+async fn connect_provider(url: &str, token: &str) -> BenchResult<ProviderSocket> {
     // tungstenite zero-fills its whole read buffer before each read: keep it
     // small, as the gateway does.
     let config = WebSocketConfig::default().read_buffer_size(16 * 1024);
@@ -241,26 +355,29 @@ async fn start_provider(url: &str, token: &str) -> BenchResult<()> {
     });
     ws.send(Message::text(hello.to_string())).await?;
     expect(&mut ws, "hello.ack").await?;
-    tokio::spawn(async move {
-        while let Some(Ok(first)) = ws.next().await {
-            let mut next = Some(first);
-            while let Some(message) = next.take() {
-                if let Some(reply) = answer(&message)
-                    && ws.feed(Message::text(reply)).await.is_err()
-                {
-                    return;
-                }
-                next = match ws.next().now_or_never() {
-                    Some(Some(Ok(message))) => Some(message),
-                    _ => None,
-                };
-            }
-            if ws.flush().await.is_err() {
+    Ok(ws)
+}
+
+/// Answers `tool.call`s until the socket ends: everything already received
+/// is answered before one flush.
+async fn serve_calls(mut ws: ProviderSocket) {
+    while let Some(Ok(first)) = ws.next().await {
+        let mut next = Some(first);
+        while let Some(message) = next.take() {
+            if let Some(reply) = answer(&message)
+                && ws.feed(Message::text(reply)).await.is_err()
+            {
                 return;
             }
+            next = match ws.next().now_or_never() {
+                Some(Some(Ok(message))) => Some(message),
+                _ => None,
+            };
         }
-    });
-    Ok(())
+        if ws.flush().await.is_err() {
+            return;
+        }
+    }
 }
 
 fn answer(message: &Message) -> Option<String> {
@@ -275,12 +392,7 @@ fn answer(message: &Message) -> Option<String> {
     Some(format!(r#"{{"type":"tool.result","id":{id},"data":"ok"}}"#))
 }
 
-async fn expect(
-    ws: &mut tokio_tungstenite::WebSocketStream<
-        tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>,
-    >,
-    kind: &str,
-) -> BenchResult<()> {
+async fn expect(ws: &mut ProviderSocket, kind: &str) -> BenchResult<()> {
     while let Some(message) = ws.next().await {
         if let Message::Text(text) = message? {
             let value: serde_json::Value = serde_json::from_str(text.as_str())?;

@@ -140,12 +140,15 @@ fn begin_pairing(conn: &mut Connection, auth: &Auth) -> Flow {
             },
         );
     }
-    // The code goes to the user (the session timeline, `copilot-bridge
-    // pair`), never over this connection nor into the daemon log.
+    // The code goes to the user: the session timeline, `copilot-bridge
+    // pair`, and the daemon log of the user who started the daemon (a
+    // one-time, one-guess code, worthless once confirmed or failed). It
+    // never goes over this connection.
     session.log(
         "gateway",
         &format!("※ {who} requesting access. Pairing code: {code}"),
     );
+    tracing::warn!(session = %session.id(), "pairing requested by {who}: code {code} (also shown by `copilot-bridge pair`)");
     conn.state = ConnState::AwaitPairing;
     conn.out.send(GatewayMessage::AuthPairing(AuthPairing {
         prompt: PAIRING_PROMPT.to_owned(),

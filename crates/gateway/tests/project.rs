@@ -277,6 +277,10 @@ async fn a_trusted_project_provider_is_spawned_binds_to_its_session_and_serves_t
     assert!(gw.session("default").tool("env_report").is_none());
 
     // Its output reached the daemon log, under its name, redacted.
+    eventually("the provider's output in the log", || {
+        logs.text().contains("provider says hi")
+    })
+    .await;
     let text = logs.text();
     let line = text
         .lines()

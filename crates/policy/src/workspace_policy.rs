@@ -18,7 +18,7 @@
 
 mod globs;
 
-use std::fs::File;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::io::{ErrorKind, Read};
 use std::path::Path;
 
@@ -92,7 +92,13 @@ impl WorkspacePolicy {
     pub fn load(root: &Path) -> Result<Self, PolicyError> {
         let path = root.join(POLICY_FILE_NAME);
         let origin = path.display().to_string();
-        let file = match File::open(&path) {
+        // Non-blocking, so a FIFO planted under the name fails instead of
+        // hanging whoever loads the workspace.
+        let file = match std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(&path)
+        {
             Ok(file) => file,
             Err(err) if err.kind() == ErrorKind::NotFound => return Ok(Self::default()),
             Err(source) => {
@@ -111,10 +117,29 @@ impl WorkspacePolicy {
             reason: format!("larger than {MAX_POLICY_FILE_BYTES} bytes"),
         };
         let metadata = file.metadata().map_err(io_error)?;
-        if metadata.is_dir() {
+        if !metadata.is_file() {
             return Err(PolicyError::InvalidPolicyFile {
                 path: origin,
-                reason: "is a directory, not a file".to_owned(),
+                reason: "is not a regular file".to_owned(),
+            });
+        }
+        // The file can loosen the rules (write globs, shell allow list): it
+        // counts only if the user running the bridge controls it, never if
+        // another user planted it (a workspace in /tmp) or anyone may edit it.
+        let me = rustix::process::geteuid().as_raw();
+        if metadata.uid() != me {
+            return Err(PolicyError::InvalidPolicyFile {
+                path: origin,
+                reason: format!(
+                    "is owned by uid {}, not by the user running copilot-bridge (uid {me}); a policy file another user controls is not trusted",
+                    metadata.uid()
+                ),
+            });
+        }
+        if metadata.mode() & 0o002 != 0 {
+            return Err(PolicyError::InvalidPolicyFile {
+                path: origin,
+                reason: "is writable by every user; a policy anyone can edit is not trusted (chmod o-w it)".to_owned(),
             });
         }
         if metadata.len() > MAX_POLICY_FILE_BYTES {

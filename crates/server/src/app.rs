@@ -12,12 +12,19 @@ use tokio_util::sync::CancellationToken;
 use crate::rpc::MethodTable;
 use crate::{guard, health, rpc};
 
+/// The session id that names the daemon's default session.
+pub const DEFAULT_ALIAS: &str = "default";
+
 /// Facts about the running daemon that handlers report.
 #[derive(Debug, Clone)]
 pub struct DaemonFacts {
     pub pid: u32,
     pub port: u16,
     pub started_at: String,
+    /// The session created at start, which `default` names for good: once
+    /// it has ended, `default` names nothing rather than quietly another
+    /// workspace.
+    pub default_session: String,
 }
 
 /// What every handler shares. Cheap to clone.
@@ -49,12 +56,21 @@ impl ServerContext {
     pub fn session(&self, id: &str) -> Option<Arc<Session>> {
         let registry = self.registry();
         registry.get(id).or_else(|| {
-            if id == "default" {
-                registry.default_session()
+            if id == DEFAULT_ALIAS {
+                self.default_session()
             } else {
                 None
             }
         })
+    }
+
+    /// The session created at start, while it lives. The registry moves its
+    /// own default (where providers that name no session bind) to the
+    /// oldest remaining session; `/rpc` does not follow, so that a
+    /// `tool --session default` written against one workspace never runs in
+    /// another.
+    pub fn default_session(&self) -> Option<Arc<Session>> {
+        self.registry().get(&self.facts.default_session)
     }
 }
 

@@ -10,6 +10,9 @@ use serde_json::{Value, json};
 use crate::process;
 use crate::state_file::GatewayFile;
 
+/// What `/healthz` calls this daemon, to tell it from other programs.
+pub const SERVICE: &str = "copilot-bridge";
+
 /// How long a health probe may take before the daemon counts as not running.
 const HEALTH_TIMEOUT: Duration = Duration::from_secs(2);
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
@@ -46,11 +49,17 @@ pub async fn find_running(home: &Path) -> Option<GatewayClient> {
     }
     let client = GatewayClient::new(file).ok()?;
     let health = client.health().await.ok()?;
-    let same_process = health
-        .get("pid")
-        .and_then(Value::as_u64)
-        .is_none_or(|pid| pid == u64::from(client.file.pid));
-    (health["ok"] == true && same_process).then_some(client)
+    // Another program may have the port now and answer `/healthz` too; only
+    // our own daemon, answering as the pid of the file, counts. Anything
+    // less and `daemon stop` could signal an unrelated process that reused
+    // the pid, and every command would send the bearer token to a stranger.
+    (is_our_daemon(&health) && health["pid"].as_u64() == Some(u64::from(client.file.pid)))
+        .then_some(client)
+}
+
+/// `/healthz` as the copilot-bridge daemon answers it.
+pub(crate) fn is_our_daemon(health: &Value) -> bool {
+    health["ok"] == true && health["service"] == SERVICE
 }
 
 impl GatewayClient {

@@ -21,6 +21,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::app::{DaemonFacts, ServerContext};
 use crate::client::find_running;
+use crate::http::ConnectionLimits;
 use crate::state_file::{GatewayFile, ensure_private_dir};
 use crate::{process, rpc};
 
@@ -37,6 +38,8 @@ pub struct DaemonOptions {
     pub detached: bool,
     /// Spawn the providers a workspace's `tap.config.json` declares.
     pub trust_project_providers: bool,
+    /// Connection cap and request-head timeout of the HTTP server.
+    pub limits: ConnectionLimits,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -68,6 +71,7 @@ pub struct Daemon {
     idle_grace: Duration,
     sessions_changed: watch::Receiver<u64>,
     file: GatewayFile,
+    limits: ConnectionLimits,
 }
 
 impl std::fmt::Debug for Daemon {
@@ -222,6 +226,7 @@ impl Daemon {
                 pid,
                 port,
                 started_at,
+                default_session: default_session.id().to_owned(),
             }),
         };
         tracing::info!(
@@ -239,6 +244,7 @@ impl Daemon {
             idle_grace,
             sessions_changed,
             file,
+            limits: options.limits,
         })
     }
 
@@ -261,6 +267,7 @@ impl Daemon {
             idle_grace,
             sessions_changed,
             file,
+            limits,
         } = self;
         let shutdown = ctx.shutdown.clone();
         if detached {
@@ -273,16 +280,12 @@ impl Daemon {
         }
         let app = crate::app::router(ctx.clone(), rpc::methods::builtin());
         let graceful = shutdown.clone();
-        let mut server = tokio::spawn(async move {
-            axum::serve(listener, app)
-                .with_graceful_shutdown(graceful.cancelled_owned())
-                .await
-        });
+        let mut server = tokio::spawn(crate::http::serve(listener, app, limits, graceful));
         tokio::select! {
             () = shutdown.cancelled() => {}
             finished = &mut server => {
-                // axum only returns early on a fatal listener error.
-                tracing::error!(outcome = ?finished.map(|r| r.map_err(|e| e.to_string())), "the server stopped unexpectedly");
+                // The server loop only returns after `shutdown`; this is a panic.
+                tracing::error!(outcome = ?finished.map_err(|e| e.to_string()), "the server stopped unexpectedly");
                 shutdown.cancel();
             }
         }
@@ -349,7 +352,7 @@ async fn describe_port_owner(host: IpAddr, port: u16) -> String {
         return String::new();
     };
     match client.health().await {
-        Ok(health) if health["ok"] == true => format!(
+        Ok(health) if crate::client::is_our_daemon(&health) => format!(
             " by another copilot-bridge daemon (pid {}) with a different state directory",
             health["pid"]
         ),

@@ -17,15 +17,27 @@ pub(crate) fn refusal(status: StatusCode, code: &str, message: impl Into<String>
 }
 
 pub(crate) async fn require_loopback_host(request: Request, next: Next) -> Response {
-    let host = request
-        .headers()
-        .get(header::HOST)
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_owned)
-        // HTTP/2 carries the host in the URI authority instead.
-        .or_else(|| request.uri().authority().map(|a| a.as_str().to_owned()));
-    match host {
-        Some(host) if is_loopback_host(&host) => next.run(request).await,
+    let mut hosts = request.headers().get_all(header::HOST).iter();
+    let (first, second) = (hosts.next(), hosts.next());
+    if second.is_some() {
+        // Which one a proxy or the router would believe is anyone's guess.
+        return refusal(
+            StatusCode::BAD_REQUEST,
+            "forbidden_host",
+            "more than one Host header",
+        );
+    }
+    let header_host = first.map(|v| v.to_str().unwrap_or_default());
+    // An absolute-form target (`GET http://name/ HTTP/1.1`) names the host
+    // too, and HTTP says it wins over the header: both must be loopback.
+    let target_host = request.uri().authority().map(|a| a.as_str());
+    let named = header_host.or(target_host);
+    let all_loopback = [header_host, target_host]
+        .into_iter()
+        .flatten()
+        .all(is_loopback_host);
+    match named {
+        Some(_) if all_loopback => next.run(request).await,
         Some(_) => refusal(
             StatusCode::FORBIDDEN,
             "forbidden_host",
@@ -41,17 +53,21 @@ pub(crate) async fn require_loopback_host(request: Request, next: Next) -> Respo
 }
 
 pub(crate) async fn require_loopback_origin(request: Request, next: Next) -> Response {
-    match request.headers().get(header::ORIGIN) {
-        // Not a browser (curl, the CLI, scripts): the token is the check.
-        None => next.run(request).await,
-        Some(origin) if origin.to_str().is_ok_and(is_loopback_origin) => next.run(request).await,
-        Some(_) => refusal(
-            StatusCode::FORBIDDEN,
-            "forbidden_origin",
-            "requests from web pages are refused here unless their Origin is loopback \
-             (http://localhost, http://127.0.0.1 or http://[::1])",
-        ),
+    // Not a browser (curl, the CLI, scripts) when there is none: the token
+    // is the check. More than one must all be loopback.
+    let origins = request.headers().get_all(header::ORIGIN);
+    if origins
+        .iter()
+        .all(|origin| origin.to_str().is_ok_and(is_loopback_origin))
+    {
+        return next.run(request).await;
     }
+    refusal(
+        StatusCode::FORBIDDEN,
+        "forbidden_origin",
+        "requests from web pages are refused here unless their Origin is loopback \
+         (http://localhost, http://127.0.0.1 or http://[::1])",
+    )
 }
 
 pub(crate) async fn not_found() -> Response {

@@ -10,6 +10,7 @@ pub(crate) async fn healthz(State(ctx): State<ServerContext>) -> Json<Value> {
     let status = ctx.gateway.status();
     Json(json!({
         "ok": true,
+        "service": crate::client::SERVICE,
         "sessions": ctx.registry().list().len(),
         "providers": status.providers.len(),
         "connections": status.connections,

@@ -33,6 +33,7 @@ pub mod client;
 pub mod daemon;
 mod guard;
 mod health;
+pub mod http;
 pub mod process;
 pub mod rpc;
 pub mod state_file;
@@ -40,6 +41,7 @@ pub mod state_file;
 pub use app::{ServerContext, router};
 pub use client::{GatewayClient, RpcCallError, find_running};
 pub use daemon::{Daemon, DaemonError, DaemonOptions};
+pub use http::ConnectionLimits;
 pub use state_file::GatewayFile;
 
 /// The version every surface reports (`/healthz`, `gateway.status`, `gateway.json`).

@@ -4,16 +4,14 @@
 //! stdin closed, output appended to `<home>/daemon.log`) and waits until it
 //! answers; `stop` asks over `/rpc` and falls back to SIGTERM.
 
-use std::fs::OpenOptions;
 use std::io::{Read, Seek, SeekFrom};
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Command, ExitCode, Stdio};
 use std::time::{Duration, Instant};
 
 use bridge_config::BridgeConfig;
-use bridge_server::state_file::{GatewayFile, ensure_private_dir};
+use bridge_server::state_file::{GatewayFile, ensure_private_dir, open_private_log};
 use bridge_server::{GatewayClient, find_running, process};
 use serde_json::json;
 
@@ -132,15 +130,7 @@ fn open_log(home: &Path, path: &Path) -> Result<std::fs::File, Failure> {
     let fail =
         |err: std::io::Error| Failure::internal(format!("cannot open {}: {err}", path.display()));
     ensure_private_dir(home).map_err(fail)?;
-    let file = OpenOptions::new()
-        .create(true)
-        .append(true)
-        .mode(0o600)
-        .open(path)
-        .map_err(fail)?;
-    file.set_permissions(std::fs::Permissions::from_mode(0o600))
-        .map_err(fail)?;
-    Ok(file)
+    open_private_log(path).map_err(fail)
 }
 
 /// What the daemon wrote to its log since `from` (the last 4 KiB of it).
@@ -163,8 +153,15 @@ async fn stop(config: &BridgeConfig) -> Result<ExitCode, Failure> {
     };
     let pid = client.file().pid;
     if let Err(err) = client.call("gateway.shutdown", json!({})).await {
-        tracing::info!(error = %err, "gateway.shutdown failed; sending SIGTERM");
-        process::terminate(pid).map_err(Failure::internal)?;
+        // Signal only a pid that still answers as our daemon right now:
+        // after a crash the pid may belong to an unrelated process.
+        if find_running(&config.home)
+            .await
+            .is_some_and(|again| again.file().pid == pid)
+        {
+            tracing::info!(error = %err, "gateway.shutdown failed; sending SIGTERM");
+            process::terminate(pid).map_err(Failure::internal)?;
+        }
     }
     let deadline = Instant::now() + WAIT;
     while !stopped(config, &client).await {
@@ -180,12 +177,17 @@ async fn stop(config: &BridgeConfig) -> Result<ExitCode, Failure> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Gone, or (a zombie its parent has not reaped yet) no longer serving and
-/// no longer named by gateway.json.
+/// Gone (a zombie counts as gone). Where zombies cannot be told apart
+/// (no `/proc`): no longer serving and no longer named by gateway.json. On
+/// Linux that fallback would report a daemon that has just removed its file
+/// but not exited yet as stopped.
 async fn stopped(config: &BridgeConfig, client: &GatewayClient) -> bool {
     let pid = client.file().pid;
     if !process::is_alive(pid) {
         return true;
+    }
+    if cfg!(target_os = "linux") {
+        return false;
     }
     let still_published = GatewayFile::read(&config.home).is_some_and(|file| file.pid == pid);
     !still_published && client.health().await.is_err()

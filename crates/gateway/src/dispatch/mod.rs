@@ -128,14 +128,10 @@ pub(crate) fn apply_tools(
     tools: &[ProviderTool],
 ) -> Result<(), ErrorMessage> {
     validate_tools(gw, &handle.name, tools)?;
-    let mut others = gw.groups.provider_names(session.id());
-    others.extend(
-        gw.lock()
-            .providers
-            .values()
-            .filter(|p| p.is_bound_to(session.id()))
-            .map(|p| p.name.clone()),
-    );
+    // Every provider bound to the session has a group there (an empty one
+    // if it serves no tools), so this also sees providers without tools,
+    // without taking the gateway-wide lock.
+    let others = gw.groups.provider_names(session.id());
     for tool in tools {
         if let Some(holder) = reserved_by(&tool.name, &handle.name, &others) {
             return Err(ErrorMessage::new(

@@ -57,14 +57,23 @@ pub(crate) fn classify_text(settings: &GatewaySettings, text: &str) -> Inbound {
 }
 
 /// The hot path of every tool call: a `tool.result` whose `type` comes
-/// first (as every JSON encoder that keeps insertion order writes it) is
-/// read straight into its struct. The general parser has to buffer the
-/// whole message before it knows the variant (serde's internally tagged
-/// enums), which costs a copy of every value. Anything else, including a
-/// malformed result, takes the general path, which says what is wrong.
+/// first (as every JSON encoder that keeps insertion order writes it, with
+/// or without spaces) is read straight into its struct. The general parser
+/// has to buffer the whole message before it knows the variant (serde's
+/// internally tagged enums), which costs a copy of every value. Anything
+/// else, including a malformed result, takes the general path, which says
+/// what is wrong.
 fn parse_tool_result_fast(text: &str) -> Option<ToolResult> {
-    const PREFIX: &str = r#"{"type":"tool.result","#;
-    if !text.starts_with(PREFIX) {
+    let after_tag = text
+        .trim_start()
+        .strip_prefix('{')?
+        .trim_start()
+        .strip_prefix(r#""type""#)?
+        .trim_start()
+        .strip_prefix(':')?
+        .trim_start()
+        .strip_prefix(r#""tool.result""#)?;
+    if !after_tag.trim_start().starts_with(',') {
         return None;
     }
     serde_json::from_str::<ToolResult>(text).ok()
@@ -88,6 +97,8 @@ mod tests {
             r#"{"type":"tool.result","id":"c-1","data":null}"#,
             r#"{"type":"tool.result","id":"c-1","error":"x","errorCode":"NOT_FOUND","retryable":false,"extra":1}"#,
             r#"{"type":"tool.result","id":"c-1","file":{"path":"/p","mimeType":"image/png","size":3}}"#,
+            "{\"type\": \"tool.result\", \"id\": \"c-1\", \"data\": [1, 2]}",
+            " {\n  \"type\" : \"tool.result\" ,\n  \"id\": \"c-1\"\n}",
         ];
         for text in cases {
             let (fast, general) = parse_both(text);
@@ -107,6 +118,8 @@ mod tests {
             r#"{"type":"tool.result","data":1}"#,
             r#"{"id":"c-1","type":"tool.result","data":1}"#,
             r#"{"type":"tool.progress","id":"c-1"}"#,
+            r#"{"type":"tool.results","id":"c-1"}"#,
+            r#"{"type":"tool.result"}"#,
         ] {
             assert_eq!(parse_tool_result_fast(text), None, "for {text}");
         }

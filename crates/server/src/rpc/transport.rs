@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::body::Body;
+use axum::body::{Body, BodyDataStream};
 use axum::extract::ws::{CloseFrame, Message, WebSocket, WebSocketUpgrade};
 use axum::extract::{Query, State};
 use axum::http::{HeaderMap, StatusCode, header};
@@ -23,6 +23,9 @@ use crate::guard::{presented_token, unauthorized};
 
 /// Largest request body or WebSocket message.
 pub const MAX_REQUEST_BYTES: usize = 16 * 1024 * 1024;
+/// How much of an oversized body is read and dropped before answering 413.
+const MAX_DRAINED_BYTES: usize = 4 * MAX_REQUEST_BYTES;
+const MAX_DRAIN_TIME: Duration = Duration::from_secs(2);
 /// Requests one WebSocket connection may have in flight; more wait.
 const MAX_IN_FLIGHT_PER_CONNECTION: usize = 32;
 /// Answers queued for a slow reader before requests wait.
@@ -41,13 +44,20 @@ pub async fn http_post(State(state): State<RpcState>, headers: HeaderMap, body: 
         .get(header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<u64>().ok());
+    let mut body = body.into_data_stream();
     if declared.is_some_and(|len| len > MAX_REQUEST_BYTES as u64) {
-        return too_large();
+        return too_large(body).await;
     }
-    let bytes = match axum::body::to_bytes(body, MAX_REQUEST_BYTES).await {
-        Ok(bytes) => bytes,
-        Err(_) => return too_large(),
-    };
+    let mut bytes = Vec::new();
+    while let Some(chunk) = body.next().await {
+        let Ok(chunk) = chunk else {
+            return too_large(body).await;
+        };
+        if bytes.len() + chunk.len() > MAX_REQUEST_BYTES {
+            return too_large(body).await;
+        }
+        bytes.extend_from_slice(&chunk);
+    }
     let Ok(text) = std::str::from_utf8(&bytes) else {
         return json_response(
             StatusCode::OK,
@@ -60,7 +70,20 @@ pub async fn http_post(State(state): State<RpcState>, headers: HeaderMap, body: 
     }
 }
 
-fn too_large() -> Response {
+/// The 413 answer, after reading (and dropping) a bounded amount of what
+/// the client is still sending: a socket closed with unread data is reset,
+/// and the client would see "connection reset" instead of this answer.
+async fn too_large(mut rest: BodyDataStream) -> Response {
+    let drain = async {
+        let mut drained = 0usize;
+        while let Some(Ok(chunk)) = rest.next().await {
+            drained += chunk.len();
+            if drained > MAX_DRAINED_BYTES {
+                break;
+            }
+        }
+    };
+    let _ = tokio::time::timeout(MAX_DRAIN_TIME, drain).await;
     json_response(
         StatusCode::PAYLOAD_TOO_LARGE,
         &failure(

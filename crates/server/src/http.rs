@@ -1,0 +1,192 @@
+//! The daemon's HTTP/1.1 server loop. `axum::serve` sets no header-read
+//! timeout and no connection limit, so any local process could hold
+//! thousands of half-sent requests open until the daemon runs out of file
+//! descriptors (and its tools with it). Here every connection counts
+//! against a cap until its socket closes (upgraded WebSockets included),
+//! and a client gets a bounded time to send its request head.
+//!
+//! HTTP/2 is not served: no client of the daemon needs it (browsers speak
+//! it only over TLS), and prior-knowledge HTTP/2 would be one more
+//! unauthenticated way to hold a connection.
+
+use std::io;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use axum::Router;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::service::TowerToHyperService;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio_util::sync::CancellationToken;
+
+/// How long to pause after a failed `accept` (e.g. out of descriptors), so a
+/// persistent failure does not spin a core.
+const ACCEPT_BACKOFF: Duration = Duration::from_millis(50);
+
+/// How many connections the daemon holds and how long a request head may
+/// take to arrive.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ConnectionLimits {
+    /// Open connections (HTTP and WebSocket, authenticated or not); more are
+    /// closed as soon as they are accepted.
+    pub max_connections: usize,
+    /// Time from the start of a request (or of an idle keep-alive
+    /// connection) until its head is complete.
+    pub header_timeout: Duration,
+}
+
+impl Default for ConnectionLimits {
+    fn default() -> Self {
+        Self {
+            max_connections: 512,
+            header_timeout: Duration::from_secs(10),
+        }
+    }
+}
+
+impl ConnectionLimits {
+    /// The cap, lowered to half the process's descriptor limit so that a
+    /// full house still leaves descriptors for tools and the state file.
+    fn effective_max(&self) -> usize {
+        let soft = rustix::process::getrlimit(rustix::process::Resource::Nofile).current;
+        let by_descriptors =
+            soft.map_or(usize::MAX, |n| usize::try_from(n / 2).unwrap_or(usize::MAX));
+        self.max_connections
+            .min(by_descriptors)
+            .clamp(1, u32::MAX as usize)
+    }
+}
+
+/// A socket that holds one connection slot until it is dropped, whether
+/// hyper serves it or an upgraded WebSocket owns it.
+struct Counted {
+    stream: TcpStream,
+    _slot: OwnedSemaphorePermit,
+}
+
+impl AsyncRead for Counted {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.stream).poll_read(cx, buf)
+    }
+}
+
+impl AsyncWrite for Counted {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.stream).poll_write(cx, buf)
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.stream).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.stream).poll_shutdown(cx)
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.stream).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.stream.is_write_vectored()
+    }
+}
+
+/// Serves `app` on `listener` until `shutdown`, then lets open HTTP
+/// exchanges finish and returns once every connection has closed (callers
+/// bound the wait).
+pub async fn serve(
+    listener: TcpListener,
+    app: Router,
+    limits: ConnectionLimits,
+    shutdown: CancellationToken,
+) {
+    let max = limits.effective_max();
+    let slots = Arc::new(Semaphore::new(max));
+    // Logged once per episode, not once per refused connection.
+    let mut saturated = false;
+    loop {
+        let accepted = tokio::select! {
+            accepted = listener.accept() => accepted,
+            () = shutdown.cancelled() => break,
+        };
+        let stream = match accepted {
+            Ok((stream, _)) => stream,
+            Err(err) => {
+                tracing::warn!(error = %err, "cannot accept a connection");
+                tokio::time::sleep(ACCEPT_BACKOFF).await;
+                continue;
+            }
+        };
+        let Ok(slot) = slots.clone().try_acquire_owned() else {
+            if !saturated {
+                tracing::warn!(
+                    "{max} connections are open; refusing more until some close (a client may be flooding the daemon)"
+                );
+                saturated = true;
+            }
+            drop(stream);
+            continue;
+        };
+        saturated = false;
+        let counted = Counted {
+            stream,
+            _slot: slot,
+        };
+        tokio::spawn(serve_connection(
+            counted,
+            app.clone(),
+            limits.header_timeout,
+            shutdown.clone(),
+        ));
+    }
+    drop(listener);
+    // Every slot back means every socket (upgraded ones too) is closed.
+    let _ = slots
+        .acquire_many(u32::try_from(max).unwrap_or(u32::MAX))
+        .await;
+}
+
+async fn serve_connection(
+    io: Counted,
+    app: Router,
+    header_timeout: Duration,
+    shutdown: CancellationToken,
+) {
+    let mut builder = hyper::server::conn::http1::Builder::new();
+    builder
+        .timer(TokioTimer::new())
+        .header_read_timeout(header_timeout);
+    let connection = builder
+        .serve_connection(TokioIo::new(io), TowerToHyperService::new(app))
+        .with_upgrades();
+    let mut connection = std::pin::pin!(connection);
+    tokio::select! {
+        finished = connection.as_mut() => {
+            if let Err(err) = finished {
+                tracing::debug!(error = %err, "connection ended with an error");
+            }
+            return;
+        }
+        () = shutdown.cancelled() => connection.as_mut().graceful_shutdown(),
+    }
+    if let Err(err) = connection.await {
+        tracing::debug!(error = %err, "connection ended with an error while draining");
+    }
+}
