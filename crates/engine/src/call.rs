@@ -106,6 +106,26 @@ struct Ran {
     recorded_args: Option<Value>,
 }
 
+/// Redacts a result, except the payload of a file reference
+/// (`{"file": {...}, "base64": "..."}` from a provider's persistDir): that is
+/// binary data, and a rule matching by chance inside its encoding would
+/// corrupt the file. Everything around it is redacted as usual.
+fn redact_result(value: &mut Value) {
+    let is_file = value.as_object().is_some_and(|map| {
+        map.get("file").is_some_and(Value::is_object)
+            && map.get("base64").is_some_and(Value::is_string)
+    });
+    let payload = if is_file {
+        value.as_object_mut().and_then(|map| map.remove("base64"))
+    } else {
+        None
+    };
+    redact_value(value);
+    if let (Some(payload), Some(map)) = (payload, value.as_object_mut()) {
+        map.insert("base64".to_owned(), payload);
+    }
+}
+
 /// The arguments as records keep them: redacted first (a secret cut in
 /// half by the summary would no longer match its rule), then bounded.
 fn recorded_args(args: &Value) -> Value {
@@ -135,14 +155,18 @@ impl Session {
             recorded_args,
         } = self.decide_and_run(name, &call_id, args).await;
         if let Ok(value) = &mut outcome {
-            redact_value(value);
+            redact_result(value);
         }
         let outcome = outcome.map_err(|mut err| {
             err.message = bridge_policy::redact(&err.message).into_owned();
             err
         });
         let elapsed_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
-        let output = outcome.as_ref().ok().map(summarize_for_audit);
+        let output = if self.keeps_records() {
+            outcome.as_ref().ok().map(summarize_for_audit)
+        } else {
+            None
+        };
         let recorded_args = recorded_args.unwrap_or_default();
         self.audit_call(
             name,
@@ -153,7 +177,7 @@ impl Session {
             origin,
             elapsed_ms,
         );
-        if let Some(owner) = &owner {
+        if let Some(owner) = owner.as_ref().filter(|_| self.has_event_subscribers()) {
             let result = match (&outcome, output) {
                 (Ok(_), Some(output)) => json!({"type": "success", "output": output}),
                 (Ok(value), None) => {
@@ -178,8 +202,7 @@ impl Session {
 
     async fn decide_and_run(&self, name: &str, call_id: &str, args: Value) -> Ran {
         let ended = |owner: Option<ToolOwner>, decision, failure, context| Ran {
-            recorded_args: (owner.is_some() || self.audit().is_some())
-                .then(|| recorded_args(&args)),
+            recorded_args: self.keeps_records().then(|| recorded_args(&args)),
             owner,
             decision,
             outcome: Err(failure),
@@ -260,7 +283,7 @@ impl Session {
             );
         }
         // The record is taken before the tool gets the arguments by value.
-        let recorded = recorded_args(&args);
+        let recorded = self.keeps_records().then(|| recorded_args(&args));
         let invocation = ToolInvocation {
             session_id: self.id_arc().clone(),
             call_id: call_id.to_owned(),
@@ -277,7 +300,7 @@ impl Session {
             decision,
             outcome,
             context: verdict.context,
-            recorded_args: Some(recorded),
+            recorded_args: recorded,
         }
     }
 

@@ -294,6 +294,18 @@ impl Session {
         self.events.subscribe()
     }
 
+    /// Whether anyone listens to this session's events; the call path skips
+    /// building an event nobody will read.
+    pub(crate) fn has_event_subscribers(&self) -> bool {
+        self.events.receiver_count() > 0
+    }
+
+    /// Whether a call's arguments and result must be recorded (audit log or
+    /// event subscribers).
+    pub(crate) fn keeps_records(&self) -> bool {
+        self.audit.is_some() || self.has_event_subscribers()
+    }
+
     pub(crate) fn emit(&self, event: SessionEvent) {
         // No subscriber is fine: events are a view, not a store.
         let _ = self.events.send(event);

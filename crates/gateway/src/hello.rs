@@ -206,7 +206,6 @@ fn bind_claimed(
         name: hello.name.clone(),
         instance: hello.instance.clone(),
         trust: resolved.trust.clone(),
-        connection_id: conn.id,
         out: conn.out.clone(),
         registration: std::sync::Mutex::new(Registration {
             hello: template.clone(),
@@ -223,7 +222,6 @@ fn bind_claimed(
         last_active: AtomicU64::new(gw.tick()),
         reconnect_token: std::sync::Mutex::new(bridge_engine::ids::token("tok")),
         revisions: std::sync::Mutex::new(claim.revisions.clone()),
-        connected_at: Instant::now(),
         forwarders: Default::default(),
         subscribe: template.subscribe.clone(),
         persist_dir,

@@ -15,8 +15,6 @@
 // Protocol errors travel as `ErrorMessage` values (the wire shape) on cold
 // paths; boxing them would only add noise.
 #![allow(clippy::result_large_err)]
-// TEMPORARY while the modules are filled in; removed before the issue lands.
-#![allow(dead_code)]
 
 mod auth;
 mod connection;

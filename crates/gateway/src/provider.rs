@@ -58,8 +58,10 @@ impl Outbound {
         match self.tx.try_send(OutFrame::Message(message)) {
             Ok(()) => true,
             Err(mpsc::error::TrySendError::Full(_)) => {
-                tracing::warn!("provider is not reading its messages; disconnecting it");
-                self.kill.cancel();
+                if !self.kill.is_cancelled() {
+                    tracing::warn!("provider is not reading its messages; disconnecting it");
+                    self.kill.cancel();
+                }
                 false
             }
             Err(mpsc::error::TrySendError::Closed(_)) => false,
@@ -92,10 +94,6 @@ impl Outbound {
     pub(crate) fn ping(&self) -> bool {
         self.tx.try_send(OutFrame::Ping).is_ok()
     }
-
-    pub(crate) fn is_closed(&self) -> bool {
-        self.tx.is_closed() || self.kill.is_cancelled()
-    }
 }
 
 /// The answer to a `tool.call`, as the waiting caller receives it.
@@ -118,7 +116,6 @@ pub(crate) struct ProviderHandle {
     pub name: String,
     pub instance: Option<String>,
     pub trust: Trust,
-    pub connection_id: u64,
     pub out: Outbound,
     /// The registration as last declared (hello, then updates applied).
     pub registration: Mutex<Registration>,
@@ -131,7 +128,6 @@ pub(crate) struct ProviderHandle {
     pub reconnect_token: Mutex<String>,
     /// Revision per session (monotonic per (provider, session)).
     pub revisions: Mutex<HashMap<String, u64>>,
-    pub connected_at: Instant,
     /// Per bound session: stops the `session.event` forwarder.
     pub forwarders: Mutex<HashMap<String, CancellationToken>>,
     /// Event types the provider subscribed to.

@@ -212,10 +212,6 @@ impl GatewayInner {
         self.lock().trust_project_providers = trusted;
     }
 
-    pub(crate) fn provider(&self, provider_id: &str) -> Option<Arc<ProviderHandle>> {
-        self.lock().providers.get(provider_id).cloned()
-    }
-
     pub(crate) fn status(&self) -> GatewayStatus {
         let (providers, pending_pairings) = {
             let state = self.lock();

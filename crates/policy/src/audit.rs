@@ -83,14 +83,30 @@ pub fn summarize_for_audit(value: &Value) -> Value {
     }
 }
 
+/// The day's file, kept open between calls (the daemon audits every tool
+/// call; opening the file each time cost more than the write).
+#[derive(Debug)]
+struct OpenFile {
+    path: PathBuf,
+    file: File,
+    /// Device and inode it was opened at: if the path now names another
+    /// file (rotated, deleted by hand), the handle is stale and reopened,
+    /// so no entry goes to an unlinked file.
+    identity: (u64, u64),
+}
+
 #[derive(Debug, Clone)]
 pub struct AuditLog {
     dir: PathBuf,
+    open: std::sync::Arc<std::sync::Mutex<Option<OpenFile>>>,
 }
 
 impl AuditLog {
     pub fn new(dir: impl Into<PathBuf>) -> Self {
-        Self { dir: dir.into() }
+        Self {
+            dir: dir.into(),
+            open: std::sync::Arc::default(),
+        }
     }
 
     pub fn dir(&self) -> &Path {
@@ -125,28 +141,53 @@ impl AuditLog {
         })?;
         line.push(b'\n');
 
-        self.create_dir()?;
-        let io_error = |source| PolicyError::Io {
-            path: path.display().to_string(),
-            source,
-        };
-        let mut file = open_append(&path).map_err(io_error)?;
-        // One buffer, one write_all: see the module comment.
-        file.write_all(&line).map_err(io_error)
+        self.with_file(&path, |file| file.write_all(&line))
     }
 
     /// Checks that today's file can be appended to, creating it if needed.
     /// Doors call this before a tool runs, so a call that could not be
     /// audited does not run at all (fail closed).
     pub fn ensure_writable(&self) -> Result<(), PolicyError> {
-        self.create_dir()?;
         let path = self.file_for(Utc::now().date_naive());
-        open_append(&path)
-            .map(drop)
-            .map_err(|source| PolicyError::Io {
-                path: path.display().to_string(),
-                source,
-            })
+        self.with_file(&path, |_| Ok(()))
+    }
+
+    /// Runs `write` on the open file for `path`, opening (or reopening, when
+    /// the path no longer names the open file) as needed. A failed write is
+    /// retried once on a fresh handle.
+    fn with_file(
+        &self,
+        path: &Path,
+        write: impl Fn(&mut File) -> std::io::Result<()>,
+    ) -> Result<(), PolicyError> {
+        let io_error = |source| PolicyError::Io {
+            path: path.display().to_string(),
+            source,
+        };
+        let mut open = self
+            .open
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let current = open
+            .as_mut()
+            .filter(|o| o.path == path && file_identity(path).ok() == Some(o.identity));
+        if let Some(current) = current
+            && write(&mut current.file).is_ok()
+        {
+            return Ok(());
+        }
+        *open = None;
+        self.create_dir()?;
+        let mut file = open_append(path).map_err(io_error)?;
+        let identity = identity_of(&file.metadata().map_err(io_error)?);
+        // One buffer, one write_all: see the module comment.
+        write(&mut file).map_err(io_error)?;
+        *open = Some(OpenFile {
+            path: path.to_path_buf(),
+            file,
+            identity,
+        });
+        Ok(())
     }
 
     fn create_dir(&self) -> Result<(), PolicyError> {
@@ -162,6 +203,21 @@ impl AuditLog {
             source,
         })
     }
+}
+
+fn file_identity(path: &Path) -> std::io::Result<(u64, u64)> {
+    fs::metadata(path).map(|m| identity_of(&m))
+}
+
+#[cfg(unix)]
+fn identity_of(metadata: &fs::Metadata) -> (u64, u64) {
+    use std::os::unix::fs::MetadataExt;
+    (metadata.dev(), metadata.ino())
+}
+
+#[cfg(not(unix))]
+fn identity_of(metadata: &fs::Metadata) -> (u64, u64) {
+    (metadata.len(), 0)
 }
 
 /// Opens for appending, creating the file private to its owner. A file that

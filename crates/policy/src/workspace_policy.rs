@@ -18,8 +18,8 @@
 
 mod globs;
 
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::io::{ErrorKind, Read};
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::Path;
 
 use bridge_protocol::Decision;

@@ -304,3 +304,31 @@ fn summaries_cut_long_strings_and_arrays_but_keep_shape() {
     assert_eq!(summary["ok"], true);
     assert_eq!(summary["short"], "kept");
 }
+
+#[test]
+fn a_file_removed_or_rotated_under_an_open_log_is_recreated_not_written_blind() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = AuditLog::new(dir.path().join("audit"));
+    let now = now_timestamp();
+    log.append(&entry(&now, "first", json!({}))).unwrap();
+    let file = fs::read_dir(dir.path().join("audit"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    // Rotated away: the next entry must land in a new file at the path, not
+    // in the moved one through the old handle.
+    fs::rename(&file, dir.path().join("rotated.jsonl")).unwrap();
+    log.append(&entry(&now, "second", json!({}))).unwrap();
+    let current = fs::read_to_string(&file).unwrap();
+    assert!(
+        current.contains("\"second\"") && !current.contains("\"first\""),
+        "{current}"
+    );
+    // Deleted, directory and all.
+    fs::remove_dir_all(dir.path().join("audit")).unwrap();
+    log.ensure_writable().unwrap();
+    log.append(&entry(&now, "third", json!({}))).unwrap();
+    assert!(fs::read_to_string(&file).unwrap().contains("\"third\""));
+}

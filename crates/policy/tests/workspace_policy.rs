@@ -432,14 +432,18 @@ fn a_policy_file_anyone_may_edit_or_another_user_owns_is_refused() {
     let workspace = TempWorkspace::new();
     let file = workspace.write(POLICY_FILE_NAME, "writes:\n  allow: [\"**\"]\n");
     std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o666)).unwrap();
-    let err = WorkspacePolicy::load(workspace.path()).unwrap_err().to_string();
+    let err = WorkspacePolicy::load(workspace.path())
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("writable by every user"), "{err}");
     std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
     assert!(WorkspacePolicy::load(workspace.path()).is_ok());
     // Another user's file (needs root to plant one; CI runs as root).
     if rustix::process::geteuid().is_root() {
         std::os::unix::fs::chown(&file, Some(65534), Some(65534)).unwrap();
-        let err = WorkspacePolicy::load(workspace.path()).unwrap_err().to_string();
+        let err = WorkspacePolicy::load(workspace.path())
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("owned by uid 65534"), "{err}");
     }
 }
@@ -448,8 +452,13 @@ fn a_policy_file_anyone_may_edit_or_another_user_owns_is_refused() {
 fn a_fifo_named_like_the_policy_file_fails_instead_of_hanging() {
     let workspace = TempWorkspace::new();
     let path = workspace.path().join(POLICY_FILE_NAME);
-    let status = std::process::Command::new("mkfifo").arg(&path).status().unwrap();
+    let status = std::process::Command::new("mkfifo")
+        .arg(&path)
+        .status()
+        .unwrap();
     assert!(status.success());
-    let err = WorkspacePolicy::load(workspace.path()).unwrap_err().to_string();
+    let err = WorkspacePolicy::load(workspace.path())
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("not a regular file"), "{err}");
 }

@@ -127,7 +127,12 @@ pub async fn serve(
             () = shutdown.cancelled() => break,
         };
         let stream = match accepted {
-            Ok((stream, _)) => stream,
+            Ok((stream, _)) => {
+                // Small frames answer small frames: without this a reply can
+                // wait behind Nagle for the peer's delayed ACK.
+                let _ = stream.set_nodelay(true);
+                stream
+            }
             Err(err) => {
                 tracing::warn!(error = %err, "cannot accept a connection");
                 tokio::time::sleep(ACCEPT_BACKOFF).await;
