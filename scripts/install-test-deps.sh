@@ -42,3 +42,14 @@ if ! cmp -s "$requirements" "$venv/.installed-requirements.txt"; then
   "$venv/bin/python" -m pip install --quiet --disable-pip-version-check -r "$requirements"
   cp "$requirements" "$venv/.installed-requirements.txt"
 fi
+
+# The real GitHub Copilot CLI (the Copilot runner's tests start it signed
+# out): exactly this version, reinstalled only when the pin changes.
+copilot_version=1.0.102
+copilot_dir=.peers/copilot
+if [ "$(cat "$copilot_dir/.installed-version" 2>/dev/null)" != "$copilot_version" ]; then
+  mkdir -p "$copilot_dir"
+  npm install --prefix "$copilot_dir" --no-audit --no-fund --no-save --loglevel=error \
+    "@github/copilot@$copilot_version" >/dev/null
+  echo "$copilot_version" > "$copilot_dir/.installed-version"
+fi

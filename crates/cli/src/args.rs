@@ -89,6 +89,11 @@ pub enum Command {
     ProviderToken(ProviderTokenArgs),
     /// List the pairing codes external providers are waiting for.
     Pair,
+    /// Run a coding task with the agent and print the result as Markdown (see docs/runners.md).
+    Run(RunArgs),
+    /// List, show, resume or delete saved sessions (see docs/sessions.md).
+    #[command(subcommand)]
+    Sessions(SessionsCommand),
 }
 
 #[derive(Debug, Args)]
@@ -153,6 +158,82 @@ pub struct ToolArgs {
 #[derive(Debug, Args)]
 pub struct ToolsArgs {
     /// Print the full JSON specs (name, description, input schema, effect).
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// What to do, in plain words.
+    pub task: String,
+    /// Model to use (default: COPILOT_BYOK_MODEL, else the backend's default).
+    #[arg(long, value_name = "NAME")]
+    pub model: Option<String>,
+    /// Workspace root (default: the current directory).
+    #[arg(long, value_name = "DIR")]
+    pub cwd: Option<PathBuf>,
+    /// Stop the run after this many seconds (default: no limit).
+    #[arg(long, value_name = "SECS")]
+    pub timeout: Option<u64>,
+    /// Who does the work: native (our agent loop) or copilot (the GitHub Copilot CLI).
+    #[arg(long, value_name = "RUNNER", default_value = "native",
+          value_parser = ["native", "copilot"])]
+    pub runner: String,
+    /// Model turns before the run stops.
+    #[arg(long, value_name = "N", default_value_t = crate::commands::run::default_max_turns())]
+    pub max_turns: u32,
+    /// Print a numbered live log of each step before the result.
+    #[arg(long, short = 'v')]
+    pub verbose: bool,
+    /// Print the run report as JSON instead of Markdown.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SessionsCommand {
+    /// List the saved sessions, most recently updated first.
+    List {
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print a session's transcript: prompts, answers, tool calls, errors, usage.
+    Show {
+        /// The session id (see `sessions list`).
+        id: String,
+        /// Print the session's events as JSON instead of a transcript.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Continue a session with a new task, in its workspace, with its model and runner.
+    Resume(SessionsResumeArgs),
+    /// Delete a session's log.
+    Rm {
+        /// The session id (see `sessions list`).
+        id: String,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct SessionsResumeArgs {
+    /// The session id (see `sessions list`).
+    pub id: String,
+    /// What to do next, in plain words.
+    pub task: String,
+    /// Model to use (default: the one the session used).
+    #[arg(long, value_name = "NAME")]
+    pub model: Option<String>,
+    /// Stop the run after this many seconds (default: no limit).
+    #[arg(long, value_name = "SECS")]
+    pub timeout: Option<u64>,
+    /// Model turns before the run stops.
+    #[arg(long, value_name = "N", default_value_t = crate::commands::run::default_max_turns())]
+    pub max_turns: u32,
+    /// Print a numbered live log of each step before the result.
+    #[arg(long, short = 'v')]
+    pub verbose: bool,
+    /// Print the run report as JSON instead of Markdown.
     #[arg(long)]
     pub json: bool,
 }

@@ -5,6 +5,7 @@
 //! crate must stay a thin shell of argument parsing, terminal output and exit
 //! codes.
 
+mod approver;
 mod args;
 mod commands;
 mod exit;
@@ -48,5 +49,7 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
             runtime.block_on(commands::remote::provider_token(&config, cmd))
         }
         Command::Pair => runtime.block_on(commands::remote::pair(&config)),
+        Command::Run(cmd) => runtime.block_on(commands::run::run(&config, cmd)),
+        Command::Sessions(cmd) => runtime.block_on(commands::sessions::run(&config, cmd)),
     }
 }

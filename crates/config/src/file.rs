@@ -1,5 +1,5 @@
 //! Reading the configuration files: config.toml (scalars by dotted key, and
-//! the structured `[permissions]`, `[tools]`, `[copilot]` tables) and the
+//! the structured `[permissions]`, `[tools]`, `[copilot]`, `[mcp]` tables) and the
 //! small-file rules both config.toml and `.env` obey.
 
 use std::collections::BTreeMap;
@@ -15,7 +15,7 @@ use crate::value;
 use crate::{ConfigError, Source};
 
 pub(crate) const MAX_CONFIG_FILE_BYTES: u64 = 1024 * 1024;
-const STRUCTURED_TABLES: &[&str] = &["permissions", "tools", "copilot"];
+const STRUCTURED_TABLES: &[&str] = &["permissions", "tools", "copilot", "mcp"];
 
 pub(crate) type FileContents = (BTreeMap<String, Raw>, toml::Table);
 

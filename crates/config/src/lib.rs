@@ -11,6 +11,7 @@
 mod file;
 pub mod keys;
 mod loader;
+pub mod mcp;
 mod secret;
 mod show;
 mod value;
@@ -23,6 +24,7 @@ use bridge_tools::ToolSettings;
 
 pub use keys::{KEYS, KeySpec};
 pub use loader::{ConfigLoader, DEFAULT_IDLE_EXIT_SECS, DEFAULT_PORT};
+pub use mcp::{McpServerConfig, McpSettings, McpTransport};
 pub use secret::Secret;
 pub use show::ShownValue;
 pub use value::{ByokProvider, LogLevel};
@@ -108,6 +110,8 @@ pub struct BridgeConfig {
     pub permissions: PermissionRules,
     pub tools: ToolSettings,
     pub copilot: CopilotSettings,
+    /// `[mcp.servers.NAME]`: the MCP servers whose tools sessions get.
+    pub mcp: McpSettings,
     /// The source of each scalar key, by its config.toml name.
     pub sources: BTreeMap<&'static str, Source>,
     /// The config file that was read, if one existed.

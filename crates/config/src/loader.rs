@@ -213,6 +213,12 @@ impl ConfigLoader {
         let (permissions, tools) =
             structured_sections(&structured, &file_path, &mut builder.errors);
         let copilot = copilot_section(&structured, &file_path, &mut builder.errors);
+        let mcp = crate::mcp::mcp_section(
+            &structured,
+            &file_path,
+            |text| self.absolute(text),
+            &mut builder.errors,
+        );
 
         let Builder {
             mut errors,
@@ -255,6 +261,7 @@ impl ConfigLoader {
             permissions,
             tools,
             copilot,
+            mcp,
             sources,
             config_file,
         })

@@ -84,6 +84,14 @@ impl BridgeConfig {
             "values": self.show(),
             "permissions": self.permissions,
             "tools": redacted_tools,
+            "mcp": {
+                "servers": self
+                    .mcp
+                    .servers
+                    .iter()
+                    .map(|(name, server)| (name.clone(), server.redacted()))
+                    .collect::<serde_json::Map<_, _>>(),
+            },
         })
     }
 }

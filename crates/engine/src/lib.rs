@@ -16,6 +16,7 @@ mod events;
 mod hooks;
 pub mod ids;
 pub mod log;
+pub mod mcp;
 mod registry;
 pub mod runner;
 mod session;

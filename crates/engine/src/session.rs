@@ -58,6 +58,10 @@ pub struct Session {
     /// User messages so far: lets the gateway tell "a user message arrived
     /// since" (it resumes paused injects) without subscribing to events.
     user_messages: AtomicU64,
+    /// The model its runs use unless a run names one; `None`: the backend's.
+    model: Mutex<Option<String>>,
+    /// Which runner does its work.
+    runner: Mutex<crate::runner::RunnerKind>,
     guard: Arc<Guard>,
     approver: Arc<dyn Approver>,
     audit: Option<AuditLog>,
@@ -97,6 +101,8 @@ impl Session {
             events,
             timeline: Mutex::new(VecDeque::new()),
             user_messages: AtomicU64::new(0),
+            model: Mutex::new(None),
+            runner: Mutex::new(crate::runner::RunnerKind::default()),
             guard: parts.guard,
             approver: parts.approver,
             audit: parts.audit,
@@ -127,6 +133,24 @@ impl Session {
 
     pub(crate) fn set_ending(&self) {
         *lock(&self.state) = SessionState::Ending;
+    }
+
+    /// The model this session's runs use when a run names none.
+    pub fn model(&self) -> Option<String> {
+        lock(&self.model).clone()
+    }
+
+    pub fn set_model(&self, model: Option<String>) {
+        *lock(&self.model) = model;
+    }
+
+    /// The runner that does this session's work (native by default).
+    pub fn runner_kind(&self) -> crate::runner::RunnerKind {
+        *lock(&self.runner)
+    }
+
+    pub fn set_runner_kind(&self, kind: crate::runner::RunnerKind) {
+        *lock(&self.runner) = kind;
     }
 
     pub fn guard(&self) -> &Arc<Guard> {

@@ -1,3 +1,6 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod copilot_runner;
+mod log;
+mod mcp;
 mod registry;

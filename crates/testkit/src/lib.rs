@@ -6,9 +6,11 @@
 //! must not fake the thing under test: helpers here build real files, real
 //! directories and real symlinks for tests to run against.
 
+pub mod mcp_server;
 pub mod mock_llm;
 pub mod provider_client;
 
+pub use mcp_server::mcp_test_server;
 pub use mock_llm::{MockLlm, MockReply, MockToolCall, RecordedRequest};
 pub use provider_client::{ProviderClient, Received};
 
@@ -92,4 +94,44 @@ impl Default for TempWorkspace {
     fn default() -> Self {
         Self::new()
     }
+}
+
+/// The path of one of this crate's binaries (`mock-llm`, `fake-copilot-cli`,
+/// `mcp-test-server`), built on first use. A dev-dependency's binaries are
+/// not built by `cargo test` of the crate that depends on it, so tests that
+/// spawn them call this.
+///
+/// Panics (tests only) when the build fails.
+#[allow(clippy::expect_used)]
+pub fn built_binary(name: &str) -> PathBuf {
+    use std::collections::HashMap;
+    use std::sync::{Mutex, OnceLock};
+    static BUILT: OnceLock<Mutex<HashMap<String, PathBuf>>> = OnceLock::new();
+    let built = BUILT.get_or_init(Mutex::default);
+    let mut built = built
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some(path) = built.get(name) {
+        return path.clone();
+    }
+    let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
+    let status = std::process::Command::new(cargo)
+        .args(["build", "-q", "-p", "bridge-testkit", "--bin", name])
+        .current_dir(&workspace)
+        .status()
+        .expect("cargo build of a testkit binary could not start");
+    assert!(
+        status.success(),
+        "cargo build -p bridge-testkit --bin {name} failed"
+    );
+    // The test executable lives in target/<profile>/deps/.
+    let exe = std::env::current_exe().expect("the test executable's path");
+    let dir = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("the test executable is in target/<profile>/deps");
+    let path = dir.join(format!("{name}{}", std::env::consts::EXE_SUFFIX));
+    built.insert(name.to_owned(), path.clone());
+    path
 }

@@ -1,13 +1,13 @@
 //! `copilot-bridge tool NAME --args JSON [--cwd DIR | --session ID]` and `copilot-bridge tools`.
 
-use std::io::{IsTerminal, Read, Write};
+use std::io::{Read, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
 use bridge_config::BridgeConfig;
 use bridge_policy::{AuditLog, Guard, PermissionPolicy, WorkspacePolicy, WorkspaceRoot};
-use bridge_tools::{Approver, ToolContext, ToolError, ToolRegistry, ToolRunner};
+use bridge_tools::{ToolContext, ToolError, ToolRegistry, ToolRunner};
 use serde_json::{Value, json};
 
 use crate::args::{ToolArgs, ToolsArgs};
@@ -95,11 +95,10 @@ fn build_runner(config: &BridgeConfig, cwd: Option<PathBuf>) -> Result<ToolRunne
         .map_err(|err| Failure::new(exit::CONFIG, format!("workspace policy error: {err}")))?;
     let guard = Guard::new(root, permission, workspace, config.read_only);
     let ctx = ToolContext::new(Arc::new(guard), Arc::new(config.tools.clone()));
-    let mut runner = ToolRunner::new(ToolRegistry::builtin(), ctx)
+    let runner = ToolRunner::new(ToolRegistry::builtin(), ctx)
         .with_audit(AuditLog::new(&config.audit_log_dir), "cli");
-    if std::io::stdin().is_terminal() && std::io::stderr().is_terminal() {
-        runner = runner.with_approver(Arc::new(TerminalApprover));
-    }
+    let asking = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let runner = runner.with_approver(crate::approver::for_this_terminal(asking));
     Ok(runner)
 }
 
@@ -136,25 +135,4 @@ pub(crate) fn write_stdout(text: &str) -> Result<(), Failure> {
         .write_all(text.as_bytes())
         .and_then(|()| stdout.flush())
         .map_err(|err| Failure::internal(format!("cannot write to stdout: {err}")))
-}
-
-/// Asks on the terminal when the policy says "ask".
-struct TerminalApprover;
-
-impl Approver for TerminalApprover {
-    fn approve(&self, tool: &str, args: &Value, reason: &str) -> bool {
-        let mut shown = args.clone();
-        bridge_policy::redact_value(&mut shown);
-        let mut stderr = std::io::stderr().lock();
-        let _ = write!(
-            stderr,
-            "copilot-bridge: {tool} needs approval: {reason}\n  arguments: {shown}\nAllow? [y/N] "
-        );
-        let _ = stderr.flush();
-        let mut answer = String::new();
-        if std::io::stdin().read_line(&mut answer).is_err() {
-            return false;
-        }
-        matches!(answer.trim().to_ascii_lowercase().as_str(), "y" | "yes")
-    }
 }

@@ -5,13 +5,77 @@
 //! Each line is one [`LoggedEvent`]: `{seq, id, parentId, timestamp, type,
 //! data}`. Ephemeral events (streaming deltas, progress) go to live
 //! subscribers only and are never written.
+//!
+//! # API
+//!
+//! - [`EventLog::create`]`(dir, id, meta)` makes `dir` (mode 0700) and a new
+//!   file (mode 0600, `O_APPEND`) and writes `session.start` with `meta`.
+//! - [`EventLog::resume`]`(dir, id)` replays the file, continues its `seq`,
+//!   writes `session.resume` and hands back a [`Replayed`]: the conversation
+//!   ([`ConversationItem`]s: prompts, assistant messages with their tool
+//!   calls, tool results) a runner needs to carry on.
+//! - [`EventLog::append`]`(kind, data, parent)` queues one durable event and
+//!   returns its [`EventRef`] at once; [`EventLog::ephemeral`] only reaches
+//!   live subscribers; [`EventLog::subscribe`] sees both, in order.
+//! - [`EventLog::flush`] returns once everything queued is on disk
+//!   (`fdatasync`); [`EventLog::close`] flushes and stops the writer.
+//! - [`replay`]`(path)` streams a file line by line; [`list`]`(dir)` and
+//!   [`remove`]`(dir, id)` back `copilot-bridge sessions`.
+//!
+//! # Durability
+//!
+//! The writer task takes every event queued since its last write and writes
+//! them with one `write(2)`, so a burst costs one system call, and nothing
+//! waits in a user-space buffer once the queue is empty. It calls
+//! `fdatasync` on [`EventLog::flush`] and [`EventLog::close`], not per
+//! event: a crash of the process loses nothing already written, a crash of
+//! the machine may lose the events since the last flush. Lines are only ever
+//! appended; the one exception is [`EventLog::resume`] cutting the torn tail
+//! a crash left, so the next line starts on a line of its own.
+//!
+//! A write error stops the writer: later events are dropped (the file keeps
+//! a readable prefix) and the next `flush`/`close` returns the error.
+//!
+//! # Reading damaged files
+//!
+//! A line longer than [`MAX_LINE_BYTES`] or that is not a JSON event is a
+//! [`LogError::Corrupt`] naming the file and line; [`replay`] reports it and
+//! goes on with the next line. A torn last line (a crash mid-write) is
+//! skipped with a warning. No file content makes replay panic, hang (a FIFO
+//! at the session path is refused, not opened for a blocking read) or
+//! allocate more than one line's bound.
+//!
+//! # Secrets
+//!
+//! Event data is run through [`bridge_policy::redact_value`] before it
+//! reaches the disk. Live subscribers see the event as appended: anything
+//! that prints them must redact.
 
+mod files;
+mod list;
+mod replay;
+mod resume;
 pub mod types;
+mod writer;
 
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+
+pub use list::{SessionStatus, SessionSummary, list, remove};
+pub use replay::{Replay, replay};
+pub use resume::{ConversationItem, INTERRUPTED_TOOL_RESULT, Replayed, SkippedLine, ToolRequest};
+pub use writer::{EventLog, EventRef};
+
+/// Longest line a session file may hold. A longer event is written with its
+/// `data` cut down (see [`EventLog::append`]); a longer line read back is a
+/// [`LogError::Corrupt`], so a damaged file never costs more memory than
+/// this.
+pub const MAX_LINE_BYTES: usize = 8 * 1024 * 1024;
+
+/// Longest session id.
+pub const MAX_SESSION_ID_LEN: usize = 128;
 
 /// One line of a session file.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -50,9 +114,87 @@ pub enum LogError {
     NotFound(String),
     #[error("the log writer of {0} has stopped")]
     Closed(String),
+    #[error("invalid session id {id:?}: {reason}")]
+    InvalidId { id: String, reason: &'static str },
+    #[error("session {0} already has a log")]
+    Exists(String),
+    #[error("session {0} is in use by another process")]
+    Busy(String),
+    #[error("{path} is not a regular file")]
+    NotAFile { path: PathBuf },
 }
 
-/// The file of session `id` under `dir`.
+impl LogError {
+    pub(crate) fn io(path: &Path, source: std::io::Error) -> Self {
+        Self::Io {
+            path: path.to_path_buf(),
+            source,
+        }
+    }
+}
+
+/// The file of session `id` under `dir`. Call [`validate_session_id`]
+/// first: an id is a file name.
 pub fn session_file(dir: &Path, id: &str) -> PathBuf {
     dir.join(format!("{id}.jsonl"))
+}
+
+/// Accepts ids made of ASCII letters, digits, `.`, `_` and `-`, at most
+/// [`MAX_SESSION_ID_LEN`] long, not starting with `.` or `-`: such an id is
+/// one plain file name (no `/`, no `..`, no hidden file, never read as a
+/// command-line flag).
+pub fn validate_session_id(id: &str) -> Result<(), LogError> {
+    let invalid = |reason| {
+        Err(LogError::InvalidId {
+            id: id.chars().take(MAX_SESSION_ID_LEN + 8).collect(),
+            reason,
+        })
+    };
+    if id.is_empty() {
+        return invalid("it is empty");
+    }
+    if id.len() > MAX_SESSION_ID_LEN {
+        return invalid("it is longer than 128 characters");
+    }
+    if id.starts_with('.') || id.starts_with('-') {
+        return invalid("it starts with '.' or '-'");
+    }
+    if !id
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
+    {
+        return invalid("only letters, digits, '.', '_' and '-' are allowed");
+    }
+    Ok(())
+}
+
+/// A fresh session id such as `20261121-153012-3fa91c`: sorts by creation
+/// time, and is short enough to type.
+pub fn new_session_id() -> String {
+    let now = bridge_policy::audit::now_timestamp();
+    // "2026-11-21T15:30:12.123Z" → "20261121-153012"
+    let digits: String = now.chars().take(19).filter(char::is_ascii_digit).collect();
+    let (date, time) = digits.split_at(digits.len().min(8));
+    format!("{date}-{time}-{}", crate::ids::random_hex(3))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn session_ids_are_plain_file_names() {
+        for good in ["a", "s-3fa91c07-42", "20261121-153012-3fa91c", "A.b_c"] {
+            assert!(validate_session_id(good).is_ok(), "{good}");
+        }
+        for bad in [
+            "", ".", "..", "../x", "a/b", ".hidden", "-rf", "a b", "é", "a\0b", "a\\b",
+        ] {
+            assert!(validate_session_id(bad).is_err(), "{bad:?}");
+        }
+        assert!(validate_session_id(&"x".repeat(129)).is_err());
+        let id = new_session_id();
+        assert!(validate_session_id(&id).is_ok(), "{id}");
+        assert_eq!(id.len(), "20261121-153012-3fa91c".len(), "{id}");
+    }
 }

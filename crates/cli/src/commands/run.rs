@@ -1,0 +1,302 @@
+//! `copilot-bridge run "TASK"`: one task, start to finish, in a fresh
+//! session of the current directory (or `--cwd`), printed as Markdown with
+//! the tool calls and statistics; `--verbose` adds a numbered live log.
+//!
+//! The backend is chosen exactly as `validate` chooses it; without a usable
+//! one the command fails at once (exit 3) naming the settings to set. Every
+//! step goes to the session's log (`$COPILOT_BRIDGE_HOME/sessions/ID.jsonl`),
+//! which [`execute`] with [`Start::Resume`] continues (`sessions resume`).
+
+mod live;
+mod report;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+
+use bridge_config::BridgeConfig;
+use bridge_engine::log::{EventLog, new_session_id};
+use bridge_engine::runner::copilot::{ByokProvider, CopilotCliConfig, CopilotRunner};
+use bridge_engine::runner::native::{DEFAULT_MAX_TURNS, NativeRunner, NativeSettings};
+use bridge_engine::runner::{RunContext, RunReport, RunRequest, RunStatus, Runner, RunnerKind};
+use bridge_engine::{RegistrySettings, Session, SessionDefaults, SessionRegistry, SessionSpec};
+use bridge_llm::{LlmError, select_backend};
+use bridge_policy::PermissionPolicy;
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+use crate::args::RunArgs;
+use crate::exit::{self, Failure};
+
+/// Exit code of a run stopped by Ctrl-C (128 + SIGINT, as shells report it).
+pub const CANCELLED: u8 = 130;
+
+/// How to run one task, from the command line.
+#[derive(Debug, Clone)]
+pub struct TaskOptions {
+    pub task: String,
+    pub model: Option<String>,
+    pub cwd: Option<PathBuf>,
+    pub timeout: Option<Duration>,
+    pub runner: RunnerKind,
+    pub max_turns: u32,
+    pub verbose: bool,
+    pub json: bool,
+}
+
+/// A new session, or one whose log is continued.
+#[derive(Debug, Clone)]
+pub enum Start {
+    New,
+    Resume { session_id: String },
+}
+
+pub async fn run(config: &BridgeConfig, args: RunArgs) -> Result<ExitCode, Failure> {
+    let runner: RunnerKind = args.runner.parse().map_err(Failure::usage)?;
+    let options = TaskOptions {
+        task: args.task,
+        model: args.model,
+        cwd: args.cwd,
+        timeout: args.timeout.map(Duration::from_secs),
+        runner,
+        max_turns: args.max_turns,
+        verbose: args.verbose,
+        json: args.json,
+    };
+    execute(config, options, Start::New).await
+}
+
+/// Runs a task in a new or resumed session and prints the report. The
+/// `sessions resume` command calls this with [`Start::Resume`].
+pub async fn execute(
+    config: &BridgeConfig,
+    options: TaskOptions,
+    start: Start,
+) -> Result<ExitCode, Failure> {
+    if options.task.trim().is_empty() {
+        return Err(Failure::usage("the task is empty: say what to do"));
+    }
+    if options.max_turns == 0 {
+        return Err(Failure::usage("--max-turns must be at least 1"));
+    }
+    let sessions_dir = config.home.join("sessions");
+    // The log is opened first on resume: it says where and how the session ran.
+    let (log, replayed) = match &start {
+        Start::New => (None, None),
+        Start::Resume { session_id } => {
+            let (log, replayed) = EventLog::resume(&sessions_dir, session_id)
+                .await
+                .map_err(|err| Failure::new(exit::FAILED, format!("cannot resume: {err}")))?;
+            (Some(log), Some(replayed))
+        }
+    };
+    let remembered = replayed.as_ref().map(|r| &r.meta);
+    let runner_kind = match remembered
+        .and_then(|meta| meta.get("runner"))
+        .and_then(Value::as_str)
+    {
+        Some(kind) => kind.parse().unwrap_or(options.runner),
+        None => options.runner,
+    };
+    let (runner, backend_name) = build_runner(config, runner_kind).await?;
+    let cwd = match (
+        &options.cwd,
+        remembered
+            .and_then(|m| m.get("cwd"))
+            .and_then(Value::as_str),
+    ) {
+        (Some(dir), _) => dir.clone(),
+        (None, Some(dir)) => PathBuf::from(dir),
+        (None, None) => std::env::current_dir()
+            .map_err(|err| Failure::usage(format!("cannot read the current directory: {err}")))?,
+    };
+    let model = options.model.clone().or_else(|| {
+        remembered
+            .and_then(|meta| meta.get("model"))
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+    });
+    let asking = Arc::new(AtomicBool::new(false));
+    let session_id = match &start {
+        Start::New => new_session_id(),
+        Start::Resume { session_id } => session_id.clone(),
+    };
+    let session = create_session(config, &cwd, &session_id, asking.clone())?;
+    session.set_model(model.clone());
+    session.set_runner_kind(runner_kind);
+    let log = match log {
+        Some(log) => log,
+        None => {
+            let meta = json!({
+                "cwd": session.cwd(),
+                "model": model,
+                "runner": runner_kind,
+                "backend": backend_name,
+                "label": "run",
+            });
+            EventLog::create(&sessions_dir, &session_id, meta)
+                .await
+                .map_err(|err| {
+                    Failure::new(exit::FAILED, format!("cannot start the session log: {err}"))
+                })?
+        }
+    };
+    let request = RunRequest {
+        task: options.task.clone(),
+        model: options.model.clone(),
+        max_turns: options.max_turns,
+        timeout: options.timeout,
+    };
+    let progress = !options.json && std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let live = live::Live::start(&log, options.verbose && !options.json, progress, asking);
+    let cancel = CancellationToken::new();
+    let on_interrupt = tokio::spawn(cancel_on_interrupt(cancel.clone()));
+    let context = RunContext::new(cancel).with_log(log.clone());
+    let report = match replayed {
+        Some(replayed) => runner.resume(session, request, replayed, context).await,
+        None => runner.run(session, request, context).await,
+    };
+    on_interrupt.abort();
+    live.finish().await;
+    if let Err(err) = log.close().await {
+        tracing::warn!(error = %err, "the session log could not be closed cleanly");
+    }
+    print_report(&report, options.json)?;
+    Ok(exit_code(&report))
+}
+
+/// Picks the runner; for the native one, the backend exactly as `validate`
+/// picks it, failing fast when there is none.
+async fn build_runner(
+    config: &BridgeConfig,
+    kind: RunnerKind,
+) -> Result<(Arc<dyn Runner>, String), Failure> {
+    match kind {
+        RunnerKind::Native => {
+            let settings = super::validate::settings_from(config, |name| std::env::var(name).ok());
+            let explicit = settings.provider.is_some();
+            let selected = select_backend(settings)
+                .await
+                .map_err(|err| no_backend(&err, explicit))?;
+            let native = NativeSettings {
+                project_context: config.project_context.clone(),
+                error_policy: config.error_policy(),
+                ..NativeSettings::default()
+            };
+            let name = selected.kind.to_owned();
+            Ok((Arc::new(NativeRunner::new(selected.backend, native)), name))
+        }
+        RunnerKind::Copilot => {
+            let runner = CopilotRunner::new(copilot_cli_config(config)?);
+            Ok((Arc::new(runner), "copilot-cli".to_owned()))
+        }
+    }
+}
+
+/// The Copilot CLI's settings from ours: its path, the GitHub token, and a
+/// BYOK provider when one is configured.
+fn copilot_cli_config(config: &BridgeConfig) -> Result<CopilotCliConfig, Failure> {
+    let byok = match config.byok.provider {
+        None => None,
+        Some(provider) => Some(
+            ByokProvider::from_settings(
+                provider.as_str(),
+                config.byok.base_url.as_deref(),
+                config.byok.api_key.as_ref().map(|key| key.expose()),
+                config.byok.model.as_deref(),
+            )
+            .map_err(|err| Failure::new(exit::CONFIG, format!("configuration error: {err}")))?,
+        ),
+    };
+    Ok(CopilotCliConfig {
+        cli_path: config.cli_path.clone(),
+        github_token: config.github_token.as_ref().map(|t| t.expose().to_owned()),
+        byok,
+        ..CopilotCliConfig::default()
+    })
+}
+
+/// No usable backend: a configuration problem (exit 3) whose message names
+/// the settings and the command that checks them.
+fn no_backend(err: &LlmError, explicit: bool) -> Failure {
+    let message = match err {
+        // This message already lists every setting and suggests `validate`.
+        LlmError::NotConfigured(message) if !explicit => message.clone(),
+        other => format!(
+            "{other}. Fix the setting, then check the backend with `copilot-bridge validate`."
+        ),
+    };
+    Failure::new(exit::CONFIG, format!("cannot run: {message}"))
+}
+
+fn create_session(
+    config: &BridgeConfig,
+    cwd: &std::path::Path,
+    id: &str,
+    asking: Arc<AtomicBool>,
+) -> Result<Arc<Session>, Failure> {
+    let permission = PermissionPolicy::compile(&config.permissions)
+        .map_err(|err| Failure::new(exit::CONFIG, format!("configuration error: {err}")))?;
+    let defaults = SessionDefaults {
+        permission,
+        read_only: config.read_only,
+        tool_settings: Arc::new(config.tools.clone()),
+        audit: Some(bridge_policy::AuditLog::new(&config.audit_log_dir)),
+        approver: crate::approver::for_this_terminal(asking),
+        home: None,
+    };
+    let registry = SessionRegistry::new(defaults, RegistrySettings::default());
+    registry
+        .create(SessionSpec {
+            id: Some(id.to_owned()),
+            label: "run".to_owned(),
+            cwd: cwd.to_path_buf(),
+            foreground: true,
+        })
+        .map_err(|err| Failure::usage(err.to_string()))
+}
+
+async fn cancel_on_interrupt(cancel: CancellationToken) {
+    if tokio::signal::ctrl_c().await.is_ok() {
+        cancel.cancel();
+    }
+}
+
+fn print_report(report: &RunReport, as_json: bool) -> Result<(), Failure> {
+    if as_json {
+        let mut value = serde_json::to_value(report).unwrap_or(Value::Null);
+        bridge_policy::redact_value(&mut value);
+        return super::tool::print_json(&value, false);
+    }
+    let mut text = report::markdown(report);
+    if !text.ends_with('\n') {
+        text.push('\n');
+    }
+    if report.status != RunStatus::Completed {
+        // The reason also goes to stderr, where scripts look for it.
+        let reason = report.error.as_deref().unwrap_or("no reason given");
+        eprintln!(
+            "copilot-bridge: run {}: {}",
+            report::status_word(report.status),
+            bridge_policy::redact(reason)
+        );
+    }
+    super::tool::write_stdout(&text)
+}
+
+fn exit_code(report: &RunReport) -> ExitCode {
+    match report.status {
+        RunStatus::Completed => ExitCode::SUCCESS,
+        RunStatus::Cancelled => ExitCode::from(CANCELLED),
+        RunStatus::Failed | RunStatus::MaxTurns | RunStatus::TimedOut => {
+            ExitCode::from(exit::FAILED)
+        }
+    }
+}
+
+/// The default of `--max-turns`, for the argument parser.
+pub const fn default_max_turns() -> u32 {
+    DEFAULT_MAX_TURNS
+}

@@ -1,0 +1,187 @@
+//! Loop overhead per tool round trip, the model excluded: an in-process
+//! backend answers at once with one tool call per turn, and the tool answers
+//! at once, so what is measured is the loop itself (request building,
+//! stream assembly, `Session::call_tool` with policy, rules, redaction,
+//! `onPostToolUse`, events). Target: < 100 µs per round trip.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use bridge_engine::log::EventLog;
+use bridge_engine::runner::native::{NativeRunner, NativeSettings};
+use bridge_engine::runner::{RunContext, RunRequest, RunStatus, Runner};
+use bridge_engine::{
+    RegistrySettings, SessionDefaults, SessionRegistry, SessionSpec, ToolEntry, ToolFailure,
+    ToolHandler, ToolInvocation, ToolOwner,
+};
+use bridge_llm::{ChatBackend, ChatEvent, ChatRequest, ChatStream, FinishReason, LlmError, Usage};
+use bridge_protocol::{ToolEffect, ToolSpec};
+use criterion::{Criterion, criterion_group, criterion_main};
+use futures::StreamExt;
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+/// Round trips per run: the conversation grows with each, as in real use.
+const ROUND_TRIPS: u32 = 20;
+
+/// Calls `echo` until it has answered `ROUND_TRIPS` times, then stops.
+struct ScriptedModel {
+    turns: AtomicU32,
+}
+
+#[async_trait]
+impl ChatBackend for ScriptedModel {
+    fn name(&self) -> &str {
+        "bench"
+    }
+
+    async fn stream(&self, _request: ChatRequest) -> Result<ChatStream, LlmError> {
+        let turn = self.turns.fetch_add(1, Ordering::Relaxed);
+        let usage = ChatEvent::Usage {
+            usage: Usage {
+                prompt_tokens: 10,
+                completion_tokens: 2,
+            },
+        };
+        let events = if turn % (ROUND_TRIPS + 1) < ROUND_TRIPS {
+            vec![
+                ChatEvent::ToolCallStart {
+                    index: 0,
+                    id: format!("call{turn}"),
+                    name: "echo".into(),
+                },
+                ChatEvent::ToolCallArgumentsDelta {
+                    index: 0,
+                    arguments: "{\"text\":\"hel".into(),
+                },
+                ChatEvent::ToolCallArgumentsDelta {
+                    index: 0,
+                    arguments: "lo\"}".into(),
+                },
+                ChatEvent::ToolCallEnd { index: 0 },
+                usage,
+                ChatEvent::Finish {
+                    reason: FinishReason::ToolCalls,
+                },
+            ]
+        } else {
+            vec![
+                ChatEvent::TextDelta {
+                    text: "done".into(),
+                },
+                usage,
+                ChatEvent::Finish {
+                    reason: FinishReason::Stop,
+                },
+            ]
+        };
+        Ok(futures::stream::iter(events.into_iter().map(Ok)).boxed())
+    }
+
+    async fn models(&self) -> Result<Vec<String>, LlmError> {
+        Ok(vec!["bench".into()])
+    }
+}
+
+struct Echo;
+
+#[async_trait]
+impl ToolHandler for Echo {
+    async fn call(&self, invocation: ToolInvocation) -> Result<Value, ToolFailure> {
+        Ok(json!({"echo": invocation.args}))
+    }
+}
+
+fn bench_loop(c: &mut Criterion) {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let workspace = tempfile::tempdir().unwrap();
+    let logs = tempfile::tempdir().unwrap();
+    let mut defaults = SessionDefaults::restrictive().unwrap();
+    defaults.read_only = true;
+    let registry = SessionRegistry::new(defaults, RegistrySettings::default());
+    let runner = NativeRunner::new(
+        Arc::new(ScriptedModel {
+            turns: AtomicU32::new(0),
+        }),
+        NativeSettings::default(),
+    );
+    let owner = ToolOwner::Provider("bench".into());
+    let run_once = |with_log: bool, n: u64| {
+        let session = registry
+            .create(SessionSpec {
+                id: Some(format!("bench-{n}-{with_log}")),
+                label: "bench".into(),
+                cwd: workspace.path().to_path_buf(),
+                foreground: false,
+            })
+            .unwrap();
+        session
+            .register_tools(
+                &owner,
+                vec![ToolEntry {
+                    spec: ToolSpec {
+                        name: "echo".into(),
+                        description: "echo".into(),
+                        input_schema: json!({"type": "object"}),
+                        effect: ToolEffect::Read,
+                    },
+                    owner: owner.clone(),
+                    handler: Arc::new(Echo),
+                }],
+            )
+            .unwrap();
+        let request = RunRequest {
+            task: "echo twenty times".into(),
+            model: None,
+            max_turns: ROUND_TRIPS + 1,
+            timeout: None,
+        };
+        runtime.block_on(async {
+            let mut context = RunContext::new(CancellationToken::new());
+            if with_log {
+                let log = EventLog::create(logs.path(), session.id(), json!({}))
+                    .await
+                    .unwrap();
+                context = context.with_log(log);
+            }
+            let started = Instant::now();
+            let report = runner.run(session.clone(), request, context).await;
+            let elapsed = started.elapsed();
+            assert_eq!(report.status, RunStatus::Completed, "{report:?}");
+            assert_eq!(report.tool_calls.len(), ROUND_TRIPS as usize);
+            let _ = registry.end(session.id(), Some(Duration::ZERO)).await;
+            elapsed
+        })
+    };
+    let mut group = c.benchmark_group("native_loop");
+    let mut counter = 0u64;
+    for with_log in [false, true] {
+        let name = if with_log {
+            "round_trip_with_session_log"
+        } else {
+            "round_trip"
+        };
+        group.bench_function(name, |b| {
+            b.iter_custom(|iterations| {
+                let mut total = Duration::ZERO;
+                for _ in 0..iterations {
+                    counter += 1;
+                    total += run_once(with_log, counter) / ROUND_TRIPS;
+                }
+                total
+            });
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, bench_loop);
+criterion_main!(benches);

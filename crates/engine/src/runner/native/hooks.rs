@@ -1,0 +1,189 @@
+//! The hooks the loop itself applies: `onUserPromptSubmitted`,
+//! `onPostToolUse` and the decisions of `onErrorOccurred`. (`onPreToolUse`
+//! is [`Session::call_tool`](crate::Session::call_tool)'s.)
+
+use std::time::Duration;
+
+use bridge_policy::errors::{ErrorClass, ErrorPolicy, RecoveryAction, classify};
+use bridge_protocol::ToolEffect;
+
+use crate::call::ToolFailure;
+
+/// Bytes of one tool result the model gets (design §6: results over 10 KB
+/// are truncated).
+pub const TOOL_RESULT_LIMIT: usize = 10 * 1024;
+
+/// The prompt as `onUserPromptSubmitted` leaves it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct SubmittedPrompt {
+    pub text: String,
+    /// Whether redaction changed anything.
+    pub redacted: bool,
+    /// Where injected context came from: `project_context` and the owners
+    /// of ambient context.
+    pub injected: Vec<String>,
+}
+
+/// Appends the project context (`COPILOT_PROJECT_CONTEXT`) and the
+/// session's ambient context to the task, then redacts the whole prompt:
+/// context is text like any other and may quote a secret.
+pub(super) fn submit_prompt(
+    task: &str,
+    project_context: Option<&str>,
+    ambient: &[(String, String)],
+) -> SubmittedPrompt {
+    let mut text = task.trim().to_owned();
+    let mut injected = Vec::new();
+    if let Some(context) = project_context.map(str::trim).filter(|c| !c.is_empty()) {
+        text.push_str("\n\n<project_context>\n");
+        text.push_str(context);
+        text.push_str("\n</project_context>");
+        injected.push("project_context".to_owned());
+    }
+    for (owner, context) in ambient {
+        let context = context.trim();
+        if context.is_empty() {
+            continue;
+        }
+        text.push_str(&format!(
+            "\n\n<context source=\"{owner}\">\n{context}\n</context>"
+        ));
+        injected.push(owner.clone());
+    }
+    let redacted = bridge_policy::redact(&text);
+    let changed = matches!(redacted, std::borrow::Cow::Owned(_)) && redacted != text;
+    SubmittedPrompt {
+        text: redacted.into_owned(),
+        redacted: changed,
+        injected,
+    }
+}
+
+/// `onPostToolUse`'s cut: at most `limit` bytes (on a character boundary)
+/// plus a note saying how much was cut. Returns the text and the bytes cut.
+pub fn truncate_for_model(text: String, limit: usize) -> (String, usize) {
+    if text.len() <= limit {
+        return (text, 0);
+    }
+    let mut end = limit;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    let cut = text.len() - end;
+    let total = text.len();
+    let mut kept = text;
+    kept.truncate(end);
+    kept.push_str(&format!(
+        "\n…[copilot-bridge cut this tool result: {cut} of {total} bytes not shown; \
+         ask for less, e.g. a line range or a narrower search]"
+    ));
+    (kept, cut)
+}
+
+/// The class of a failed tool call for `onErrorOccurred`. The tools' own
+/// verdicts (denied, conflict, a failed command) are results for the model,
+/// never retried; only failures of the way to the tool can pass.
+pub(super) fn tool_failure_class(failure: &ToolFailure) -> ErrorClass {
+    match failure.code.as_str() {
+        "timeout" | "TIMEOUT" | "DISCONNECTED" | "UNAVAILABLE" => ErrorClass::Transient,
+        "rate_limited" | "RATE_LIMITED" => ErrorClass::RateLimit,
+        "not_found" | "NOT_FOUND" => ErrorClass::NotFound,
+        "policy_denied" | "invalid_arguments" | "unknown_tool" | "conflict" => ErrorClass::Other,
+        _ => match classify(None, &failure.message) {
+            ErrorClass::NotFound => ErrorClass::NotFound,
+            _ => ErrorClass::Other,
+        },
+    }
+}
+
+/// `onErrorOccurred` for a failed tool call: retry a transient failure of a
+/// read-only tool within the policy's budget; skip (report to the model)
+/// everything else. A tool that writes or executes is never run twice: its
+/// first attempt may have had its effect.
+pub(super) fn tool_recovery(
+    policy: &ErrorPolicy,
+    failure: &ToolFailure,
+    effect: Option<ToolEffect>,
+    retries_made: u32,
+) -> RecoveryAction {
+    let class = tool_failure_class(failure);
+    let retryable = matches!(class, ErrorClass::Transient | ErrorClass::RateLimit)
+        && effect == Some(ToolEffect::Read);
+    if retryable && policy.decide(class, retries_made) == RecoveryAction::Retry {
+        RecoveryAction::Retry
+    } else {
+        RecoveryAction::Skip
+    }
+}
+
+/// Exponential backoff: `base`, `2·base`, `4·base`, … capped at 10 s.
+pub(super) fn backoff(base: Duration, retries_made: u32) -> Duration {
+    base.saturating_mul(2u32.saturating_pow(retries_made.min(16)))
+        .min(Duration::from_secs(10))
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    #[test]
+    fn the_prompt_gets_context_and_loses_secrets() {
+        let ambient = vec![("ci".to_owned(), "CI is green".to_owned())];
+        let prompt = submit_prompt(
+            "fix it with ghp_abcdefghijklmnopqrstuvwxyz0123456789",
+            Some("Rust workspace"),
+            &ambient,
+        );
+        assert!(prompt.redacted);
+        assert!(
+            !prompt
+                .text
+                .contains("ghp_abcdefghijklmnopqrstuvwxyz0123456789")
+        );
+        assert!(prompt.text.contains("<project_context>\nRust workspace\n"));
+        assert!(
+            prompt
+                .text
+                .contains("<context source=\"ci\">\nCI is green\n")
+        );
+        assert_eq!(prompt.injected, ["project_context", "ci"]);
+        let plain = submit_prompt("list files", None, &[]);
+        assert_eq!(plain.text, "list files");
+        assert!(!plain.redacted);
+    }
+
+    #[test]
+    fn results_over_the_limit_are_cut_on_a_char_boundary_with_a_note() {
+        let (text, cut) = truncate_for_model("é".repeat(10), 5);
+        assert!(text.starts_with("éé"));
+        assert_eq!(cut, 16);
+        assert!(text.contains("16 of 20 bytes not shown"), "{text}");
+        let (text, cut) = truncate_for_model("short".to_owned(), 10);
+        assert_eq!((text.as_str(), cut), ("short", 0));
+    }
+
+    #[test]
+    fn only_transient_failures_of_read_tools_are_retried() {
+        let policy = ErrorPolicy::default();
+        let timeout = ToolFailure::new("timeout", "no answer");
+        assert_eq!(
+            tool_recovery(&policy, &timeout, Some(ToolEffect::Read), 0),
+            RecoveryAction::Retry
+        );
+        assert_eq!(
+            tool_recovery(&policy, &timeout, Some(ToolEffect::Read), 2),
+            RecoveryAction::Skip
+        );
+        assert_eq!(
+            tool_recovery(&policy, &timeout, Some(ToolEffect::Execute), 0),
+            RecoveryAction::Skip
+        );
+        let denied = ToolFailure::denied("blocked");
+        assert_eq!(
+            tool_recovery(&policy, &denied, Some(ToolEffect::Read), 0),
+            RecoveryAction::Skip
+        );
+    }
+}

@@ -1,0 +1,147 @@
+//! One model request: streamed, assembled into an answer, with
+//! `onErrorOccurred` for failures.
+
+use std::collections::BTreeMap;
+
+use bridge_llm::retry::error_class;
+use bridge_llm::{ChatEvent, ChatRequest, FinishReason, LlmError, ToolCall, Usage};
+use bridge_policy::errors::{ErrorClass, RecoveryAction};
+use futures::StreamExt;
+use serde_json::json;
+
+use super::hooks::backoff;
+use super::run_loop::{LoopContext, RunFailure};
+use crate::log::types;
+use crate::runner::RunStatus;
+
+/// A whole answer of the model.
+#[derive(Debug, Default)]
+pub(super) struct Answer {
+    pub text: String,
+    pub tool_calls: Vec<ToolCall>,
+    pub usage: Option<Usage>,
+    pub finish: Option<FinishReason>,
+}
+
+/// How far a failed request got.
+struct Failed {
+    error: LlmError,
+    /// Some of the answer had arrived: the backend's own retries no longer
+    /// apply, so the loop decides.
+    after_start: bool,
+}
+
+/// Asks the model; retries an answer that broke off once it had started
+/// (the backend retried what failed before that), within the policy's
+/// budget.
+pub(super) async fn ask(
+    cx: &LoopContext<'_>,
+    request: &ChatRequest,
+    parent: Option<&str>,
+) -> Result<Answer, RunFailure> {
+    let mut retries_made = 0;
+    loop {
+        let failed = match stream_answer(cx, request.clone()).await {
+            Ok(answer) => return Ok(answer),
+            Err(failed) => failed,
+        };
+        let class = error_class(&failed.error);
+        let action = match class {
+            _ if !failed.after_start => RecoveryAction::Abort,
+            ErrorClass::NotFound => RecoveryAction::Abort,
+            _ => cx.settings.error_policy.decide(class, retries_made),
+        };
+        let message = failed.error.to_string();
+        cx.journal.append(
+            types::SESSION_ERROR,
+            json!({
+                "errorType": "model",
+                "message": message,
+                "class": class,
+                "action": action,
+                "retry": retries_made,
+            }),
+            parent,
+        );
+        cx.journal.hook(
+            "onErrorOccurred",
+            json!({"source": "model", "class": class, "action": action}),
+            parent,
+        );
+        if action != RecoveryAction::Retry {
+            return Err(RunFailure {
+                status: RunStatus::Failed,
+                message: format!("the model request failed: {message}"),
+            });
+        }
+        tokio::time::sleep(backoff(cx.settings.retry_base_delay, retries_made)).await;
+        retries_made += 1;
+    }
+}
+
+async fn stream_answer(cx: &LoopContext<'_>, request: ChatRequest) -> Result<Answer, Failed> {
+    let mut stream = cx.backend.stream(request).await.map_err(|error| Failed {
+        error,
+        after_start: false,
+    })?;
+    let idle = cx.settings.model_idle_timeout;
+    let mut answer = Answer::default();
+    let mut calls: BTreeMap<usize, ToolCall> = BTreeMap::new();
+    let mut started = false;
+    loop {
+        let event = match tokio::time::timeout(idle, stream.next()).await {
+            Ok(Some(Ok(event))) => event,
+            Ok(Some(Err(error))) => {
+                return Err(Failed {
+                    error,
+                    after_start: started,
+                });
+            }
+            Ok(None) => break,
+            Err(_) => {
+                return Err(Failed {
+                    error: LlmError::Timeout {
+                        backend: cx.backend.name().to_owned(),
+                        after: idle,
+                    },
+                    // The backend's retries cannot see a stalled stream.
+                    after_start: true,
+                });
+            }
+        };
+        started = true;
+        match event {
+            ChatEvent::TextDelta { text } => {
+                cx.journal
+                    .ephemeral(types::ASSISTANT_MESSAGE_DELTA, json!({"delta": text}));
+                answer.text.push_str(&text);
+            }
+            ChatEvent::ToolCallStart { index, id, name } => {
+                calls.insert(
+                    index,
+                    ToolCall {
+                        id,
+                        name,
+                        arguments: String::new(),
+                    },
+                );
+            }
+            ChatEvent::ToolCallArgumentsDelta { index, arguments } => {
+                if let Some(call) = calls.get_mut(&index) {
+                    call.arguments.push_str(&arguments);
+                }
+            }
+            ChatEvent::ToolCallEnd { .. } => {}
+            ChatEvent::Usage { usage } => answer.usage = Some(usage),
+            ChatEvent::Finish { reason } => answer.finish = Some(reason),
+        }
+    }
+    answer.tool_calls = calls.into_values().collect();
+    // Every result must name its call; a model that sent no id gets one.
+    for call in &mut answer.tool_calls {
+        if call.id.trim().is_empty() {
+            call.id = crate::ids::unique_id("call");
+        }
+    }
+    Ok(answer)
+}
