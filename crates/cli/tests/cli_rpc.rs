@@ -523,3 +523,55 @@ async fn pair_lists_waiting_pairing_codes() {
     let sessions = browser.expect("sessions").await.unwrap();
     assert!(sessions["token"].is_string());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_servers_from_the_configuration_serve_every_daemon_session() {
+    let bridge = crate::support::Bridge::new();
+    let server = bridge_testkit::built_binary("mcp-test-server");
+    std::fs::write(
+        bridge.state.path().join("config.toml"),
+        format!(
+            "[mcp.servers.test]\ncommand = {:?}\n",
+            server.display().to_string()
+        ),
+    )
+    .unwrap();
+    let served = Served::start_in(bridge, bridge_testkit::TempWorkspace::new(), &[]);
+    let tools = served
+        .rpc("session.tools.list", json!({"session": "default"}))
+        .await;
+    let echo = tools
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "test__echo")
+        .unwrap_or_else(|| panic!("no test__echo in {tools}"));
+    assert_eq!(echo["owner"], "mcp:test");
+    let output = served
+        .cli()
+        .args(["tool", "test__echo", "--session", "default", "--args"])
+        .arg(r#"{"text":"through the daemon"}"#)
+        .output()
+        .await
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(stdout.contains("through the daemon"), "{stdout}");
+    // A session created later gets the server's tools too.
+    let dir = tempfile::tempdir().unwrap();
+    let created = served
+        .rpc(
+            "session.create",
+            json!({"cwd": dir.path(), "label": "second"}),
+        )
+        .await;
+    let id = created["id"].as_str().unwrap().to_owned();
+    let tools = served
+        .rpc("session.tools.list", json!({"session": id}))
+        .await;
+    assert!(tools.to_string().contains("test__echo"), "{tools}");
+}

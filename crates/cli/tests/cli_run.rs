@@ -593,3 +593,57 @@ async fn the_copilot_runner_delegates_to_the_cli_and_logs_the_session() {
     assert!(kinds.contains(&"user.message"), "{kinds:?}");
     assert!(kinds.contains(&"assistant.message"), "{kinds:?}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_calls_a_tool_of_an_mcp_server_over_stdio() {
+    let mock = MockLlm::start(vec![
+        MockReply::ToolCalls {
+            text: None,
+            calls: vec![MockToolCall::new(
+                "c1",
+                "test__echo",
+                r#"{"text": "ping from the model"}"#,
+            )],
+        },
+        MockReply::text("The server echoed it."),
+    ])
+    .await;
+    let ws = repository();
+    let bridge = Bridge::new();
+    let server = bridge_testkit::built_binary("mcp-test-server");
+    configure(
+        &bridge,
+        &format!(
+            "[mcp.servers.test]\ncommand = {:?}\ntools = [\"echo\", \"add\"]\n",
+            server.display().to_string()
+        ),
+    );
+    let output = run_against(&bridge, &mock, &ws, "echo something through MCP")
+        .output()
+        .unwrap();
+    let (stdout, stderr) = text(&output);
+    assert!(
+        output.status.success(),
+        "stdout: {stdout}\nstderr: {stderr}"
+    );
+    // The model was offered the server's filtered tools under their full names.
+    let first = &chats(&mock)[0];
+    let offered: Vec<&str> = first["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["function"]["name"].as_str())
+        .collect();
+    assert!(
+        offered.contains(&"test__echo") && offered.contains(&"test__add"),
+        "{offered:?}"
+    );
+    assert!(
+        !offered.iter().any(|name| *name == "test__fail"),
+        "filtered out: {offered:?}"
+    );
+    // The tool ran in the server and its answer went back to the model.
+    let told = tool_messages(&chats(&mock)[1]);
+    assert!(told[0].contains("ping from the model"), "{told:?}");
+    assert!(stdout.contains("`test__echo`"), "{stdout}");
+}

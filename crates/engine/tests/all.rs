@@ -3,4 +3,5 @@
 mod copilot_runner;
 mod log;
 mod mcp;
+mod native;
 mod registry;

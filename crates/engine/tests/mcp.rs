@@ -11,7 +11,11 @@ use bridge_engine::{
     CallOrigin, RegistrySettings, Session, SessionDefaults, SessionRegistry, SessionSpec, ToolOwner,
 };
 use bridge_policy::{PermissionPolicy, PermissionRules};
-use bridge_testkit::{TempWorkspace, mcp_test_server};
+use bridge_testkit::TempWorkspace;
+
+fn mcp_test_server() -> std::path::PathBuf {
+    bridge_testkit::built_binary("mcp-test-server")
+}
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 

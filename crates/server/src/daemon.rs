@@ -9,6 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bridge_config::BridgeConfig;
+use bridge_engine::mcp::{McpManager, McpOptions};
 use bridge_engine::{
     RegistrySettings, Session, SessionDefaults, SessionListener, SessionRegistry, SessionSpec,
 };
@@ -65,6 +66,7 @@ pub enum DaemonError {
 /// A daemon that has bound its port and published `gateway.json`.
 pub struct Daemon {
     ctx: ServerContext,
+    mcp: Option<Arc<McpManager>>,
     listener: TcpListener,
     home: PathBuf,
     detached: bool,
@@ -157,6 +159,32 @@ impl Daemon {
         let registry = SessionRegistry::new(defaults, RegistrySettings::default());
         let (changes_tx, sessions_changed) = watch::channel(0);
         registry.add_listener(Arc::new(SessionChanges(changes_tx)));
+        // MCP servers from the configuration serve every session's tool
+        // table, the default session's included (it is created below).
+        let mcp = if config.mcp.servers.is_empty() {
+            None
+        } else {
+            let manager = Arc::new(
+                McpManager::start(
+                    &config.mcp.servers,
+                    McpOptions::default(),
+                    CancellationToken::new(),
+                )
+                .await,
+            );
+            for status in manager.status() {
+                match &status.last_error {
+                    Some(error) => {
+                        tracing::warn!(server = %status.name, "MCP server not ready: {error}")
+                    }
+                    None => {
+                        tracing::info!(server = %status.name, tools = status.tools.len(), "MCP server ready")
+                    }
+                }
+            }
+            registry.add_listener(Arc::new(McpSessions(manager.clone())));
+            Some(manager)
+        };
         let idle_grace = Duration::from_secs(config.idle_exit_secs);
         let settings = GatewaySettings {
             idle_exit_grace: idle_grace,
@@ -238,6 +266,7 @@ impl Daemon {
         );
         Ok(Self {
             ctx,
+            mcp,
             listener,
             home,
             detached: options.detached,
@@ -261,6 +290,7 @@ impl Daemon {
     pub async fn run(self) {
         let Self {
             ctx,
+            mcp,
             listener,
             home,
             detached,
@@ -291,6 +321,9 @@ impl Daemon {
         }
         tracing::info!("shutting down");
         ctx.gateway.shutdown().await;
+        if let Some(mcp) = &mcp {
+            mcp.shutdown().await;
+        }
         if !server.is_finished()
             && tokio::time::timeout(DRAIN_TIMEOUT, &mut server)
                 .await
@@ -408,6 +441,17 @@ async fn exit_when_idle(
             }
             changed = changes.changed() => if changed.is_err() { return },
             () = shutdown.cancelled() => return,
+        }
+    }
+}
+
+/// Registers the MCP servers' tools into every new session.
+struct McpSessions(Arc<McpManager>);
+
+impl SessionListener for McpSessions {
+    fn session_started(&self, session: &Arc<Session>) {
+        if let Err(err) = self.0.register_into(session) {
+            tracing::warn!(session = %session.id(), error = %err, "some MCP tools could not be registered");
         }
     }
 }

@@ -6,11 +6,9 @@
 //! must not fake the thing under test: helpers here build real files, real
 //! directories and real symlinks for tests to run against.
 
-pub mod mcp_server;
 pub mod mock_llm;
 pub mod provider_client;
 
-pub use mcp_server::mcp_test_server;
 pub use mock_llm::{MockLlm, MockReply, MockToolCall, RecordedRequest};
 pub use provider_client::{ProviderClient, Received};
 

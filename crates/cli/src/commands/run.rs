@@ -18,7 +18,10 @@ use std::time::Duration;
 
 use bridge_config::BridgeConfig;
 use bridge_engine::log::{EventLog, new_session_id};
-use bridge_engine::runner::copilot::{ByokProvider, CopilotCliConfig, CopilotRunner};
+use bridge_engine::mcp::{McpManager, McpOptions};
+use bridge_engine::runner::copilot::{
+    ByokProvider, CopilotCliConfig, CopilotRunner, McpServer as CopilotMcpServer,
+};
 use bridge_engine::runner::native::{DEFAULT_MAX_TURNS, NativeRunner, NativeSettings};
 use bridge_engine::runner::{RunContext, RunReport, RunRequest, RunStatus, Runner, RunnerKind};
 use bridge_engine::{RegistrySettings, Session, SessionDefaults, SessionRegistry, SessionSpec};
@@ -143,6 +146,27 @@ pub async fn execute(
                 })?
         }
     };
+    // The native loop calls MCP tools itself; the Copilot CLI gets the
+    // servers in its own session configuration instead.
+    let mcp = if runner_kind == RunnerKind::Native && !config.mcp.servers.is_empty() {
+        let manager = McpManager::start(
+            &config.mcp.servers,
+            McpOptions::default(),
+            CancellationToken::new(),
+        )
+        .await;
+        if let Err(err) = manager.register_into(&session) {
+            tracing::warn!(error = %err, "some MCP tools could not be registered");
+        }
+        for status in manager.status() {
+            if let Some(error) = &status.last_error {
+                tracing::warn!(server = %status.name, "MCP server not ready: {error}");
+            }
+        }
+        Some(manager)
+    } else {
+        None
+    };
     let request = RunRequest {
         task: options.task.clone(),
         model: options.model.clone(),
@@ -159,6 +183,9 @@ pub async fn execute(
         None => runner.run(session, request, context).await,
     };
     on_interrupt.abort();
+    if let Some(mcp) = mcp {
+        mcp.shutdown().await;
+    }
     live.finish().await;
     if let Err(err) = log.close().await {
         tracing::warn!(error = %err, "the session log could not be closed cleanly");
@@ -210,12 +237,43 @@ fn copilot_cli_config(config: &BridgeConfig) -> Result<CopilotCliConfig, Failure
             .map_err(|err| Failure::new(exit::CONFIG, format!("configuration error: {err}")))?,
         ),
     };
+    let mcp_servers = config
+        .mcp
+        .servers
+        .iter()
+        .filter(|(_, server)| server.enabled)
+        .map(|(name, server)| (name.clone(), copilot_mcp_server(server)))
+        .collect();
     Ok(CopilotCliConfig {
         cli_path: config.cli_path.clone(),
         github_token: config.github_token.as_ref().map(|t| t.expose().to_owned()),
         byok,
+        mcp_servers,
         ..CopilotCliConfig::default()
     })
+}
+
+/// One of our `[mcp.servers.NAME]` in the Copilot CLI's session shape.
+fn copilot_mcp_server(server: &bridge_config::McpServerConfig) -> CopilotMcpServer {
+    let tools = if server.tools.is_empty() {
+        vec!["*".to_owned()]
+    } else {
+        server.tools.clone()
+    };
+    match server.transport() {
+        bridge_config::McpTransport::Stdio => CopilotMcpServer::Stdio {
+            command: server.command.clone().unwrap_or_default(),
+            args: server.args.clone(),
+            env: server.env.clone(),
+            cwd: server.cwd.as_ref().map(|dir| dir.display().to_string()),
+            tools,
+        },
+        bridge_config::McpTransport::Http => CopilotMcpServer::Http {
+            url: server.url.clone().unwrap_or_default(),
+            headers: server.headers.clone(),
+            tools,
+        },
+    }
 }
 
 /// No usable backend: a configuration problem (exit 3) whose message names

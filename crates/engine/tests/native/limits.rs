@@ -115,13 +115,17 @@ async fn a_run_past_its_deadline_times_out_promptly_with_a_readable_log() {
     let events = logged.events().await;
     assert_ended_with(&events, "timed_out", "timed_out");
     // The log can be resumed: the prompt is there, nothing is torn.
-    let (_log, replayed) = bridge_engine::log::EventLog::resume(
-        logged.path().parent().unwrap(),
-        "native-test",
-    )
-    .await
-    .unwrap();
-    assert_eq!(replayed.conversation.len(), 1, "{:?}", replayed.conversation);
+    logged.log.close().await.unwrap();
+    let (_log, replayed) =
+        bridge_engine::log::EventLog::resume(logged.path().parent().unwrap(), "native-test")
+            .await
+            .unwrap();
+    assert_eq!(
+        replayed.conversation.len(),
+        1,
+        "{:?}",
+        replayed.conversation
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -194,8 +198,7 @@ async fn cancelling_mid_tool_drops_the_call_and_stops_the_run() {
     let cancel = CancellationToken::new();
     let runner = Arc::new(runner(&mock, fast_settings()));
     let handle = {
-        let (runner, session, cancel) =
-            (Arc::clone(&runner), Arc::clone(&session), cancel.clone());
+        let (runner, session, cancel) = (Arc::clone(&runner), Arc::clone(&session), cancel.clone());
         tokio::spawn(async move {
             runner
                 .run(
@@ -220,7 +223,10 @@ async fn cancelling_mid_tool_drops_the_call_and_stops_the_run() {
 
     assert!(cancelled_at.elapsed() < Duration::from_millis(500));
     assert_eq!(report.status, RunStatus::Cancelled, "{report:?}");
-    assert!(dropped.load(Ordering::SeqCst), "the tool call was left running");
+    assert!(
+        dropped.load(Ordering::SeqCst),
+        "the tool call was left running"
+    );
     assert_eq!(chats(&mock).len(), 1, "no request after the cancel");
 }
 
@@ -274,8 +280,16 @@ async fn a_tool_past_the_tool_timeout_is_a_timeout_for_the_model_and_the_run_goe
     assert_eq!(report.final_text, "both timed out, moving on");
     // exec once, read twice (one retry), one after the other: ~450 ms.
     assert!(started.elapsed() < Duration::from_millis(1500));
-    assert_eq!(exec_attempts.load(Ordering::SeqCst), 1, "an execute tool is never retried");
-    assert_eq!(read_attempts.load(Ordering::SeqCst), 2, "a read tool is retried once");
+    assert_eq!(
+        exec_attempts.load(Ordering::SeqCst),
+        1,
+        "an execute tool is never retried"
+    );
+    assert_eq!(
+        read_attempts.load(Ordering::SeqCst),
+        2,
+        "a read tool is retried once"
+    );
     let results = tool_messages(&chats(&mock)[1]);
     for (id, content) in &results {
         let told: Value = serde_json::from_str(content).unwrap();

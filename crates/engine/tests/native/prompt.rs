@@ -10,7 +10,9 @@ use bridge_engine::runner::native::NativeSettings;
 use bridge_testkit::{MockLlm, MockReply, TempWorkspace};
 use tokio_util::sync::CancellationToken;
 
-use super::{Logged, chats, fast_settings, hook_ends, new_session, of_kind, request, runner, system_text};
+use super::{
+    Logged, chats, fast_settings, hook_ends, new_session, of_kind, request, runner, system_text,
+};
 
 const TOKEN: &str = "ghp_abcdefghijklmnopqrstuvwxyz0123456789";
 const CONTEXT_TOKEN: &str = "sk-proj-ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789abcd";
@@ -46,7 +48,11 @@ async fn context_transforms_and_redaction_reach_the_model_as_documented() {
     // Safety may only be appended to.
     assert!(
         session
-            .set_transform("guard", "safety", Some(Transform::Replace("nothing".into())))
+            .set_transform(
+                "guard",
+                "safety",
+                Some(Transform::Replace("nothing".into()))
+            )
             .is_err()
     );
     let settings = NativeSettings {
@@ -76,7 +82,9 @@ async fn context_transforms_and_redaction_reach_the_model_as_documented() {
     assert_eq!(messages[1]["role"], "user");
     let user = messages[1]["content"].as_str().unwrap();
     assert!(user.starts_with("deploy with token [REDACTED"), "{user}");
-    let project = user.find("<project_context>\nPROJECT-CTX: Rust workspace").unwrap();
+    let project = user
+        .find("<project_context>\nPROJECT-CTX: Rust workspace")
+        .unwrap();
     let ambient = user
         .find("<context source=\"ci\">\nCI-IS-GREEN on main\n</context>")
         .unwrap();
@@ -89,11 +97,17 @@ async fn context_transforms_and_redaction_reach_the_model_as_documented() {
             .unwrap_or_else(|| panic!("{text:?} missing from the system prompt:\n{system}"))
     };
     assert!(at("STARTUP-NOTE from docs") > at("Workspace root:"));
-    assert!(at("APPENDED-BY-LINT") < at("Workspace root:"), "appended to instructions");
+    assert!(
+        at("APPENDED-BY-LINT") < at("Workspace root:"),
+        "appended to instructions"
+    );
     let identity = at("You are the coding agent of copilot-bridge");
     let safety = at("Every tool call passes the user's security policy");
     for unprotected in ["APPENDED-BY-LINT", "STARTUP-NOTE", "LATE-SECTION-TEXT"] {
-        assert!(at(unprotected) < identity, "{unprotected} after identity:\n{system}");
+        assert!(
+            at(unprotected) < identity,
+            "{unprotected} after identity:\n{system}"
+        );
     }
     assert!(identity < safety);
     assert!(system.trim_end().ends_with("EXTRA-SAFETY-RULE"), "{system}");

@@ -82,30 +82,38 @@ async fn reads_run_together_a_write_runs_alone_and_results_keep_the_models_order
     let ended_tx = Arc::new(ended_tx);
     {
         let timeline = timeline.clone();
-        register(&session, "probe_read", ToolEffect::Read, move |invocation| {
-            let timeline = timeline.clone();
-            let before_write = Arc::clone(&before_write);
-            let after_write = Arc::clone(&after_write);
-            let ended_tx = Arc::clone(&ended_tx);
-            let mut ended_rx = ended_rx.clone();
-            async move {
-                let n = invocation.args["n"].as_u64().unwrap();
-                timeline.push(format!("start r{n}"));
-                let barrier = if n <= 3 { &before_write } else { &after_write };
-                meet(barrier, n).await?;
-                if n == 1 {
-                    // The first call finishes last, so the results arrive
-                    // out of the model's order.
-                    tokio::time::timeout(Duration::from_secs(1), ended_rx.wait_for(|&e| e >= 2))
+        register(
+            &session,
+            "probe_read",
+            ToolEffect::Read,
+            move |invocation| {
+                let timeline = timeline.clone();
+                let before_write = Arc::clone(&before_write);
+                let after_write = Arc::clone(&after_write);
+                let ended_tx = Arc::clone(&ended_tx);
+                let mut ended_rx = ended_rx.clone();
+                async move {
+                    let n = invocation.args["n"].as_u64().unwrap();
+                    timeline.push(format!("start r{n}"));
+                    let barrier = if n <= 3 { &before_write } else { &after_write };
+                    meet(barrier, n).await?;
+                    if n == 1 {
+                        // The first call finishes last, so the results arrive
+                        // out of the model's order.
+                        tokio::time::timeout(
+                            Duration::from_secs(1),
+                            ended_rx.wait_for(|&e| e >= 2),
+                        )
                         .await
                         .map_err(|_| ToolFailure::new("stuck", "r2 and r3 never ended"))?
                         .map_err(|_| ToolFailure::new("stuck", "watch closed"))?;
+                    }
+                    timeline.push(format!("end r{n}"));
+                    ended_tx.send_modify(|ended| *ended += 1);
+                    Ok(json!({"read": n}))
                 }
-                timeline.push(format!("end r{n}"));
-                ended_tx.send_modify(|ended| *ended += 1);
-                Ok(json!({"read": n}))
-            }
-        });
+            },
+        );
     }
     {
         let timeline = timeline.clone();
@@ -135,11 +143,18 @@ async fn reads_run_together_a_write_runs_alone_and_results_keep_the_models_order
     let at = |step: &str| timeline.position(step);
     let steps = timeline.steps();
     // The first three reads all started before any of them ended.
-    let first_end = ["end r1", "end r2", "end r3"].map(at).into_iter().min().unwrap();
+    let first_end = ["end r1", "end r2", "end r3"]
+        .map(at)
+        .into_iter()
+        .min()
+        .unwrap();
     for start in ["start r1", "start r2", "start r3"] {
         assert!(at(start) < first_end, "{steps:?}");
     }
-    assert!(at("end r1") > at("end r2") && at("end r1") > at("end r3"), "{steps:?}");
+    assert!(
+        at("end r1") > at("end r2") && at("end r1") > at("end r3"),
+        "{steps:?}"
+    );
     // The write waited for every read before it and ran alone.
     assert_eq!(at("start w"), at("end r1") + 1, "{steps:?}");
     assert_eq!(at("end w"), at("start w") + 1, "{steps:?}");
@@ -201,20 +216,26 @@ async fn no_more_reads_run_at_once_than_the_setting_allows() {
     let pair = Arc::new(Barrier::new(2));
     {
         let (running, most) = (Arc::clone(&running), Arc::clone(&most));
-        register(&session, "probe_read", ToolEffect::Read, move |invocation| {
-            let (running, most, pair) = (Arc::clone(&running), Arc::clone(&most), Arc::clone(&pair));
-            async move {
-                let now = running.fetch_add(1, Ordering::SeqCst) + 1;
-                most.fetch_max(now, Ordering::SeqCst);
-                let met = meet(&pair, invocation.args["n"].as_u64().unwrap()).await;
-                // Let a third call, if one were allowed, start now.
-                for _ in 0..10 {
-                    tokio::task::yield_now().await;
+        register(
+            &session,
+            "probe_read",
+            ToolEffect::Read,
+            move |invocation| {
+                let (running, most, pair) =
+                    (Arc::clone(&running), Arc::clone(&most), Arc::clone(&pair));
+                async move {
+                    let now = running.fetch_add(1, Ordering::SeqCst) + 1;
+                    most.fetch_max(now, Ordering::SeqCst);
+                    let met = meet(&pair, invocation.args["n"].as_u64().unwrap()).await;
+                    // Let a third call, if one were allowed, start now.
+                    for _ in 0..10 {
+                        tokio::task::yield_now().await;
+                    }
+                    running.fetch_sub(1, Ordering::SeqCst);
+                    met.map(|()| json!({"ok": 1}))
                 }
-                running.fetch_sub(1, Ordering::SeqCst);
-                met.map(|()| json!({"ok": 1}))
-            }
-        });
+            },
+        );
     }
     let settings = NativeSettings {
         max_parallel_tools: 2,
@@ -224,7 +245,10 @@ async fn no_more_reads_run_at_once_than_the_setting_allows() {
     let report = run(&runner(&mock, settings), &session, request("read four")).await;
 
     assert_eq!(report.status, RunStatus::Completed, "{report:?}");
-    assert!(report.tool_calls.iter().all(|record| record.ok), "{report:?}");
+    assert!(
+        report.tool_calls.iter().all(|record| record.ok),
+        "{report:?}"
+    );
     assert_eq!(most.load(Ordering::SeqCst), 2);
 }
 
@@ -249,12 +273,21 @@ async fn a_result_over_ten_kilobytes_is_cut_for_the_model_only() {
     let handed_out = Arc::new(Mutex::new(Vec::<Value>::new()));
     {
         let (big, small, handed_out) = (big.clone(), small.clone(), Arc::clone(&handed_out));
-        register(&session, "probe_dump", ToolEffect::Read, move |invocation| {
-            let text = if invocation.args["size"] == "big" { &big } else { &small };
-            let value = json!({"text": text});
-            handed_out.lock().unwrap().push(value.clone());
-            async move { Ok(value) }
-        });
+        register(
+            &session,
+            "probe_dump",
+            ToolEffect::Read,
+            move |invocation| {
+                let text = if invocation.args["size"] == "big" {
+                    &big
+                } else {
+                    &small
+                };
+                let value = json!({"text": text});
+                handed_out.lock().unwrap().push(value.clone());
+                async move { Ok(value) }
+            },
+        );
     }
     let logged = Logged::new().await;
     let report = runner(&mock, fast_settings())
@@ -272,7 +305,10 @@ async fn a_result_over_ten_kilobytes_is_cut_for_the_model_only() {
     let cut = full.len() - limit;
     let results = tool_messages(&chats(&mock)[1]);
     let (_, shown) = &results[0];
-    assert!(shown.starts_with(&full[..limit]), "the kept part is the start of the result");
+    assert!(
+        shown.starts_with(&full[..limit]),
+        "the kept part is the start of the result"
+    );
     let note = &shown[limit..];
     assert!(
         note.contains(&format!("{cut} of {} bytes not shown", full.len())),

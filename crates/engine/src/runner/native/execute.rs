@@ -232,9 +232,11 @@ async fn call_with_recovery(
                 call_id: String::new(),
                 result: Err(ToolFailure::new(
                     "timeout",
+                    // Debug form: "150ms", "600s"; whole seconds would
+                    // say 0 for a sub-second limit.
                     format!(
-                        "{name} did not finish within {} s and was cancelled",
-                        cx.settings.tool_timeout.as_secs()
+                        "{name} did not finish within {:?} and was cancelled",
+                        cx.settings.tool_timeout
                     ),
                 )),
                 context: Vec::new(),

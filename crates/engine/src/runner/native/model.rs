@@ -45,7 +45,7 @@ pub(super) async fn ask(
             Ok(answer) => return Ok(answer),
             Err(failed) => failed,
         };
-        let class = error_class(&failed.error);
+        let class = answer_error_class(&failed);
         let action = match class {
             _ if !failed.after_start => RecoveryAction::Abort,
             ErrorClass::NotFound => RecoveryAction::Abort,
@@ -76,6 +76,23 @@ pub(super) async fn ask(
         }
         tokio::time::sleep(backoff(cx.settings.retry_base_delay, retries_made)).await;
         retries_made += 1;
+    }
+}
+
+/// The class of a failed answer for `onErrorOccurred`. A stream that broke
+/// off once it had started (the connection dropped, the body ended without
+/// its end marker) is a hiccup of the way to the model, not bad output:
+/// transient, so the loop asks again (docs/hooks.md). The backends report
+/// it as a protocol error whose message says "stream ended early", which
+/// the message-based classification alone would call "other" and abort.
+fn answer_error_class(failed: &Failed) -> ErrorClass {
+    match &failed.error {
+        LlmError::Protocol { message, .. }
+            if failed.after_start && message.contains("stream ended early") =>
+        {
+            ErrorClass::Transient
+        }
+        error => error_class(error),
     }
 }
 

@@ -81,9 +81,11 @@ pub(super) async fn drive(
             }),
             () = deadline => Err(RunFailure {
                 status: RunStatus::TimedOut,
+                // Debug form: "300ms", "90s"; an embedder's deadline may be
+                // under a second, which whole seconds would show as 0.
                 message: format!(
-                    "the run did not finish within {} s",
-                    request.timeout.map_or(0, |limit| limit.as_secs())
+                    "the run did not finish within {:?}",
+                    request.timeout.unwrap_or_default()
                 ),
             }),
         }
