@@ -639,7 +639,7 @@ async fn a_task_calls_a_tool_of_an_mcp_server_over_stdio() {
         "{offered:?}"
     );
     assert!(
-        !offered.iter().any(|name| *name == "test__fail"),
+        !offered.contains(&"test__fail"),
         "filtered out: {offered:?}"
     );
     // The tool ran in the server and its answer went back to the model.

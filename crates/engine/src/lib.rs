@@ -1,15 +1,17 @@
 //! Sessions of copilot-bridge: the registry every door shares.
 //!
 //! A session has a workspace, a tool table (workspace tools, provider tools,
-//! later MCP tools), a hook chain (the policy, then provider rules and
-//! gates), prompt transforms, ambient context and a timeline of events. The
-//! provider gateway, the tool bus, the MCP servers and the agent loop all
-//! reach tools through [`Session::call_tool`], so one policy sees every call.
+//! MCP tools), a hook chain (the policy, then provider rules and gates),
+//! prompt transforms, ambient context and a timeline of events. The provider
+//! gateway, the tool bus, the MCP servers and the agent loop all reach tools
+//! through [`Session::call_tool`], so one policy sees every call. Around it:
+//! the session event log ([`log`]), the runners ([`runner`]: our agentic loop
+//! and the Copilot CLI) and the MCP client ([`mcp`]).
 //!
-//! This crate must not know any wire format: the gateway adapts Provider
-//! Interface v2 onto the handler traits here ([`ToolHandler`],
+//! This crate must not know the provider wire format: the gateway adapts
+//! Provider Interface v2 onto the handler traits here ([`ToolHandler`],
 //! [`GateHandler`], [`TransformHandler`]), and nothing here serializes a
-//! provider message.
+//! provider message. No tool runs except through `Session::call_tool`.
 
 mod call;
 mod events;
