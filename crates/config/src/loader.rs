@@ -10,6 +10,20 @@ use crate::keys::{self, KEYS, KeySpec};
 use crate::value::{self, ByokProvider, LogLevel};
 use crate::{BridgeConfig, ByokConfig, ConfigError, OpenClawConfig, Secret, Source};
 
+/// Settings a `.env` in the working directory may not set: it comes with the
+/// repository, and these choose which program runs (`COPILOT_CLI_PATH`),
+/// where the trusted state and its `config.toml` live, where the audit goes,
+/// whether writes are allowed, which address the daemon listens on, and
+/// whether the repository's own providers are spawned.
+const DOTENV_REFUSED: [&str; 6] = [
+    "COPILOT_BRIDGE_HOME",
+    "COPILOT_CLI_PATH",
+    "COPILOT_BRIDGE_READ_ONLY",
+    "COPILOT_BRIDGE_BIND",
+    "COPILOT_AUDIT_LOG_DIR",
+    "COPILOT_BRIDGE_TRUST_PROJECT_PROVIDERS",
+];
+
 pub const DEFAULT_PORT: u16 = 9400;
 /// Spec: a detached gateway exits 30 s after its last session.
 pub const DEFAULT_IDLE_EXIT_SECS: u64 = 30;
@@ -280,6 +294,13 @@ impl ConfigLoader {
         let bytes = read_small_file(&path).map_err(dotenv_error)?;
         for item in dotenvy::from_read_iter(bytes.as_slice()) {
             let (name, value) = item.map_err(|err| dotenv_error(err.to_string()))?;
+            if DOTENV_REFUSED.contains(&name.as_str()) {
+                return Err(dotenv_error(format!(
+                    "{name} cannot be set in a project's .env: the .env belongs to the repository, \
+                     and this setting decides which programs, directories or protections the bridge \
+                     trusts. Set it in your environment or in config.toml instead"
+                )));
+            }
             if KEYS.iter().any(|spec| spec.env == name) {
                 values.insert(name, (value, path.clone()));
             }

@@ -267,3 +267,32 @@ fn the_copilot_section_is_read_and_checked() {
     let text = error_text(&[], Some("[copilot]\nheader = {}\n"));
     assert!(text.contains("[copilot]"), "{text}");
 }
+
+#[test]
+fn a_projects_dotenv_cannot_choose_programs_state_or_protections() {
+    for (name, value) in [
+        ("COPILOT_CLI_PATH", "./evil"),
+        ("COPILOT_BRIDGE_HOME", "./state"),
+        ("COPILOT_BRIDGE_READ_ONLY", "false"),
+        ("COPILOT_BRIDGE_BIND", "0.0.0.0"),
+        ("COPILOT_AUDIT_LOG_DIR", "/dev/null"),
+        ("COPILOT_BRIDGE_TRUST_PROJECT_PROVIDERS", "true"),
+    ] {
+        let dir = TempDir::new().unwrap();
+        fs::write(dir.path().join(".env"), format!("{name}={value}\n")).unwrap();
+        let err = ConfigLoader::with_env([("COPILOT_BRIDGE_HOME", dir.path().to_str().unwrap())])
+            .cwd(dir.path())
+            .load()
+            .unwrap_err();
+        assert!(matches!(err, ConfigError::DotEnv { .. }), "{name}: {err}");
+        assert!(err.to_string().contains(name), "{err}");
+    }
+    // Keys for backends stay allowed in .env.
+    let dir = TempDir::new().unwrap();
+    fs::write(dir.path().join(".env"), "COPILOT_BYOK_MODEL=gpt-4o\n").unwrap();
+    let config = ConfigLoader::with_env([("COPILOT_BRIDGE_HOME", dir.path().to_str().unwrap())])
+        .cwd(dir.path())
+        .load()
+        .unwrap();
+    assert_eq!(config.byok.model.as_deref(), Some("gpt-4o"));
+}

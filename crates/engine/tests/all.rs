@@ -4,4 +4,5 @@ mod copilot_runner;
 mod log;
 mod mcp;
 mod native;
+mod redteam;
 mod registry;

@@ -49,6 +49,11 @@ use crate::session::Session;
 /// Turns a run may take when the request does not say.
 pub const DEFAULT_MAX_TURNS: u32 = 30;
 
+/// Default [`NativeSettings::max_tool_calls_per_answer`]: far more than a
+/// real answer asks for, few enough that one answer cannot queue thousands
+/// of shell commands or hold thousands of results in memory.
+pub const MAX_TOOL_CALLS_PER_ANSWER: usize = 64;
+
 /// How the loop behaves; [`Default`] is what `copilot-bridge run` uses.
 #[derive(Debug, Clone)]
 pub struct NativeSettings {
@@ -71,6 +76,9 @@ pub struct NativeSettings {
     /// Answers in a row whose tool calls all had invalid arguments before
     /// the run gives up on the model.
     pub max_invalid_answers: u32,
+    /// Tool calls of one answer that run; the model's answer is untrusted,
+    /// and the calls past this are answered "not run" instead of executed.
+    pub max_tool_calls_per_answer: usize,
 }
 
 impl Default for NativeSettings {
@@ -84,6 +92,7 @@ impl Default for NativeSettings {
             retry_base_delay: Duration::from_millis(250),
             project_context: None,
             max_invalid_answers: 3,
+            max_tool_calls_per_answer: MAX_TOOL_CALLS_PER_ANSWER,
         }
     }
 }

@@ -36,12 +36,17 @@ impl RunState {
         match kind {
             "assistant.turn_start" if !is_subagent => self.turns += 1,
             "assistant.message" => {
-                let tool_requests = data
+                let mut tool_requests = data
                     .get("toolRequests")
                     .and_then(Value::as_array)
                     .cloned()
                     .unwrap_or_default();
-                session.assistant_message(text("content"), tool_requests);
+                tool_requests
+                    .iter_mut()
+                    .for_each(bridge_policy::redact_value);
+                // Subscribers (providers, the timeline) get what the native
+                // runner shows them: redacted text and arguments.
+                session.assistant_message(&bridge_policy::redact(text("content")), tool_requests);
                 if !is_subagent && !text("content").trim().is_empty() {
                     self.final_text = text("content").to_owned();
                 }

@@ -7,8 +7,9 @@
 use std::time::Instant;
 
 use bridge_policy::AuditEntry;
+use bridge_policy::Guard;
 use bridge_policy::audit::{now_timestamp, summarize_for_audit};
-use bridge_protocol::DecisionKind;
+use bridge_protocol::{Decision, DecisionKind};
 use serde_json::{Value, json};
 
 use crate::hooks;
@@ -68,7 +69,14 @@ pub async fn check_cli_tool(
 }
 
 async fn decide(session: &Session, tool: &str, args: &Value) -> ToolVerdict {
-    let decision = session.guard().check_call(tool, args);
+    let guard = session.guard();
+    // The CLI runs its own tools, so the checks our shell and write tools
+    // make inside their handlers (shell analysis, read-only mode, the
+    // workspace's write globs) must be made here, or they never happen.
+    let decision = strictest(
+        guard.check_call(tool, args),
+        effect_decision(guard, tool, args),
+    );
     let reason = match decision.decision {
         DecisionKind::Allow => decision.reason_or_default().to_owned(),
         DecisionKind::Deny => return ToolVerdict::deny(decision.reason_or_default().to_owned()),
@@ -116,6 +124,80 @@ async fn decide(session: &Session, tool: &str, args: &Value) -> ToolVerdict {
     }
 }
 
+/// The Copilot CLI's tools that run a shell command (`command`), or type
+/// input into a running shell (`input`).
+const CLI_SHELL_TOOLS: &[&str] = &[
+    "bash",
+    "shell",
+    "powershell",
+    "write_bash",
+    "write_powershell",
+];
+/// The Copilot CLI's tools that change files.
+const CLI_WRITE_TOOLS: &[&str] = &[
+    "write",
+    "create",
+    "edit",
+    "str_replace",
+    "str_replace_editor",
+    "insert",
+    "apply_patch",
+];
+/// Where those tools name the file they change.
+const CLI_PATH_KEYS: &[&str] = &["path", "file_path", "fileName", "filename"];
+
+/// What our own tool of the same effect would decide inside its handler:
+/// a shell command goes through shell analysis (dangerous commands denied,
+/// unknown ones need approval), a write through read-only mode and the
+/// workspace's write globs. Other tools: allow (the rules decide).
+fn effect_decision(guard: &Guard, tool: &str, args: &Value) -> Decision {
+    let text = |keys: &[&str]| {
+        keys.iter()
+            .find_map(|key| args.get(*key).and_then(Value::as_str))
+            .filter(|text| !text.trim().is_empty())
+    };
+    if CLI_SHELL_TOOLS.contains(&tool) {
+        return match text(&["command", "input"]) {
+            Some(command) => guard.check_shell(command, guard.root().path()),
+            None => Decision::deny(format!(
+                "{tool} without a command copilot-bridge can check is refused"
+            )),
+        };
+    }
+    let reads_only =
+        tool == "str_replace_editor" && args.get("command").and_then(Value::as_str) == Some("view");
+    if CLI_WRITE_TOOLS.contains(&tool) && !reads_only {
+        return match text(CLI_PATH_KEYS) {
+            Some(path) => match guard.resolve_write(path) {
+                Ok(_) => Decision::allow(),
+                Err(denied) => denied,
+            },
+            // A patch names its files inside its text: without a path to
+            // check, only a writable workspace may take it.
+            None if guard.read_only() => Decision::deny(format!(
+                "{tool} changes files and the workspace is read-only"
+            )),
+            None => Decision::allow(),
+        };
+    }
+    Decision::allow()
+}
+
+/// Deny wins over ask, ask over allow; an ask keeps every reason.
+fn strictest(first: Decision, second: Decision) -> Decision {
+    match (&first.decision, &second.decision) {
+        (DecisionKind::Deny, _) => first,
+        (_, DecisionKind::Deny) => second,
+        (DecisionKind::Ask, DecisionKind::Ask) => Decision::ask(format!(
+            "{}; {}",
+            first.reason_or_default(),
+            second.reason_or_default()
+        )),
+        (DecisionKind::Ask, _) => first,
+        _ => second,
+    }
+}
+
 /// The tool name and arguments our policy sees for a CLI permission prompt
 /// (`permissionRequest`), by its kind. `None` for a kind we do not know:
 /// such a prompt is refused rather than guessed at.
@@ -123,22 +205,21 @@ pub fn permission_subject(request: &Value) -> Option<(String, Value)> {
     let text = |key: &str| request.get(key).and_then(Value::as_str).map(str::to_owned);
     let kind = text("kind")?;
     match kind.as_str() {
+        // A prompt without the field our check reads is refused (`None`),
+        // not checked as an empty command or path.
         "shell" => Some((
             "bash".to_owned(),
-            json!({"command": text("fullCommandText").unwrap_or_default()}),
+            json!({"command": text("fullCommandText")?}),
         )),
         "write" => Some((
             "write".to_owned(),
-            json!({"path": text("fileName").or_else(|| text("path")).unwrap_or_default()}),
+            json!({"path": text("fileName").or_else(|| text("path"))?}),
         )),
         "read" => Some((
             "view".to_owned(),
-            json!({"path": text("path").or_else(|| text("fileName")).unwrap_or_default()}),
+            json!({"path": text("path").or_else(|| text("fileName"))?}),
         )),
-        "url" => Some((
-            "web_fetch".to_owned(),
-            json!({"url": text("url").unwrap_or_default()}),
-        )),
+        "url" => Some(("web_fetch".to_owned(), json!({"url": text("url")?}))),
         "mcp" | "custom-tool" => {
             let tool = text("toolName")?;
             let args = request

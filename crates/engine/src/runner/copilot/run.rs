@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use super::client::{CopilotClient, CopilotError};
 use super::config::{CopilotCliConfig, session_create_params};
 use super::events::RunState;
-use super::policy::{check_cli_tool, permission_subject};
+use super::policy::{ToolVerdict, check_cli_tool, permission_subject};
 use super::rpc::Incoming;
 use crate::runner::{RunReport, RunRequest, RunStatus};
 use crate::session::Session;
@@ -236,14 +236,26 @@ async fn answer_hook(session: &Session, params: &Value) -> Value {
                 .get("toolName")
                 .and_then(Value::as_str)
                 .unwrap_or_default();
+            // Our checks read named fields of an object; anything else is
+            // kept whole under `input`, where blocked patterns still see it.
             let args = match input.get("toolArgs") {
-                Some(Value::String(raw)) => {
-                    serde_json::from_str(raw).unwrap_or_else(|_| json!({"input": raw}))
-                }
-                Some(args) if args.is_object() => args.clone(),
-                _ => json!({}),
+                Some(Value::String(raw)) => match serde_json::from_str::<Value>(raw) {
+                    Ok(args @ Value::Object(_)) => args,
+                    _ => json!({"input": raw}),
+                },
+                Some(args @ Value::Object(_)) => args.clone(),
+                None | Some(Value::Null) => json!({}),
+                Some(other) => json!({"input": other}),
             };
-            let verdict = check_cli_tool(session, "preToolUse", tool, &args).await;
+            let verdict = if tool.trim().is_empty() {
+                ToolVerdict {
+                    allowed: false,
+                    reason: "a preToolUse hook call without a tool name is refused".to_owned(),
+                    context: Vec::new(),
+                }
+            } else {
+                check_cli_tool(session, "preToolUse", tool, &args).await
+            };
             let mut output = json!({
                 "permissionDecision": if verdict.allowed { "allow" } else { "deny" },
                 "permissionDecisionReason": verdict.reason,
@@ -270,7 +282,7 @@ async fn answer_permission_event(
     let request = data.get("permissionRequest").unwrap_or(data);
     let verdict = match permission_subject(request) {
         Some((tool, args)) => check_cli_tool(session, "permission", &tool, &args).await,
-        None => super::policy::ToolVerdict {
+        None => ToolVerdict {
             allowed: false,
             reason: "copilot-bridge does not know this kind of permission request".to_owned(),
             context: Vec::new(),

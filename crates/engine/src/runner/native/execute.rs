@@ -25,13 +25,18 @@ struct Planned<'a> {
     /// `Err`: the arguments were not a JSON object; the reason.
     args: Result<Value, String>,
     effect: Option<ToolEffect>,
+    /// Past the per-answer limit: answered without running; the reason.
+    over_limit: Option<String>,
 }
 
 impl Planned<'_> {
-    /// Writes and executions run alone; an unknown tool or broken
-    /// arguments fail without running, so they need no turn of their own.
+    /// Writes and executions run alone; an unknown tool, broken arguments
+    /// or a call past the limit fail without running, so they need no turn
+    /// of their own.
     fn runs_alone(&self) -> bool {
-        self.args.is_ok() && matches!(self.effect, Some(ToolEffect::Write | ToolEffect::Execute))
+        self.args.is_ok()
+            && self.over_limit.is_none()
+            && matches!(self.effect, Some(ToolEffect::Write | ToolEffect::Execute))
     }
 }
 
@@ -52,12 +57,21 @@ pub(super) async fn run_calls(
     calls: &[ToolCall],
     parent: Option<&str>,
 ) -> Vec<Executed> {
+    let limit = cx.settings.max_tool_calls_per_answer;
     let planned: Vec<Planned<'_>> = calls
         .iter()
-        .map(|call| Planned {
+        .enumerate()
+        .map(|(index, call)| Planned {
             call,
             args: parse_arguments(&call.arguments),
             effect: cx.session.tool(&call.name).map(|entry| entry.spec.effect),
+            over_limit: (index >= limit).then(|| {
+                format!(
+                    "{} was not called: an answer may make at most {limit} tool calls and this was call {}. Ask for it again in your next answer if it is still needed.",
+                    call.name,
+                    index + 1
+                )
+            }),
         })
         .collect();
     let mut executed = Vec::with_capacity(planned.len());
@@ -144,9 +158,21 @@ async fn run_one(cx: &LoopContext<'_>, planned: &Planned<'_>, parent: Option<&st
         parent,
     );
     let start_id = start_id.as_deref();
-    let outcome = match &planned.args {
-        Ok(args) => call_with_recovery(cx, planned, args, start_id).await,
-        Err(reason) => {
+    let outcome = match (&planned.over_limit, &planned.args) {
+        (Some(message), _) => {
+            cx.journal.append(
+                types::SESSION_ERROR,
+                json!({"errorType": "too_many_tool_calls", "message": message, "toolCallId": call.id}),
+                start_id,
+            );
+            CallOutcome {
+                call_id: String::new(),
+                result: Err(ToolFailure::new("too_many_tool_calls", message.clone())),
+                context: Vec::new(),
+            }
+        }
+        (None, Ok(args)) => call_with_recovery(cx, planned, args, start_id).await,
+        (None, Err(reason)) => {
             let message = format!(
                 "{} was not called: {reason}. Send the arguments again as one JSON object.",
                 call.name
