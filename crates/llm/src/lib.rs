@@ -37,8 +37,8 @@ pub use openai::{OpenAiBackend, OpenAiConfig};
 pub use retry::{RetryConfig, RetryingBackend};
 pub use select::{BackendSettings, Provider, Selected, select_backend};
 pub use types::{
-    ChatEvent, ChatRequest, ChatResponse, FinishReason, LlmError, Message, Role, ToolCall,
-    ToolDefinition, Usage, collect,
+    ChatEvent, ChatRequest, ChatResponse, FinishReason, LlmError, Message, ResponseBuilder, Role,
+    ToolCall, ToolDefinition, Usage, collect,
 };
 
 use async_trait::async_trait;

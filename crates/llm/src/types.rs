@@ -167,16 +167,22 @@ pub struct ChatResponse {
     pub finish: Option<FinishReason>,
 }
 
-/// Collects a stream into one answer (the non-streaming mode of every
-/// backend). Argument fragments of each tool call are joined in order.
-pub async fn collect(mut stream: ChatStream) -> Result<ChatResponse, LlmError> {
-    let mut response = ChatResponse::default();
-    let mut calls: BTreeMap<usize, ToolCall> = BTreeMap::new();
-    while let Some(event) = stream.next().await {
-        match event? {
-            ChatEvent::TextDelta { text } => response.text.push_str(&text),
+/// Assembles a [`ChatResponse`] from stream events in arrival order:
+/// text deltas appended, argument fragments of each tool call joined by
+/// index. Shared by [`collect`] and callers that also act on each event as
+/// it streams (the agent loop).
+#[derive(Debug, Default)]
+pub struct ResponseBuilder {
+    response: ChatResponse,
+    calls: BTreeMap<usize, ToolCall>,
+}
+
+impl ResponseBuilder {
+    pub fn push(&mut self, event: ChatEvent) {
+        match event {
+            ChatEvent::TextDelta { text } => self.response.text.push_str(&text),
             ChatEvent::ToolCallStart { index, id, name } => {
-                calls.insert(
+                self.calls.insert(
                     index,
                     ToolCall {
                         id,
@@ -186,17 +192,31 @@ pub async fn collect(mut stream: ChatStream) -> Result<ChatResponse, LlmError> {
                 );
             }
             ChatEvent::ToolCallArgumentsDelta { index, arguments } => {
-                if let Some(call) = calls.get_mut(&index) {
+                if let Some(call) = self.calls.get_mut(&index) {
                     call.arguments.push_str(&arguments);
                 }
             }
             ChatEvent::ToolCallEnd { .. } => {}
-            ChatEvent::Usage { usage } => response.usage = Some(usage),
-            ChatEvent::Finish { reason } => response.finish = Some(reason),
+            ChatEvent::Usage { usage } => self.response.usage = Some(usage),
+            ChatEvent::Finish { reason } => self.response.finish = Some(reason),
         }
     }
-    response.tool_calls = calls.into_values().collect();
-    Ok(response)
+
+    /// The answer, tool calls in index order.
+    pub fn finish(mut self) -> ChatResponse {
+        self.response.tool_calls = self.calls.into_values().collect();
+        self.response
+    }
+}
+
+/// Collects a stream into one answer (the non-streaming mode of every
+/// backend). Argument fragments of each tool call are joined in order.
+pub async fn collect(mut stream: ChatStream) -> Result<ChatResponse, LlmError> {
+    let mut builder = ResponseBuilder::default();
+    while let Some(event) = stream.next().await {
+        builder.push(event?);
+    }
+    Ok(builder.finish())
 }
 
 #[cfg(test)]

@@ -1,10 +1,8 @@
 //! One model request: streamed, assembled into an answer, with
 //! `onErrorOccurred` for failures.
 
-use std::collections::BTreeMap;
-
 use bridge_llm::retry::error_class;
-use bridge_llm::{ChatEvent, ChatRequest, FinishReason, LlmError, ToolCall, Usage};
+use bridge_llm::{ChatEvent, ChatRequest, LlmError, ResponseBuilder};
 use bridge_policy::errors::{ErrorClass, RecoveryAction};
 use futures::StreamExt;
 use serde_json::json;
@@ -14,14 +12,8 @@ use super::run_loop::{LoopContext, RunFailure};
 use crate::log::types;
 use crate::runner::RunStatus;
 
-/// A whole answer of the model.
-#[derive(Debug, Default)]
-pub(super) struct Answer {
-    pub text: String,
-    pub tool_calls: Vec<ToolCall>,
-    pub usage: Option<Usage>,
-    pub finish: Option<FinishReason>,
-}
+/// One model answer, collected.
+pub(super) type Answer = bridge_llm::ChatResponse;
 
 /// How far a failed request got.
 struct Failed {
@@ -102,8 +94,7 @@ async fn stream_answer(cx: &LoopContext<'_>, request: ChatRequest) -> Result<Ans
         after_start: false,
     })?;
     let idle = cx.settings.model_idle_timeout;
-    let mut answer = Answer::default();
-    let mut calls: BTreeMap<usize, ToolCall> = BTreeMap::new();
+    let mut answer = ResponseBuilder::default();
     let mut started = false;
     loop {
         let event = match tokio::time::timeout(idle, stream.next()).await {
@@ -127,33 +118,13 @@ async fn stream_answer(cx: &LoopContext<'_>, request: ChatRequest) -> Result<Ans
             }
         };
         started = true;
-        match event {
-            ChatEvent::TextDelta { text } => {
-                cx.journal
-                    .ephemeral(types::ASSISTANT_MESSAGE_DELTA, json!({"delta": text}));
-                answer.text.push_str(&text);
-            }
-            ChatEvent::ToolCallStart { index, id, name } => {
-                calls.insert(
-                    index,
-                    ToolCall {
-                        id,
-                        name,
-                        arguments: String::new(),
-                    },
-                );
-            }
-            ChatEvent::ToolCallArgumentsDelta { index, arguments } => {
-                if let Some(call) = calls.get_mut(&index) {
-                    call.arguments.push_str(&arguments);
-                }
-            }
-            ChatEvent::ToolCallEnd { .. } => {}
-            ChatEvent::Usage { usage } => answer.usage = Some(usage),
-            ChatEvent::Finish { reason } => answer.finish = Some(reason),
+        if let ChatEvent::TextDelta { text } = &event {
+            cx.journal
+                .ephemeral(types::ASSISTANT_MESSAGE_DELTA, json!({"delta": text}));
         }
+        answer.push(event);
     }
-    answer.tool_calls = calls.into_values().collect();
+    let mut answer = answer.finish();
     // Every result must name its call; a model that sent no id gets one.
     for call in &mut answer.tool_calls {
         if call.id.trim().is_empty() {
