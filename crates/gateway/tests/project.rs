@@ -112,19 +112,30 @@ async fn pids(dir: &Path, file: &str) -> Vec<u32> {
         .collect()
 }
 
-/// Captures this thread's log output (tests run on a current-thread
-/// runtime, so the gateway's tasks log here too).
+/// Captures the log output of the whole test binary: one global subscriber,
+/// installed once. (A thread-local `set_default` subscriber loses events
+/// when tests on other threads change tracing's global callsite interest.)
+/// Tests find their own lines by a marker only they log.
 #[derive(Clone, Default)]
 struct LogCapture(Arc<Mutex<Vec<u8>>>);
 
 impl LogCapture {
-    fn install(&self) -> tracing::subscriber::DefaultGuard {
-        let subscriber = tracing_subscriber::fmt()
-            .with_writer(self.clone())
-            .with_ansi(false)
-            .with_max_level(tracing::Level::INFO)
-            .finish();
-        tracing::subscriber::set_default(subscriber)
+    fn global() -> Self {
+        static CAPTURE: std::sync::OnceLock<LogCapture> = std::sync::OnceLock::new();
+        CAPTURE
+            .get_or_init(|| {
+                let capture = LogCapture::default();
+                let subscriber = tracing_subscriber::fmt()
+                    .with_writer(capture.clone())
+                    .with_ansi(false)
+                    .with_max_level(tracing::Level::INFO)
+                    .finish();
+                // Another test binary module may have set one first; then
+                // this capture stays empty and the test says so.
+                let _ = tracing::subscriber::set_global_default(subscriber);
+                capture
+            })
+            .clone()
     }
 
     fn text(&self) -> String {
@@ -205,8 +216,7 @@ fn py_config(python: &Path) -> String {
 #[tokio::test]
 async fn a_trusted_project_provider_is_spawned_binds_to_its_session_and_serves_tools() {
     let Some(python) = venv_python() else { return };
-    let logs = LogCapture::default();
-    let _guard = logs.install();
+    let logs = LogCapture::global();
     let gw = trusted_gateway(fast_settings(), fast_registry_settings()).await;
     let dir = prepare_workspace(
         &gw,
