@@ -24,6 +24,7 @@ pub mod openai;
 pub mod retry;
 pub mod select;
 pub mod sse;
+mod sse_stream;
 mod types;
 
 pub use anthropic::{AnthropicBackend, AnthropicConfig};

@@ -1,5 +1,7 @@
 use serde_json::json;
 
+use futures::StreamExt;
+
 use super::*;
 use crate::anthropic::events_to_anthropic_sse;
 use crate::{ChatResponse, collect};

@@ -1,14 +1,13 @@
 //! From the streamed body of a chat completion to [`ChatEvent`]s.
 
-use std::collections::{BTreeMap, VecDeque};
-use std::pin::Pin;
+use std::collections::BTreeMap;
 
 use bytes::Bytes;
-use futures::{Stream, StreamExt};
+use futures::Stream;
 
 use super::wire::{Chunk, ToolCallDelta};
-use crate::http::{BodyError, MESSAGE_CUT_CHARS, cut, error_chain, upstream_error_message};
-use crate::sse::{SseDecoder, SseEvent};
+use crate::http::{BodyError, MESSAGE_CUT_CHARS, cut, upstream_error_message};
+use crate::sse::SseEvent;
 use crate::{ChatEvent, ChatStream, FinishReason, LlmError, Usage};
 
 /// What the answer's tool calls look like so far. A call is announced
@@ -225,78 +224,34 @@ pub(crate) fn finish_reason(wire: &str) -> FinishReason {
     }
 }
 
-type Body = Pin<Box<dyn Stream<Item = Result<Bytes, BodyError>> + Send>>;
-
-struct Decoding {
-    /// `None` once the answer is complete or failed, so the connection is
-    /// released at once, not when the caller drops the stream.
-    body: Option<Body>,
-    decoder: SseDecoder,
-    mapper: ChunkMapper,
-    ready: VecDeque<Result<ChatEvent, LlmError>>,
-}
-
-impl Decoding {
-    fn on_bytes(&mut self, bytes: &[u8]) {
-        let events = match self.decoder.push(bytes) {
-            Ok(events) => events,
-            Err(err) => return self.fail(self.mapper.protocol(err.to_string())),
-        };
-        for event in events {
-            match self.mapper.on_event(event) {
-                Ok(mapped) => self.ready.extend(mapped.into_iter().map(Ok)),
-                Err(err) => return self.fail(err),
-            }
-            if self.mapper.is_done() {
-                self.body = None;
-                return;
-            }
-        }
-    }
-
-    fn fail(&mut self, err: LlmError) {
-        self.ready.push_back(Err(err));
-        self.body = None;
-    }
-}
-
-/// The events of an SSE body. The stream ends after [`ChatEvent::Finish`] or
-/// the first error; dropping it drops the body and with it the connection.
+/// The events of an SSE body in this wire format.
 pub(crate) fn chat_stream<S>(backend: String, body: S, max_line_bytes: usize) -> ChatStream
 where
     S: Stream<Item = Result<Bytes, BodyError>> + Send + 'static,
 {
-    let state = Decoding {
-        body: Some(Box::pin(body)),
-        decoder: SseDecoder::new(max_line_bytes),
-        mapper: ChunkMapper::new(backend),
-        ready: VecDeque::new(),
-    };
-    futures::stream::unfold(state, |mut state| async move {
-        loop {
-            if let Some(item) = state.ready.pop_front() {
-                return Some((item, state));
-            }
-            let body = state.body.as_mut()?;
-            match body.next().await {
-                Some(Ok(bytes)) => state.on_bytes(&bytes),
-                Some(Err(BodyError::Idle(err))) => state.fail(err),
-                Some(Err(BodyError::Read(err))) => {
-                    let why = format!("connection lost: {}", error_chain(&err));
-                    let err = state.mapper.ended_early(&why);
-                    state.fail(err);
-                }
-                None => {
-                    state.body = None;
-                    match state.mapper.on_end_of_body() {
-                        Ok(events) => state.ready.extend(events.into_iter().map(Ok)),
-                        Err(err) => state.fail(err),
-                    }
-                }
-            }
-        }
-    })
-    .boxed()
+    crate::sse_stream::chat_stream(ChunkMapper::new(backend), body, max_line_bytes)
+}
+
+impl crate::sse_stream::WireMapper for ChunkMapper {
+    fn is_done(&self) -> bool {
+        ChunkMapper::is_done(self)
+    }
+
+    fn on_event(&mut self, event: SseEvent) -> Result<Vec<ChatEvent>, LlmError> {
+        ChunkMapper::on_event(self, event)
+    }
+
+    fn on_end_of_body(&mut self) -> Result<Vec<ChatEvent>, LlmError> {
+        ChunkMapper::on_end_of_body(self)
+    }
+
+    fn ended_early(&self, why: &str) -> LlmError {
+        ChunkMapper::ended_early(self, why)
+    }
+
+    fn protocol(&self, message: String) -> LlmError {
+        ChunkMapper::protocol(self, message)
+    }
 }
 
 #[cfg(test)]

@@ -1,3 +1,5 @@
+use futures::StreamExt;
+
 use super::*;
 use crate::sse::DEFAULT_MAX_LINE_BYTES;
 
