@@ -129,6 +129,47 @@ impl Upstream<'_> {
         }
     }
 
+    /// The body of a chat answer, by its content type: a JSON document (the
+    /// server ignored `stream: true`, or `extra` turned streaming off) is
+    /// read whole for replay; an event stream is handed on chunk by chunk
+    /// under `idle`; anything else is a protocol error quoting the body.
+    pub(crate) async fn answer_body(
+        self,
+        response: Response,
+        idle: Duration,
+    ) -> Result<AnswerBody, LlmError> {
+        let content_type = response
+            .headers()
+            .get(reqwest::header::CONTENT_TYPE)
+            .and_then(|value| value.to_str().ok())
+            .unwrap_or("")
+            .to_owned();
+        let media_type = content_type
+            .split(';')
+            .next()
+            .unwrap_or("")
+            .trim()
+            .to_ascii_lowercase();
+        match media_type.as_str() {
+            "application/json" => Ok(AnswerBody::Whole(self.whole_body(response).await?)),
+            "text/event-stream" => Ok(AnswerBody::Events(Box::pin(with_idle_timeout(
+                response.bytes_stream(),
+                idle,
+                self.backend.to_owned(),
+            )))),
+            _ => {
+                let body = self.body_start(response).await;
+                Err(LlmError::Protocol {
+                    backend: self.backend.to_owned(),
+                    message: format!(
+                        "expected an event stream, got content type {content_type:?}: {}",
+                        cut(body.trim(), MESSAGE_CUT_CHARS)
+                    ),
+                })
+            }
+        }
+    }
+
     /// A body that is parsed, so it must be complete.
     pub(crate) async fn whole_body(self, response: Response) -> Result<String, LlmError> {
         let (text, complete) = self.read_body(response).await?;
@@ -206,6 +247,12 @@ where
             )),
         }
     })
+}
+
+/// A chat answer's body, as [`Upstream::answer_body`] found it.
+pub(crate) enum AnswerBody {
+    Whole(String),
+    Events(std::pin::Pin<Box<dyn Stream<Item = Result<Bytes, BodyError>> + Send>>),
 }
 
 #[derive(Debug)]

@@ -12,9 +12,9 @@ use std::time::Duration;
 use async_trait::async_trait;
 use futures::{StreamExt, TryStreamExt};
 use reqwest::Url;
-use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
+use reqwest::header::{ACCEPT, AUTHORIZATION, HeaderMap, HeaderName, HeaderValue};
 
-use crate::http::{MESSAGE_CUT_CHARS, Upstream, cut, with_idle_timeout};
+use crate::http::{AnswerBody, MESSAGE_CUT_CHARS, Upstream, cut};
 use crate::sse::DEFAULT_MAX_LINE_BYTES;
 use crate::{ChatBackend, ChatRequest, ChatStream, LlmError};
 
@@ -200,42 +200,21 @@ impl OpenAiBackend {
         all_headers.extend(headers.clone());
         let builder = self.client.post(url).headers(all_headers).json(&body);
         let response = self.upstream().send(builder, url).await?;
-        let content_type = response
-            .headers()
-            .get(CONTENT_TYPE)
-            .and_then(|value| value.to_str().ok())
-            .unwrap_or("")
-            .to_owned();
-        let media_type = content_type
-            .split(';')
-            .next()
-            .unwrap_or("")
-            .trim()
-            .to_ascii_lowercase();
-        if media_type == "application/json" {
-            // The server ignored `stream: true` (or `extra` turned it off):
-            // replay the whole answer as events.
-            let body = self.upstream().whole_body(response).await?;
-            let events = completion::completion_events(&self.name, &body)?;
-            return Ok(futures::stream::iter(events.into_iter().map(Ok)).boxed());
+        match self
+            .upstream()
+            .answer_body(response, self.idle_timeout)
+            .await?
+        {
+            AnswerBody::Whole(body) => {
+                let events = completion::completion_events(&self.name, &body)?;
+                Ok(futures::stream::iter(events.into_iter().map(Ok)).boxed())
+            }
+            AnswerBody::Events(body) => Ok(stream::chat_stream(
+                self.name.clone(),
+                body,
+                DEFAULT_MAX_LINE_BYTES,
+            )),
         }
-        if media_type != "text/event-stream" {
-            let body = self.upstream().body_start(response).await;
-            return Err(self.protocol(format!(
-                "expected an event stream, got content type {content_type:?}: {}",
-                cut(body.trim(), MESSAGE_CUT_CHARS)
-            )));
-        }
-        let body = with_idle_timeout(
-            response.bytes_stream(),
-            self.idle_timeout,
-            self.name.clone(),
-        );
-        Ok(stream::chat_stream(
-            self.name.clone(),
-            body,
-            DEFAULT_MAX_LINE_BYTES,
-        ))
     }
 
     /// The whole body of a JSON `GET url`, with the error mapping and limits
