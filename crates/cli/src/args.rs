@@ -94,6 +94,79 @@ pub enum Command {
     /// List, show, resume or delete saved sessions (see docs/sessions.md).
     #[command(subcommand)]
     Sessions(SessionsCommand),
+    /// Serve one of copilot-bridge's MCP servers over stdio, or print MCP configuration for agents (see docs/mcp-servers.md).
+    #[command(subcommand)]
+    Mcp(McpCommand),
+    /// Register copilot-bridge with OpenClaw, or remove it (see docs/mcp-servers.md).
+    #[command(subcommand)]
+    Openclaw(OpenclawCommand),
+    /// The running daemon: backends, endpoint URLs, providers, sessions, policy (see docs/facade.md).
+    Status(StatusArgs),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum McpCommand {
+    /// The code tools (copilot_read_file, copilot_create_file, copilot_list_files, copilot_code_task) over stdio.
+    Code(McpCodeArgs),
+    /// OpenClaw's memory (openclaw_memory_search, openclaw_memory_read, openclaw_user_prefs) over stdio.
+    Memory(McpMemoryArgs),
+    /// A daemon session's provider tools over stdio (starts the daemon if needed).
+    Session(McpSessionArgs),
+    /// Print ready-to-paste MCP configuration for OpenClaw, Copilot CLI, Claude Code and Codex.
+    Config(McpConfigArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct McpCodeArgs {
+    /// Workspace the tools work in (default: the current directory).
+    #[arg(long, value_name = "DIR")]
+    pub cwd: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct McpMemoryArgs {
+    /// OpenClaw's workspace or memory root (default: detected; also OPENCLAW_WORKSPACE).
+    #[arg(long, value_name = "DIR")]
+    pub workspace: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct McpSessionArgs {
+    /// The daemon session whose provider tools to serve (default: the daemon's default session).
+    #[arg(long, value_name = "ID")]
+    pub session: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct McpConfigArgs {
+    /// Only this agent's configuration: openclaw, copilot, claude, codex.
+    #[arg(long, value_name = "AGENT")]
+    pub agent: Option<String>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum OpenclawCommand {
+    /// Add copilot-bridge's MCP servers and plugin tools to OpenClaw's configuration (idempotent, backs up first).
+    Register(OpenclawArgs),
+    /// Remove what `register` added (idempotent, backs up first).
+    Unregister(OpenclawArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct OpenclawArgs {
+    /// OpenClaw's configuration file (default: ~/.openclaw/openclaw.json, or OPENCLAW_CONFIG_PATH).
+    #[arg(long, value_name = "FILE")]
+    pub config_file: Option<PathBuf>,
+    /// Print the change instead of writing it.
+    #[arg(long)]
+    pub dry_run: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct StatusArgs {
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]

@@ -51,5 +51,8 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
         Command::Pair => runtime.block_on(commands::remote::pair(&config)),
         Command::Run(cmd) => runtime.block_on(commands::run::run(&config, cmd)),
         Command::Sessions(cmd) => runtime.block_on(commands::sessions::run(&config, cmd)),
+        Command::Mcp(cmd) => runtime.block_on(commands::mcp::run(&config, cmd)),
+        Command::Openclaw(cmd) => runtime.block_on(commands::openclaw::run(&config, cmd)),
+        Command::Status(cmd) => runtime.block_on(commands::status::run(&config, cmd)),
     }
 }

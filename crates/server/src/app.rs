@@ -9,8 +9,9 @@ use bridge_engine::{Session, SessionRegistry};
 use bridge_gateway::Gateway;
 use tokio_util::sync::CancellationToken;
 
+use crate::facade::backends::Backends;
 use crate::rpc::MethodTable;
-use crate::{guard, health, rpc};
+use crate::{facade, guard, health, mcp_http, rpc};
 
 /// The session id that names the daemon's default session.
 pub const DEFAULT_ALIAS: &str = "default";
@@ -36,6 +37,8 @@ pub struct ServerContext {
     /// Cancelled to stop the daemon (`gateway.shutdown`, a signal, idle exit).
     pub shutdown: CancellationToken,
     pub facts: Arc<DaemonFacts>,
+    /// The chat backends the facade serves.
+    pub backends: Arc<Backends>,
 }
 
 impl std::fmt::Debug for ServerContext {
@@ -87,6 +90,8 @@ pub fn router(ctx: ServerContext, methods: MethodTable) -> Router {
         )
         .with_state(rpc_state)
         .route("/healthz", get(health::healthz).with_state(ctx.clone()))
+        .merge(facade::routes(ctx.clone()))
+        .merge(mcp_http::routes(ctx.clone()))
         .route_layer(middleware::from_fn(guard::require_loopback_origin));
     Router::new()
         .merge(ctx.gateway.router())

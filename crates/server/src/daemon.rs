@@ -185,6 +185,8 @@ impl Daemon {
             registry.add_listener(Arc::new(McpSessions(manager.clone())));
             Some(manager)
         };
+        let backends =
+            crate::facade::select::build_backends(config, |name| std::env::var(name).ok()).await;
         let idle_grace = Duration::from_secs(config.idle_exit_secs);
         let settings = GatewaySettings {
             idle_exit_grace: idle_grace,
@@ -250,6 +252,7 @@ impl Daemon {
             gateway,
             token: Arc::from(file.token.as_str()),
             shutdown,
+            backends: Arc::new(backends),
             facts: Arc::new(DaemonFacts {
                 pid,
                 port,

@@ -31,9 +31,11 @@
 pub mod app;
 pub mod client;
 pub mod daemon;
+pub mod facade;
 mod guard;
 mod health;
 pub mod http;
+mod mcp_http;
 pub mod process;
 pub mod rpc;
 pub mod state_file;

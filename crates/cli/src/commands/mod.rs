@@ -1,8 +1,11 @@
 pub mod config;
 pub mod daemon;
+pub mod mcp;
+pub mod openclaw;
 pub mod remote;
 pub mod run;
 pub mod serve;
 pub mod sessions;
+pub mod status;
 pub mod tool;
 pub mod validate;

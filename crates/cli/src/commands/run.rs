@@ -202,7 +202,9 @@ async fn build_runner(
 ) -> Result<(Arc<dyn Runner>, String), Failure> {
     match kind {
         RunnerKind::Native => {
-            let settings = super::validate::settings_from(config, |name| std::env::var(name).ok());
+            let settings = bridge_server::facade::select::settings_from(config, |name| {
+                std::env::var(name).ok()
+            });
             let explicit = settings.provider.is_some();
             let selected = select_backend(settings)
                 .await

@@ -32,6 +32,7 @@ pub fn builtin() -> MethodTable {
     table.insert("gateway.pairings", gateway_pairings);
     table.insert("gateway.providerToken", gateway_provider_token);
     table.insert("gateway.shutdown", gateway_shutdown);
+    super::toolbus::register(&mut table);
     table
 }
 

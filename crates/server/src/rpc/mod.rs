@@ -5,6 +5,7 @@
 
 pub mod methods;
 mod params;
+pub mod toolbus;
 pub mod transport;
 
 use std::collections::BTreeMap;

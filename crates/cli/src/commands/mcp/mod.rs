@@ -1,0 +1,23 @@
+//! `copilot-bridge mcp`: our MCP servers over stdio, and configuration for
+//! agents. stdout carries the protocol; logs go to stderr.
+
+mod code;
+mod config;
+mod memory;
+mod session;
+
+use std::process::ExitCode;
+
+use bridge_config::BridgeConfig;
+
+use crate::args::McpCommand;
+use crate::exit::Failure;
+
+pub async fn run(config: &BridgeConfig, command: McpCommand) -> Result<ExitCode, Failure> {
+    match command {
+        McpCommand::Code(args) => code::run(config, args).await,
+        McpCommand::Memory(args) => memory::run(config, args).await,
+        McpCommand::Session(args) => session::run(config, args).await,
+        McpCommand::Config(args) => config::run(config, args),
+    }
+}

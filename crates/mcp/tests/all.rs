@@ -1,0 +1,3 @@
+//! bridge-mcp's integration tests: one binary, one module per server.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]

@@ -1,0 +1,248 @@
+//! The chat backends the facade serves, and which one answers a request.
+//!
+//! Routing a request's `model`:
+//! 1. `NAME/MODEL` where `NAME` is a backend's name → that backend, `MODEL`;
+//! 2. a model a backend lists (configured `models`, or learnt from its
+//!    model listing) → that backend;
+//! 3. otherwise the default backend, with the model passed through.
+//!
+//! Model ids may contain `/` themselves (`meta-llama/Llama-3`), so rule 1
+//! applies only when the prefix names a backend.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use bridge_llm::ChatBackend;
+
+/// How a backend takes a conversation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum PromptStyle {
+    /// Messages pass through natively, tools and unknown fields included.
+    #[default]
+    Chat,
+    /// One prompt: the latest system message and the last `turns`
+    /// user/assistant turns in the `[SYSTEM]` / `[DIALOG]` layout.
+    SinglePrompt { turns: usize },
+}
+
+/// One configured backend.
+pub struct BackendEntry {
+    /// The name clients route by (`openai`, or the `[backends.NAME]` key).
+    pub name: String,
+    /// `openai`, `azure`, `anthropic`, `copilot`, `ollama`.
+    pub kind: String,
+    pub backend: Arc<dyn ChatBackend>,
+    /// Where it is reached (no credentials in it).
+    pub base_url: String,
+    /// The model used when a request names none.
+    pub default_model: Option<String>,
+    /// Models known without asking the backend (configuration).
+    pub models: Vec<String>,
+    pub style: PromptStyle,
+}
+
+impl std::fmt::Debug for BackendEntry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BackendEntry")
+            .field("name", &self.name)
+            .field("kind", &self.kind)
+            .field("base_url", &self.base_url)
+            .field("default_model", &self.default_model)
+            .field("models", &self.models)
+            .field("style", &self.style)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Where a request goes.
+#[derive(Debug, Clone)]
+pub struct Route {
+    pub entry: Arc<BackendEntry>,
+    /// The model to ask for (`None`: the backend's default).
+    pub model: Option<String>,
+}
+
+/// Why a request cannot be routed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RouteError {
+    #[error(
+        "no chat backend is configured; see docs/backends/ (COPILOT_BYOK_PROVIDER, OPENAI_API_KEY, [backends.NAME] in config.toml, …)"
+    )]
+    NoBackend,
+}
+
+/// A backend's availability as last seen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Availability {
+    Ok,
+    Unavailable,
+}
+
+impl Availability {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Ok => "ok",
+            Self::Unavailable => "unavailable",
+        }
+    }
+}
+
+/// The backends of a daemon. Cheap to share behind an `Arc`.
+#[derive(Debug, Default)]
+pub struct Backends {
+    entries: Vec<Arc<BackendEntry>>,
+    default: Option<usize>,
+    /// Models learnt from each backend's listing, by backend name.
+    learnt: Mutex<BTreeMap<String, Vec<String>>>,
+    /// Last probe of each backend, by name.
+    probes: Mutex<BTreeMap<String, (Instant, Availability)>>,
+}
+
+/// How long a health probe's answer is reused.
+pub const PROBE_TTL: Duration = Duration::from_secs(10);
+/// How long a health probe or model listing may take.
+pub const PROBE_TIMEOUT: Duration = Duration::from_secs(3);
+
+impl Backends {
+    /// `default` names the entry used when routing finds no better one.
+    pub fn new(entries: Vec<BackendEntry>, default: Option<&str>) -> Self {
+        let entries: Vec<Arc<BackendEntry>> = entries.into_iter().map(Arc::new).collect();
+        let default = default.and_then(|name| entries.iter().position(|e| e.name == name));
+        Self {
+            entries,
+            default,
+            ..Self::default()
+        }
+    }
+
+    pub fn entries(&self) -> &[Arc<BackendEntry>] {
+        &self.entries
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    pub fn default_entry(&self) -> Option<&Arc<BackendEntry>> {
+        self.default.and_then(|i| self.entries.get(i))
+    }
+
+    pub fn get(&self, name: &str) -> Option<&Arc<BackendEntry>> {
+        self.entries.iter().find(|e| e.name == name)
+    }
+
+    /// The backend and model for a request's `model` (see the module docs).
+    pub fn route(&self, requested: Option<&str>) -> Result<Route, RouteError> {
+        let requested = requested.map(str::trim).filter(|m| !m.is_empty());
+        if let Some(model) = requested {
+            if let Some((prefix, rest)) = model.split_once('/')
+                && let Some(entry) = self.get(prefix)
+            {
+                let rest = rest.trim();
+                return Ok(Route {
+                    entry: entry.clone(),
+                    model: (!rest.is_empty()).then(|| rest.to_owned()),
+                });
+            }
+            if let Some(entry) = self.listing(model) {
+                return Ok(Route {
+                    entry,
+                    model: Some(model.to_owned()),
+                });
+            }
+        }
+        let entry = self.default_entry().ok_or(RouteError::NoBackend)?;
+        Ok(Route {
+            entry: entry.clone(),
+            model: requested.map(str::to_owned),
+        })
+    }
+
+    /// The backend that lists `model`, configured lists first.
+    fn listing(&self, model: &str) -> Option<Arc<BackendEntry>> {
+        if let Some(entry) = self
+            .entries
+            .iter()
+            .find(|e| e.models.iter().any(|m| m == model))
+        {
+            return Some(entry.clone());
+        }
+        let learnt = self.learnt.lock().ok()?;
+        let name = learnt
+            .iter()
+            .find(|(_, models)| models.iter().any(|m| m == model))
+            .map(|(name, _)| name.clone())?;
+        self.get(&name).cloned()
+    }
+
+    /// Every backend's models: the configured ones, else its listing
+    /// (remembered for routing). A backend that cannot list its models
+    /// contributes its configured default model, if any.
+    pub async fn list_models(&self) -> Vec<(Arc<BackendEntry>, Vec<String>)> {
+        let listings = self.entries.iter().map(|entry| async move {
+            if !entry.models.is_empty() {
+                return (entry.clone(), entry.models.clone());
+            }
+            let listed = tokio::time::timeout(PROBE_TIMEOUT, entry.backend.models()).await;
+            let models = match listed {
+                Ok(Ok(models)) => {
+                    self.remember(&entry.name, &models, Availability::Ok);
+                    models
+                }
+                _ => {
+                    self.record(&entry.name, Availability::Unavailable);
+                    entry.default_model.iter().cloned().collect()
+                }
+            };
+            (entry.clone(), models)
+        });
+        futures::future::join_all(listings).await
+    }
+
+    /// Each backend's availability: a model listing within
+    /// [`PROBE_TIMEOUT`], reused for [`PROBE_TTL`].
+    pub async fn health(&self) -> BTreeMap<String, Availability> {
+        let probes = self.entries.iter().map(|entry| async move {
+            if let Some(seen) = self.recent(&entry.name) {
+                return (entry.name.clone(), seen);
+            }
+            let listed = tokio::time::timeout(PROBE_TIMEOUT, entry.backend.models()).await;
+            let seen = match listed {
+                Ok(Ok(models)) => {
+                    self.remember(&entry.name, &models, Availability::Ok);
+                    Availability::Ok
+                }
+                _ => Availability::Unavailable,
+            };
+            self.record(&entry.name, seen);
+            (entry.name.clone(), seen)
+        });
+        futures::future::join_all(probes)
+            .await
+            .into_iter()
+            .collect()
+    }
+
+    /// Notes the outcome of a real request, so health follows what clients see.
+    pub fn record(&self, name: &str, seen: Availability) {
+        if let Ok(mut probes) = self.probes.lock() {
+            probes.insert(name.to_owned(), (Instant::now(), seen));
+        }
+    }
+
+    fn recent(&self, name: &str) -> Option<Availability> {
+        let probes = self.probes.lock().ok()?;
+        probes
+            .get(name)
+            .filter(|(at, _)| at.elapsed() < PROBE_TTL)
+            .map(|(_, seen)| *seen)
+    }
+
+    fn remember(&self, name: &str, models: &[String], seen: Availability) {
+        if let Ok(mut learnt) = self.learnt.lock() {
+            learnt.insert(name.to_owned(), models.to_vec());
+        }
+        self.record(name, seen);
+    }
+}

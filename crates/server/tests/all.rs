@@ -1,0 +1,8 @@
+//! bridge-server's integration tests: one binary, one module per surface.
+//! Each test runs a real daemon in-process on 127.0.0.1:0 and talks to it
+//! over real sockets.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod health;
+mod support;

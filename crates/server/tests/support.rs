@@ -1,0 +1,172 @@
+//! A real daemon on 127.0.0.1:0 in this process, with its own state
+//! directory and workspace, configured like a user would (environment
+//! names, config.toml), and the clients tests talk to it with.
+
+#![allow(dead_code)]
+
+use std::time::Duration;
+
+use bridge_config::ConfigLoader;
+use bridge_server::{Daemon, DaemonOptions, ServerContext};
+use bridge_testkit::TempWorkspace;
+use serde_json::Value;
+use tempfile::TempDir;
+use tokio::task::JoinHandle;
+
+pub struct TestDaemon {
+    pub ctx: ServerContext,
+    pub port: u16,
+    pub token: String,
+    pub workspace: TempWorkspace,
+    pub state: TempDir,
+    run: Option<JoinHandle<()>>,
+}
+
+/// How to configure a test daemon.
+#[derive(Default)]
+pub struct Setup {
+    /// Environment the configuration is read from (`COPILOT_BYOK_*`, …).
+    pub env: Vec<(String, String)>,
+    /// The contents of config.toml in the state directory.
+    pub config_toml: Option<String>,
+    /// Files written into the workspace before the daemon starts.
+    pub files: Vec<(String, String)>,
+}
+
+impl Setup {
+    pub fn env(mut self, name: &str, value: impl Into<String>) -> Self {
+        self.env.push((name.to_owned(), value.into()));
+        self
+    }
+
+    /// An OpenAI-compatible backend at `base_url` (e.g. a `MockLlm`).
+    pub fn openai_backend(self, base_url: &str) -> Self {
+        self.env("COPILOT_BYOK_PROVIDER", "openai")
+            .env("COPILOT_BYOK_BASE_URL", format!("{base_url}/v1"))
+            .env("COPILOT_BYOK_API_KEY", "sk-test-upstream-key")
+            .env("COPILOT_BYOK_MODEL", "mock-model")
+    }
+
+    /// An Anthropic backend at `base_url`.
+    pub fn anthropic_backend(self, base_url: &str) -> Self {
+        self.env("COPILOT_BYOK_PROVIDER", "anthropic")
+            .env("COPILOT_BYOK_BASE_URL", base_url)
+            .env("COPILOT_BYOK_API_KEY", "sk-ant-test-upstream-key")
+            .env("COPILOT_BYOK_MODEL", "claude-mock")
+    }
+
+    pub fn config_toml(mut self, text: impl Into<String>) -> Self {
+        self.config_toml = Some(text.into());
+        self
+    }
+
+    pub fn file(mut self, path: &str, contents: impl Into<String>) -> Self {
+        self.files.push((path.to_owned(), contents.into()));
+        self
+    }
+}
+
+impl TestDaemon {
+    /// A daemon with no chat backend.
+    pub async fn start() -> Self {
+        Self::with(Setup::default()).await
+    }
+
+    pub async fn with(setup: Setup) -> Self {
+        let state = TempDir::new().unwrap();
+        let workspace = TempWorkspace::new();
+        for (path, contents) in &setup.files {
+            workspace.write(path, contents);
+        }
+        if let Some(text) = &setup.config_toml {
+            std::fs::write(state.path().join("config.toml"), text).unwrap();
+        }
+        let mut loader = ConfigLoader::with_env(
+            [
+                (
+                    "COPILOT_BRIDGE_HOME".to_owned(),
+                    state.path().display().to_string(),
+                ),
+                ("COPILOT_BRIDGE_PORT".to_owned(), "0".to_owned()),
+                ("COPILOT_BRIDGE_NO_GH".to_owned(), "1".to_owned()),
+            ]
+            .into_iter()
+            .chain(setup.env.iter().cloned()),
+        )
+        .cwd(workspace.path())
+        .user_home(Some(state.path().to_path_buf()))
+        .skip_dotenv();
+        if setup.config_toml.is_some() {
+            loader = loader.config_file(state.path().join("config.toml"));
+        }
+        let config = loader.load().expect("test configuration loads");
+        let daemon = Daemon::start(DaemonOptions {
+            config,
+            cwd: workspace.path().to_path_buf(),
+            detached: false,
+            trust_project_providers: false,
+            limits: Default::default(),
+        })
+        .await
+        .expect("daemon starts");
+        let ctx = daemon.context().clone();
+        let port = daemon.port();
+        let token = ctx.token.to_string();
+        let run = tokio::spawn(daemon.run());
+        Self {
+            ctx,
+            port,
+            token,
+            workspace,
+            state,
+            run: Some(run),
+        }
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("http://127.0.0.1:{}{path}", self.port)
+    }
+
+    pub fn ws_url(&self, path: &str) -> String {
+        format!("ws://127.0.0.1:{}{path}", self.port)
+    }
+
+    /// A client that sends the daemon's token.
+    pub fn http(&self) -> reqwest::Client {
+        reqwest::Client::builder()
+            .timeout(Duration::from_secs(30))
+            .build()
+            .unwrap()
+    }
+
+    /// `POST path` with the token and a JSON body.
+    pub async fn post_json(&self, path: &str, body: &Value) -> reqwest::Response {
+        self.http()
+            .post(self.url(path))
+            .bearer_auth(&self.token)
+            .json(body)
+            .send()
+            .await
+            .unwrap()
+    }
+
+    /// A JSON-RPC call over HTTP POST: the whole response object.
+    pub async fn rpc(&self, method: &str, params: Value) -> Value {
+        let body =
+            serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+        self.post_json("/rpc", &body).await.json().await.unwrap()
+    }
+
+    pub async fn stop(mut self) {
+        self.ctx.shutdown.cancel();
+        if let Some(run) = self.run.take() {
+            let _ = tokio::time::timeout(Duration::from_secs(10), run).await;
+        }
+    }
+}
+
+impl Drop for TestDaemon {
+    fn drop(&mut self) {
+        self.ctx.shutdown.cancel();
+    }
+}
