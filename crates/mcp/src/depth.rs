@@ -1,6 +1,108 @@
-//! Cycle detection: every tool of our servers takes `_depth`; at
-//! [`MAX_CALL_DEPTH`] or more it answers an error result instead of
-//! running, and calls the bridge makes onward carry `_depth + 1`.
+//! Cycle detection: every tool of our servers takes `_depth` (how many
+//! agent hops led to this call; 0 when absent). At [`MAX_CALL_DEPTH`] or
+//! more the tool answers an error result instead of running, and calls the
+//! bridge makes onward carry `_depth + 1` ([`onward`]).
+
+use rmcp::model::{CallToolResult, ContentBlock};
+use serde_json::{Map, Value, json};
 
 /// Calls this deep (or deeper) are refused.
 pub const MAX_CALL_DEPTH: u64 = 3;
+/// The argument name.
+pub const DEPTH_ARG: &str = "_depth";
+
+/// The JSON Schema property every tool adds for `_depth`.
+pub fn schema_property() -> Value {
+    json!({
+        "type": "integer",
+        "minimum": 0,
+        "description": "Agent hops that led to this call (cycle detection; calls at depth 3 or more are refused). Leave it out when calling directly."
+    })
+}
+
+/// Why `_depth` stops a call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DepthError {
+    /// `_depth` is not a non-negative integer: an invalid-params error.
+    Invalid(String),
+    /// Too deep: an error *result* (the model reads it and stops).
+    TooDeep(u64),
+}
+
+/// Removes `_depth` from `args` and checks it: the depth to run at.
+pub fn take_depth(args: &mut Map<String, Value>) -> Result<u64, DepthError> {
+    let depth = match args.remove(DEPTH_ARG) {
+        None | Some(Value::Null) => 0,
+        Some(Value::Number(n)) => n.as_u64().ok_or_else(|| {
+            DepthError::Invalid(format!("`{DEPTH_ARG}` must be a non-negative integer, not {n}"))
+        })?,
+        Some(other) => {
+            return Err(DepthError::Invalid(format!(
+                "`{DEPTH_ARG}` must be a non-negative integer, not {}",
+                json_kind(&other)
+            )));
+        }
+    };
+    if depth >= MAX_CALL_DEPTH {
+        return Err(DepthError::TooDeep(depth));
+    }
+    Ok(depth)
+}
+
+/// The error result for a call refused as too deep.
+pub fn too_deep_result(depth: u64) -> CallToolResult {
+    CallToolResult::error(vec![ContentBlock::text(format!(
+        "refused: call depth {depth} reaches the limit of {MAX_CALL_DEPTH} (a chain of agents calling each other); answer from what you already know instead of delegating again"
+    ))])
+}
+
+/// The `_depth` for calls made on behalf of a call at `depth`.
+pub fn onward(depth: u64) -> u64 {
+    depth.saturating_add(1)
+}
+
+fn json_kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn args(value: Value) -> Map<String, Value> {
+        value.as_object().unwrap().clone()
+    }
+
+    #[test]
+    fn absent_depth_is_zero_and_is_removed() {
+        let mut a = args(json!({"path": "x"}));
+        assert_eq!(take_depth(&mut a), Ok(0));
+        let mut a = args(json!({"path": "x", "_depth": 2}));
+        assert_eq!(take_depth(&mut a), Ok(2));
+        assert!(!a.contains_key(DEPTH_ARG));
+    }
+
+    #[test]
+    fn depth_three_or_more_is_refused() {
+        assert_eq!(take_depth(&mut args(json!({"_depth": 3}))), Err(DepthError::TooDeep(3)));
+        assert_eq!(take_depth(&mut args(json!({"_depth": 90}))), Err(DepthError::TooDeep(90)));
+    }
+
+    #[test]
+    fn wrong_types_are_invalid() {
+        for bad in [json!("2"), json!(-1), json!(1.5), json!(true), json!([1])] {
+            assert!(matches!(
+                take_depth(&mut args(json!({"_depth": bad}))),
+                Err(DepthError::Invalid(_))
+            ));
+        }
+    }
+}

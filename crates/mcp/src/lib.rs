@@ -16,4 +16,5 @@
 pub mod code;
 pub mod depth;
 pub mod memory;
+pub mod serve;
 pub mod session;

@@ -13,6 +13,7 @@ pub mod errors;
 mod models;
 mod openai;
 pub mod select;
+pub mod timing;
 
 use axum::Router;
 use axum::extract::{Request, State};
