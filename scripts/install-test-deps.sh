@@ -7,6 +7,7 @@ cd "$(dirname "$0")/.."
 
 need=()
 command -v git >/dev/null 2>&1 || need+=(git)
+command -v curl >/dev/null 2>&1 || need+=(curl)
 command -v sh >/dev/null 2>&1 || need+=(dash)
 command -v python3 >/dev/null 2>&1 || need+=(python3)
 command -v mkfifo >/dev/null 2>&1 || need+=(coreutils)

@@ -8,8 +8,12 @@ use tracing_subscriber::fmt::MakeWriter;
 
 /// Installs the global subscriber. `RUST_LOG` refines the configured level.
 pub fn init(level: LogLevel) {
-    let filter =
-        EnvFilter::try_from_env("RUST_LOG").unwrap_or_else(|_| EnvFilter::new(level.as_filter()));
+    // The MCP SDK reports every request at info: that is debug detail for us.
+    let directives = match level {
+        LogLevel::Info => format!("{},rmcp=warn", level.as_filter()),
+        other => other.as_filter().to_owned(),
+    };
+    let filter = EnvFilter::try_from_env("RUST_LOG").unwrap_or_else(|_| EnvFilter::new(directives));
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(RedactingStderr)

@@ -51,7 +51,14 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
         Command::Pair => runtime.block_on(commands::remote::pair(&config)),
         Command::Run(cmd) => runtime.block_on(commands::run::run(&config, cmd)),
         Command::Sessions(cmd) => runtime.block_on(commands::sessions::run(&config, cmd)),
-        Command::Mcp(cmd) => runtime.block_on(commands::mcp::run(&config, cmd)),
+        Command::Mcp(cmd) => {
+            let outcome = runtime.block_on(commands::mcp::run(&cli.global, &config, cmd));
+            // A stdio server's stdin reader is a blocking thread that never
+            // returns once the server stopped for a signal; waiting for it
+            // would hang the exit.
+            runtime.shutdown_background();
+            outcome
+        }
         Command::Openclaw(cmd) => runtime.block_on(commands::openclaw::run(&config, cmd)),
         Command::Status(cmd) => runtime.block_on(commands::status::run(&config, cmd)),
     }

@@ -4,11 +4,16 @@
 
 mod cli_config;
 mod cli_daemon;
+mod cli_mcp_code;
+mod cli_mcp_memory;
+mod cli_mcp_session;
+mod cli_openclaw;
 mod cli_redteam;
 mod cli_rpc;
 mod cli_run;
 mod cli_serve;
 mod cli_sessions;
+mod cli_status;
 mod cli_tool;
 mod cli_validate;
 mod peers;

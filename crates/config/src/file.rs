@@ -15,7 +15,7 @@ use crate::value;
 use crate::{ConfigError, Source};
 
 pub(crate) const MAX_CONFIG_FILE_BYTES: u64 = 1024 * 1024;
-const STRUCTURED_TABLES: &[&str] = &["permissions", "tools", "copilot", "mcp"];
+const STRUCTURED_TABLES: &[&str] = &["permissions", "tools", "copilot", "mcp", "backends"];
 
 pub(crate) type FileContents = (BTreeMap<String, Raw>, toml::Table);
 
@@ -165,6 +165,13 @@ fn collect_scalar(
     scalars: &mut BTreeMap<String, Raw>,
     errors: &mut Vec<String>,
 ) {
+    if let Some(spec) = keys::spec(key).filter(|spec| spec.secret && !spec.in_file) {
+        errors.push(format!(
+            "{key} cannot be set in config.toml: keys are never kept in config files; set {} in the environment (or .env) instead",
+            spec.env
+        ));
+        return;
+    }
     let Some(spec) = keys::spec(key).filter(|spec| spec.in_file) else {
         let known: Vec<&str> = KEYS
             .iter()
@@ -183,6 +190,16 @@ fn collect_scalar(
         toml::Value::Integer(i) => i.to_string(),
         toml::Value::Boolean(b) => b.to_string(),
         toml::Value::Float(f) => f.to_string(),
+        // A list key (`allowed_hosts`) may be written as a TOML array.
+        toml::Value::Array(items)
+            if spec.key == keys::ALLOWED_HOSTS && items.iter().all(toml::Value::is_str) =>
+        {
+            items
+                .iter()
+                .filter_map(toml::Value::as_str)
+                .collect::<Vec<_>>()
+                .join(",")
+        }
         other => {
             errors.push(format!(
                 "{} must be a string, number or boolean, not {}",

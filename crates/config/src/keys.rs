@@ -64,6 +64,26 @@ pub const MAX_RETRIES: &str = "max_retries";
 pub const TRANSIENT_RETRIES: &str = "transient_retries";
 pub const IDLE_EXIT_SECS: &str = "idle_exit_secs";
 pub const TRUST_PROJECT_PROVIDERS: &str = "trust_project_providers";
+pub const TOKEN: &str = "token";
+pub const ALLOWED_HOSTS: &str = "allowed_hosts";
+pub const DEFAULT_BACKEND: &str = "default_backend";
+pub const OPENAI_API_KEY: &str = "openai_api_key";
+pub const ANTHROPIC_API_KEY: &str = "anthropic_api_key";
+pub const OLLAMA_HOST: &str = "ollama_host";
+pub const NO_GH: &str = "no_gh";
+
+/// A secret only the environment (or `.env`) may hold: keys are never kept
+/// in config files.
+const fn env_secret(key: &'static str, env: &'static str, doc: &'static str) -> KeySpec {
+    KeySpec {
+        key,
+        env,
+        secret: true,
+        in_file: false,
+        default: "",
+        doc,
+    }
+}
 
 /// The state directory: read before config.toml, so config.toml cannot set it.
 pub const HOME_SPEC: KeySpec = KeySpec {
@@ -188,6 +208,45 @@ pub const KEYS: &[KeySpec] = &[
         "COPILOT_BRIDGE_TRUST_PROJECT_PROVIDERS",
         "false",
         "Spawn the providers a workspace's tap.config.json declares",
+    ),
+    secret(
+        TOKEN,
+        "COPILOT_BRIDGE_TOKEN",
+        "The daemon's bearer token (default: a random one per start); required to bind beyond loopback",
+    ),
+    key(
+        ALLOWED_HOSTS,
+        "COPILOT_BRIDGE_ALLOWED_HOSTS",
+        "",
+        "Host names (comma-separated) accepted in the Host header besides loopback and IP literals",
+    ),
+    key(
+        DEFAULT_BACKEND,
+        "COPILOT_BRIDGE_DEFAULT_BACKEND",
+        "",
+        "The facade backend used when a request's model routes nowhere else",
+    ),
+    env_secret(
+        OPENAI_API_KEY,
+        "OPENAI_API_KEY",
+        "OpenAI API key (auto-detected backend)",
+    ),
+    env_secret(
+        ANTHROPIC_API_KEY,
+        "ANTHROPIC_API_KEY",
+        "Anthropic API key (auto-detected backend)",
+    ),
+    key(
+        OLLAMA_HOST,
+        "OLLAMA_HOST",
+        "http://127.0.0.1:11434",
+        "Where Ollama listens (host:port or a URL)",
+    ),
+    key(
+        NO_GH,
+        "COPILOT_BRIDGE_NO_GH",
+        "false",
+        "Never ask `gh auth token` for a GitHub token",
     ),
 ];
 

@@ -8,6 +8,7 @@
 //! is allowed. This crate must not start anything or touch the network; and it
 //! must never print a secret (secret values are wrapped in [`Secret`]).
 
+pub mod backends;
 mod file;
 pub mod keys;
 mod loader;
@@ -22,6 +23,7 @@ use std::path::PathBuf;
 use bridge_policy::PermissionRules;
 use bridge_tools::ToolSettings;
 
+pub use backends::{BackendConfig, BackendKind, BackendStyle};
 pub use keys::{KEYS, KeySpec};
 pub use loader::{ConfigLoader, DEFAULT_IDLE_EXIT_SECS, DEFAULT_PORT};
 pub use mcp::{McpServerConfig, McpSettings, McpTransport};
@@ -112,6 +114,25 @@ pub struct BridgeConfig {
     pub copilot: CopilotSettings,
     /// `[mcp.servers.NAME]`: the MCP servers whose tools sessions get.
     pub mcp: McpSettings,
+    /// `[backends.NAME]`: the facade's configured chat backends, by name.
+    pub backends: Vec<BackendConfig>,
+    /// The backend a request goes to when its model routes nowhere else
+    /// (`default_backend`; default: the auto-selected one).
+    pub default_backend: Option<String>,
+    /// The daemon's bearer token (`COPILOT_BRIDGE_TOKEN`; default: random
+    /// per start). Required to bind beyond loopback.
+    pub token: Option<Secret>,
+    /// Host names accepted in `Host` besides loopback names and IP literals
+    /// (`COPILOT_BRIDGE_ALLOWED_HOSTS`), lowercased.
+    pub allowed_hosts: Vec<String>,
+    /// `OPENAI_API_KEY` (auto-detection).
+    pub openai_api_key: Option<Secret>,
+    /// `ANTHROPIC_API_KEY` (auto-detection).
+    pub anthropic_api_key: Option<Secret>,
+    /// `OLLAMA_HOST` as a base URL (auto-detection and ollama backends).
+    pub ollama_base_url: Option<String>,
+    /// `COPILOT_BRIDGE_NO_GH`: never run `gh auth token`.
+    pub no_gh: bool,
     /// The source of each scalar key, by its config.toml name.
     pub sources: BTreeMap<&'static str, Source>,
     /// The config file that was read, if one existed.

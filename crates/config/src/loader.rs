@@ -15,8 +15,12 @@ use crate::{BridgeConfig, ByokConfig, ConfigError, OpenClawConfig, Secret, Sourc
 /// where the trusted state and its `config.toml` live, where the audit goes,
 /// whether writes are allowed, which address the daemon listens on, and
 /// whether the repository's own providers are spawned.
-const DOTENV_REFUSED: [&str; 6] = [
+/// Nor the daemon's token and the host names it accepts: a token the
+/// repository chose is known to its authors.
+const DOTENV_REFUSED: [&str; 8] = [
     "COPILOT_BRIDGE_HOME",
+    "COPILOT_BRIDGE_TOKEN",
+    "COPILOT_BRIDGE_ALLOWED_HOSTS",
     "COPILOT_CLI_PATH",
     "COPILOT_BRIDGE_READ_ONLY",
     "COPILOT_BRIDGE_BIND",
@@ -224,8 +228,31 @@ impl ConfigLoader {
             .parse(keys::TRUST_PROJECT_PROVIDERS, value::parse_bool)
             .unwrap_or(false);
 
+        let token = builder.parse(keys::TOKEN, |t| value::parse_token(t).map(Secret::new));
+        let allowed_hosts = builder
+            .parse(keys::ALLOWED_HOSTS, value::parse_host_names)
+            .unwrap_or_default();
+        let default_backend = builder.parse(keys::DEFAULT_BACKEND, |t| {
+            crate::backends::valid_backend_name(t.trim())
+                .map(|()| t.trim().to_owned())
+                .map_err(|_| "a backend name: letters, digits, '_', '-' and '.'")
+        });
+        let openai_api_key = builder.parse(keys::OPENAI_API_KEY, |t| Ok(Secret::new(t.trim())));
+        let anthropic_api_key =
+            builder.parse(keys::ANTHROPIC_API_KEY, |t| Ok(Secret::new(t.trim())));
+        let ollama_base_url = builder.parse(keys::OLLAMA_HOST, |t| Ok(value::ollama_base_url(t)));
+        let no_gh = builder
+            .parse(keys::NO_GH, value::parse_bool)
+            .unwrap_or(false);
+
         let (permissions, tools) =
             structured_sections(&structured, &file_path, &mut builder.errors);
+        let backends = crate::backends::backends_section(
+            &structured,
+            &file_path,
+            |name| self.variable(name, &dotenv),
+            &mut builder.errors,
+        );
         let copilot = copilot_section(&structured, &file_path, &mut builder.errors);
         let mcp = crate::mcp::mcp_section(
             &structured,
@@ -255,6 +282,26 @@ impl ConfigLoader {
                 ),
             });
         }
+        if let Some(name) = &default_backend {
+            let known = backends.iter().any(|b| &b.name == name)
+                || crate::BackendKind::ALL.iter().any(|k| k.as_str() == name);
+            if !known {
+                let mut names: Vec<&str> = backends.iter().map(|b| b.name.as_str()).collect();
+                names.extend(crate::BackendKind::ALL.iter().map(|k| k.as_str()));
+                errors.push(ConfigError::Invalid {
+                    key: keys::DEFAULT_BACKEND.to_owned(),
+                    value: format!("{name:?}"),
+                    origin: sources
+                        .get(keys::DEFAULT_BACKEND)
+                        .cloned()
+                        .unwrap_or(Source::Default),
+                    expected: format!(
+                        "the name of a [backends.NAME] table or of the auto-selected backend's kind: {}",
+                        names.join(", ")
+                    ),
+                });
+            }
+        }
         all_or_none(errors)?;
         Ok(BridgeConfig {
             home,
@@ -276,6 +323,14 @@ impl ConfigLoader {
             tools,
             copilot,
             mcp,
+            backends,
+            default_backend,
+            token,
+            allowed_hosts,
+            openai_api_key,
+            anthropic_api_key,
+            ollama_base_url,
+            no_gh,
             sources,
             config_file,
         })
@@ -301,11 +356,21 @@ impl ConfigLoader {
                      trusts. Set it in your environment or in config.toml instead"
                 )));
             }
-            if KEYS.iter().any(|spec| spec.env == name) {
-                values.insert(name, (value, path.clone()));
-            }
+            // Every variable is kept: `[backends.NAME] api_key_env` may
+            // name any of them. Only our keys' names are looked up otherwise.
+            values.insert(name, (value, path.clone()));
         }
         Ok(values)
+    }
+
+    /// A variable of the environment, else of `.env` (for `api_key_env`).
+    fn variable(&self, name: &str, dotenv: &BTreeMap<String, (String, PathBuf)>) -> Option<String> {
+        let non_empty = |v: &&String| !v.trim().is_empty();
+        self.env
+            .get(name)
+            .filter(non_empty)
+            .or_else(|| dotenv.get(name).map(|(value, _)| value).filter(non_empty))
+            .cloned()
     }
 
     /// The highest-precedence non-empty raw value of `spec`.

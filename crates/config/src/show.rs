@@ -51,6 +51,15 @@ impl BridgeConfig {
             keys::TRANSIENT_RETRIES => Some(self.transient_retries.to_string()),
             keys::IDLE_EXIT_SECS => Some(self.idle_exit_secs.to_string()),
             keys::TRUST_PROJECT_PROVIDERS => Some(self.trust_project_providers.to_string()),
+            keys::TOKEN => secret(&self.token),
+            keys::ALLOWED_HOSTS => {
+                (!self.allowed_hosts.is_empty()).then(|| self.allowed_hosts.join(","))
+            }
+            keys::DEFAULT_BACKEND => self.default_backend.clone(),
+            keys::OPENAI_API_KEY => secret(&self.openai_api_key),
+            keys::ANTHROPIC_API_KEY => secret(&self.anthropic_api_key),
+            keys::OLLAMA_HOST => self.ollama_base_url.clone(),
+            keys::NO_GH => Some(self.no_gh.to_string()),
             _ => None,
         }
     }
@@ -92,6 +101,11 @@ impl BridgeConfig {
                     .map(|(name, server)| (name.clone(), server.redacted()))
                     .collect::<serde_json::Map<_, _>>(),
             },
+            "backends": self
+                .backends
+                .iter()
+                .map(|backend| (backend.name.clone(), backend.redacted()))
+                .collect::<serde_json::Map<_, _>>(),
         })
     }
 }

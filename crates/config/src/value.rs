@@ -164,6 +164,50 @@ pub(crate) fn parse_host(text: &str) -> Result<String, &'static str> {
     }
 }
 
+/// A bearer token a user chose: long enough not to be guessed, and only
+/// characters a header carries as they are.
+pub(crate) fn parse_token(text: &str) -> Result<String, &'static str> {
+    let token = text.trim();
+    let printable = token.bytes().all(|b| (0x21..=0x7e).contains(&b));
+    if (16..=512).contains(&token.len()) && printable {
+        Ok(token.to_owned())
+    } else {
+        Err(
+            "16 to 512 visible ASCII characters without spaces (e.g. the output of `openssl rand -hex 32`)",
+        )
+    }
+}
+
+/// Comma-separated host names, lowercased, without ports.
+pub(crate) fn parse_host_names(text: &str) -> Result<Vec<String>, &'static str> {
+    const EXPECTED: &str =
+        "host names separated by commas, without ports or schemes (e.g. bridge.lan,devbox)";
+    let mut names = Vec::new();
+    for name in text.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+        let valid = name.len() <= 253
+            && !name.starts_with(['.', '-'])
+            && name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-'));
+        if !valid {
+            return Err(EXPECTED);
+        }
+        names.push(name.to_ascii_lowercase());
+    }
+    Ok(names)
+}
+
+/// Ollama's own `OLLAMA_HOST` forms (`host`, `host:port`, a URL) as a base
+/// URL. Never an error: the variable is Ollama's, not ours to reject.
+pub(crate) fn ollama_base_url(text: &str) -> String {
+    let host = text.trim().trim_end_matches('/');
+    if host.contains("://") {
+        host.to_owned()
+    } else {
+        format!("http://{host}")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

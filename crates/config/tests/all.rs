@@ -2,6 +2,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod backends;
 mod layering;
 mod mcp;
 mod validation;

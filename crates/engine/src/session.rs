@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex, RwLock};
 use bridge_policy::{AuditLog, Guard};
 use bridge_tools::Approver;
 use serde::Serialize;
-use tokio::sync::broadcast;
+use tokio::sync::{broadcast, watch};
 
 use crate::events::{SessionEvent, TimelineEntry};
 use crate::hooks::HookRule;
@@ -49,6 +49,9 @@ pub struct Session {
     info: SessionInfo,
     state: Mutex<SessionState>,
     tools: ToolTable,
+    /// Bumped whenever the tool table may have changed (MCP servers announce
+    /// `tools/list_changed` from it).
+    tools_changed: watch::Sender<u64>,
     rules: RwLock<Vec<(String, Arc<[HookRule]>)>>,
     transforms: Mutex<TransformTable>,
     context: Mutex<Vec<(String, String)>>,
@@ -94,6 +97,7 @@ impl Session {
             info: parts.info,
             state: Mutex::new(SessionState::Idle),
             tools: ToolTable::default(),
+            tools_changed: watch::channel(0).0,
             rules: RwLock::new(Vec::new()),
             transforms: Mutex::new(TransformTable::default()),
             context: Mutex::new(Vec::new()),
@@ -190,7 +194,9 @@ impl Session {
         owner: &ToolOwner,
         entries: Vec<ToolEntry>,
     ) -> Result<(), ToolConflict> {
-        self.tools.register(owner, entries)
+        self.tools.register(owner, entries)?;
+        self.bump_tools_changed();
+        Ok(())
     }
 
     /// Makes `entries` exactly what `owner` serves; all or nothing.
@@ -199,16 +205,35 @@ impl Session {
         owner: &ToolOwner,
         entries: Vec<ToolEntry>,
     ) -> Result<(), ToolConflict> {
-        self.tools.replace_owner(owner, entries)
+        self.tools.replace_owner(owner, entries)?;
+        self.bump_tools_changed();
+        Ok(())
     }
 
     pub fn unregister_tools(&self, owner: &ToolOwner, names: &[String]) -> usize {
-        self.tools.unregister(owner, names)
+        let removed = self.tools.unregister(owner, names);
+        if removed > 0 {
+            self.bump_tools_changed();
+        }
+        removed
+    }
+
+    /// A receiver that sees a new value after every change to the tool
+    /// table (a replacement with identical tools counts too: compare the
+    /// lists if that matters).
+    pub fn tools_changed(&self) -> watch::Receiver<u64> {
+        self.tools_changed.subscribe()
+    }
+
+    fn bump_tools_changed(&self) {
+        self.tools_changed.send_modify(|n| *n = n.wrapping_add(1));
     }
 
     /// Removes everything `owner` holds: tools, rules, transforms, context.
     pub fn remove_owner(&self, owner: &ToolOwner) {
-        self.tools.unregister_owner(owner);
+        if self.tools.unregister_owner(owner) > 0 {
+            self.bump_tools_changed();
+        }
         if let Some(name) = owner.provider_name() {
             self.set_rules(name, Vec::new());
             lock(&self.transforms).remove_owner(name);

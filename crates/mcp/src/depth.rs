@@ -11,6 +11,21 @@ pub const MAX_CALL_DEPTH: u64 = 3;
 /// The argument name.
 pub const DEPTH_ARG: &str = "_depth";
 
+/// Environment variable that carries the depth to MCP servers an agent of
+/// the bridge starts (its value is the onward depth); our servers read it
+/// as the least depth of every call ([`floor_from_env`]).
+pub const DEPTH_ENV: &str = "COPILOT_BRIDGE_MCP_DEPTH";
+/// HTTP header with the same meaning, sent to streamable HTTP servers.
+pub const DEPTH_HEADER: &str = "copilot-bridge-mcp-depth";
+
+/// The depth floor from [`DEPTH_ENV`] (0 when unset or not a number).
+pub fn floor_from_env() -> u64 {
+    std::env::var(DEPTH_ENV)
+        .ok()
+        .and_then(|value| value.trim().parse().ok())
+        .unwrap_or(0)
+}
+
 /// The JSON Schema property every tool adds for `_depth`.
 pub fn schema_property() -> Value {
     json!({
@@ -34,7 +49,9 @@ pub fn take_depth(args: &mut Map<String, Value>) -> Result<u64, DepthError> {
     let depth = match args.remove(DEPTH_ARG) {
         None | Some(Value::Null) => 0,
         Some(Value::Number(n)) => n.as_u64().ok_or_else(|| {
-            DepthError::Invalid(format!("`{DEPTH_ARG}` must be a non-negative integer, not {n}"))
+            DepthError::Invalid(format!(
+                "`{DEPTH_ARG}` must be a non-negative integer, not {n}"
+            ))
         })?,
         Some(other) => {
             return Err(DepthError::Invalid(format!(
@@ -92,8 +109,14 @@ mod tests {
 
     #[test]
     fn depth_three_or_more_is_refused() {
-        assert_eq!(take_depth(&mut args(json!({"_depth": 3}))), Err(DepthError::TooDeep(3)));
-        assert_eq!(take_depth(&mut args(json!({"_depth": 90}))), Err(DepthError::TooDeep(90)));
+        assert_eq!(
+            take_depth(&mut args(json!({"_depth": 3}))),
+            Err(DepthError::TooDeep(3))
+        );
+        assert_eq!(
+            take_depth(&mut args(json!({"_depth": 90}))),
+            Err(DepthError::TooDeep(90))
+        );
     }
 
     #[test]

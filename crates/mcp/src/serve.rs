@@ -29,10 +29,17 @@ where
     let failed = |err: std::io::Error| ServeError::Signals(err.to_string());
     let mut terminate = signal(SignalKind::terminate()).map_err(failed)?;
     let mut interrupt = signal(SignalKind::interrupt()).map_err(failed)?;
-    let running = server
-        .serve(rmcp::transport::stdio())
-        .await
-        .map_err(|err| ServeError::Start(err.to_string()))?;
+    // A signal or a closed stdin before the handshake is a clean stop too.
+    let running = tokio::select! {
+        started = server.serve(rmcp::transport::stdio()) => match started {
+            Ok(running) => running,
+            Err(rmcp::service::ServerInitializeError::ConnectionClosed(_)) => return Ok(()),
+            Err(err) => return Err(ServeError::Start(err.to_string())),
+        },
+        _ = terminate.recv() => return Ok(()),
+        _ = interrupt.recv() => return Ok(()),
+        () = stop.cancelled() => return Ok(()),
+    };
     let cancel = running.cancellation_token();
     let waiting = running.waiting();
     tokio::pin!(waiting);

@@ -1,3 +1,8 @@
 //! bridge-mcp's integration tests: one binary, one module per server.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod code;
+mod memory;
+mod memory_corpus;
+mod session;

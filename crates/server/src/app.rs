@@ -26,6 +26,12 @@ pub struct DaemonFacts {
     /// it has ended, `default` names nothing rather than quietly another
     /// workspace.
     pub default_session: String,
+    /// The address the daemon listens on (`COPILOT_BRIDGE_BIND`).
+    pub bind_address: std::net::IpAddr,
+    /// The host clients connect to (loopback when bound to all interfaces).
+    pub connect_host: std::net::IpAddr,
+    /// Host names accepted besides loopback and IP literals (`allowed_hosts`).
+    pub allowed_hosts: Vec<String>,
 }
 
 /// What every handler shares. Cheap to clone.
@@ -97,5 +103,11 @@ pub fn router(ctx: ServerContext, methods: MethodTable) -> Router {
         .merge(ctx.gateway.router())
         .merge(checked)
         .fallback(guard::not_found)
-        .layer(middleware::from_fn(guard::require_loopback_host))
+        .layer(middleware::from_fn_with_state(
+            guard::HostPolicy {
+                ip_literals: !ctx.facts.bind_address.is_loopback(),
+                names: ctx.facts.allowed_hosts.clone().into(),
+            },
+            guard::require_allowed_host,
+        ))
 }

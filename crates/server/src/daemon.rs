@@ -126,6 +126,7 @@ impl Daemon {
         tokio::spawn(stop_on_signals(listen_for_signals()?, shutdown.clone()));
         let permission = PermissionPolicy::compile(&config.permissions)
             .map_err(|err| DaemonError::Config(err.to_string()))?;
+        refuse_open_bind_without_token(config)?;
         {
             let home = home.clone();
             tokio::task::spawn_blocking(move || ensure_private_dir(&home))
@@ -185,8 +186,14 @@ impl Daemon {
             registry.add_listener(Arc::new(McpSessions(manager.clone())));
             Some(manager)
         };
-        let backends =
-            crate::facade::select::build_backends(config, |name| std::env::var(name).ok()).await;
+        let backends = Arc::new(crate::facade::select::build_backends(config).await);
+        // First probes in the background, so the first /healthz has answers.
+        tokio::spawn({
+            let backends = backends.clone();
+            async move {
+                backends.health().await;
+            }
+        });
         let idle_grace = Duration::from_secs(config.idle_exit_secs);
         let settings = GatewaySettings {
             idle_exit_grace: idle_grace,
@@ -232,7 +239,10 @@ impl Daemon {
             port,
             pid,
             host: host.to_string(),
-            token: bridge_engine::ids::token("btk"),
+            token: config.token.as_ref().map_or_else(
+                || bridge_engine::ids::token("btk"),
+                |token| token.expose().to_owned(),
+            ),
             provider_token,
             default_session: default_session.id().to_owned(),
             started_at: started_at.clone(),
@@ -252,12 +262,15 @@ impl Daemon {
             gateway,
             token: Arc::from(file.token.as_str()),
             shutdown,
-            backends: Arc::new(backends),
+            backends,
             facts: Arc::new(DaemonFacts {
                 pid,
                 port,
                 started_at,
                 default_session: default_session.id().to_owned(),
+                bind_address: config.bind_address,
+                connect_host: host,
+                allowed_hosts: config.allowed_hosts.clone(),
             }),
         };
         tracing::info!(
@@ -344,6 +357,23 @@ impl Daemon {
         }
         tracing::info!("stopped");
     }
+}
+
+/// Beyond loopback, anyone on the network can reach the port; the random
+/// per-start token protects only while no one else can read gateway.json,
+/// so the user must choose the token (and so know that they exposed it).
+fn refuse_open_bind_without_token(config: &BridgeConfig) -> Result<(), DaemonError> {
+    if config.bind_address.is_loopback() || config.token.is_some() {
+        return Ok(());
+    }
+    Err(DaemonError::Config(format!(
+        "bind_address {} (from {}) is reachable from other machines, and no token is set; \
+         binding beyond loopback requires an explicit bearer token: set COPILOT_BRIDGE_TOKEN \
+         (or `token` in config.toml) to a long random value, e.g. `openssl rand -hex 32`, \
+         or bind to 127.0.0.1",
+        config.bind_address,
+        config.source_of(bridge_config::keys::BIND_ADDRESS),
+    )))
 }
 
 async fn bind(home: &Path, ip: IpAddr, port: u16) -> Result<TcpListener, DaemonError> {

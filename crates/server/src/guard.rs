@@ -1,10 +1,16 @@
-//! Who may talk to the daemon: loopback `Host` everywhere (a web page that
+//! Who may talk to the daemon: a loopback `Host` everywhere (a web page that
 //! rebinds its DNS name to 127.0.0.1 still sends its own name), loopback
 //! `Origin` on `/rpc` and `/healthz` (browser tabs are providers, so `/`
 //! accepts any origin and relies on its own auth), and the bearer token on
 //! `/rpc`.
+//!
+//! A daemon bound beyond loopback (which needs an explicit token) also
+//! accepts IP-literal hosts, which no DNS answer can rebind, and the names
+//! of `allowed_hosts`; every other name is still refused.
 
-use axum::extract::Request;
+use std::sync::Arc;
+
+use axum::extract::{Request, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
@@ -16,7 +22,53 @@ pub(crate) fn refusal(status: StatusCode, code: &str, message: impl Into<String>
     (status, axum::Json(body)).into_response()
 }
 
-pub(crate) async fn require_loopback_host(request: Request, next: Next) -> Response {
+/// Which `Host` names a daemon accepts besides loopback ones.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct HostPolicy {
+    /// Bound beyond loopback: IP literals are accepted.
+    pub(crate) ip_literals: bool,
+    /// Lowercased names from `allowed_hosts`.
+    pub(crate) names: Arc<[String]>,
+}
+
+impl HostPolicy {
+    fn accepts(&self, host: &str) -> bool {
+        if is_loopback_host(host) {
+            return true;
+        }
+        let Some(name) = host_name(host) else {
+            return false;
+        };
+        if self.ip_literals && name.parse::<std::net::IpAddr>().is_ok() {
+            return true;
+        }
+        let bracketed = host.trim().starts_with('[');
+        !bracketed && self.names.iter().any(|n| n.eq_ignore_ascii_case(name))
+    }
+}
+
+/// The name of `host` without its port (`[::1]:9400` → `::1`); `None` when
+/// it is malformed.
+fn host_name(host: &str) -> Option<&str> {
+    let host = host.trim();
+    if let Some(rest) = host.strip_prefix('[') {
+        return match rest.split_once(']') {
+            Some((inside, after)) if after.is_empty() || valid_port_suffix(after) => Some(inside),
+            _ => None,
+        };
+    }
+    match host.rsplit_once(':') {
+        Some((name, port)) if valid_port_suffix(&format!(":{port}")) => Some(name),
+        Some(_) => None,
+        None => Some(host),
+    }
+}
+
+pub(crate) async fn require_allowed_host(
+    State(policy): State<HostPolicy>,
+    request: Request,
+    next: Next,
+) -> Response {
     let mut hosts = request.headers().get_all(header::HOST).iter();
     let (first, second) = (hosts.next(), hosts.next());
     if second.is_some() {
@@ -32,17 +84,24 @@ pub(crate) async fn require_loopback_host(request: Request, next: Next) -> Respo
     // too, and HTTP says it wins over the header: both must be loopback.
     let target_host = request.uri().authority().map(|a| a.as_str());
     let named = header_host.or(target_host);
-    let all_loopback = [header_host, target_host]
+    let all_accepted = [header_host, target_host]
         .into_iter()
         .flatten()
-        .all(is_loopback_host);
+        .all(|host| policy.accepts(host));
     match named {
-        Some(_) if all_loopback => next.run(request).await,
+        Some(_) if all_accepted => next.run(request).await,
         Some(_) => refusal(
             StatusCode::FORBIDDEN,
             "forbidden_host",
-            "the Host header must be a loopback name (localhost, 127.0.0.1 or [::1]); \
-             the daemon refuses other names to defeat DNS rebinding",
+            if policy.ip_literals {
+                "the Host header must be a loopback name, an IP address or a name listed in \
+                 allowed_hosts (COPILOT_BRIDGE_ALLOWED_HOSTS); the daemon refuses other names \
+                 to defeat DNS rebinding"
+            } else {
+                "the Host header must be a loopback name (localhost, 127.0.0.1 or [::1]) or a \
+                 name listed in allowed_hosts; the daemon refuses other names to defeat DNS \
+                 rebinding"
+            },
         ),
         None => refusal(
             StatusCode::FORBIDDEN,
@@ -80,21 +139,13 @@ pub(crate) async fn not_found() -> Response {
 
 /// `localhost`, `127.0.0.1` or `[::1]`, with or without a port.
 pub(crate) fn is_loopback_host(host: &str) -> bool {
-    let host = host.trim();
-    let name = if let Some(rest) = host.strip_prefix('[') {
-        // `[::1]` or `[::1]:9400`.
-        match rest.split_once(']') {
-            Some((inside, after)) if after.is_empty() || valid_port_suffix(after) => inside,
-            _ => return false,
-        }
-    } else {
-        match host.rsplit_once(':') {
-            Some((name, port)) if valid_port_suffix(&format!(":{port}")) => name,
-            Some(_) => return false,
-            None => host,
-        }
-    };
-    name.eq_ignore_ascii_case("localhost") || name == "127.0.0.1" || name == "::1"
+    // A bare `::1` has no brackets, so its last `:` is not a port.
+    if host.trim().starts_with(':') {
+        return false;
+    }
+    host_name(host).is_some_and(|name| {
+        name.eq_ignore_ascii_case("localhost") || name == "127.0.0.1" || name == "::1"
+    })
 }
 
 fn valid_port_suffix(suffix: &str) -> bool {
@@ -175,6 +226,37 @@ mod tests {
         ] {
             assert!(!is_loopback_host(host), "{host}");
         }
+    }
+
+    #[test]
+    fn beyond_loopback_ip_literals_and_listed_names_pass_other_names_do_not() {
+        let policy = HostPolicy {
+            ip_literals: true,
+            names: Arc::from(vec!["bridge.lan".to_owned()]),
+        };
+        for host in [
+            "127.0.0.1:9400",
+            "192.168.1.20:9400",
+            "10.0.0.1",
+            "[fe80::1]:9400",
+            "BRIDGE.lan:9400",
+            "localhost",
+        ] {
+            assert!(policy.accepts(host), "{host}");
+        }
+        for host in [
+            "evil.example",
+            "bridge.lan.evil.example",
+            "192.168.1.20.nip.io",
+            "[bridge.lan]",
+            "192.168.1.20:x",
+            "",
+        ] {
+            assert!(!policy.accepts(host), "{host}");
+        }
+        let loopback_only = HostPolicy::default();
+        assert!(!loopback_only.accepts("192.168.1.20:9400"));
+        assert!(loopback_only.accepts("[::1]:9400"));
     }
 
     #[test]

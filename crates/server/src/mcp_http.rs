@@ -12,8 +12,11 @@ use crate::app::ServerContext;
 pub(crate) fn routes(ctx: ServerContext) -> Router {
     // Each server adds its `.nest_service(path, service)` line here; the
     // token check must follow them (axum refuses a route layer on no routes).
-    let _ = middleware::from_fn_with_state::<_, _, ()>(ctx, require_token);
     Router::new()
+        .nest_service("/mcp/code", crate::mcp_code::service(ctx.clone()))
+        .nest_service("/mcp/session", session_service(ctx.clone()))
+        .nest_service("/mcp/memory", memory_service())
+        .route_layer(middleware::from_fn_with_state(ctx, require_token))
 }
 
 async fn require_token(State(ctx): State<ServerContext>, request: Request, next: Next) -> Response {
@@ -24,4 +27,38 @@ async fn require_token(State(ctx): State<ServerContext>, request: Request, next:
     } else {
         crate::guard::unauthorized()
     }
+}
+
+/// `/mcp/session[?session=ID]`: a session's provider tools. No `session`
+/// means the daemon's default session, with `/rpc`'s `default` alias rules.
+fn session_service(
+    ctx: ServerContext,
+) -> rmcp::transport::streamable_http_server::StreamableHttpService<
+    bridge_mcp::session::SessionServer,
+    rmcp::transport::streamable_http_server::session::local::LocalSessionManager,
+> {
+    let stop = ctx.shutdown.child_token();
+    let lookup: bridge_mcp::session::SessionLookup = std::sync::Arc::new(move |requested| {
+        let id = requested.unwrap_or(crate::app::DEFAULT_ALIAS);
+        ctx.session(id).ok_or_else(|| match requested {
+            Some(id) => format!(
+                "no session '{id}' in the daemon (`copilot-bridge sessions list` shows them)"
+            ),
+            None => {
+                "the daemon's default session has ended; name a session with ?session=ID".to_owned()
+            }
+        })
+    });
+    bridge_mcp::session::http_service(lookup, stop)
+}
+
+/// `/mcp/memory`: OpenClaw's memory, read-only, laid out as the daemon's
+/// environment says when it starts (`OPENCLAW_WORKSPACE`, else detected
+/// under `OPENCLAW_STATE_DIR` or `~/.openclaw`).
+fn memory_service() -> rmcp::transport::streamable_http_server::StreamableHttpService<
+    bridge_mcp::memory::MemoryServer,
+    rmcp::transport::streamable_http_server::session::local::LocalSessionManager,
+> {
+    let layout = bridge_mcp::memory::MemoryLayout::detect(None, |name| std::env::var(name).ok());
+    bridge_mcp::memory::http_service(layout)
 }

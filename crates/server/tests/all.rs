@@ -4,5 +4,12 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod backends;
+mod facade_anthropic;
+mod facade_openai;
+mod facade_openai_errors;
+mod facade_openai_peers;
 mod health;
+mod rpc_bad_input;
 mod support;
+mod toolbus;

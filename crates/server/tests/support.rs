@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 use bridge_config::ConfigLoader;
-use bridge_server::{Daemon, DaemonOptions, ServerContext};
+use bridge_server::{ConnectionLimits, Daemon, DaemonOptions, ServerContext};
 use bridge_testkit::TempWorkspace;
 use serde_json::Value;
 use tempfile::TempDir;
@@ -31,6 +31,8 @@ pub struct Setup {
     pub config_toml: Option<String>,
     /// Files written into the workspace before the daemon starts.
     pub files: Vec<(String, String)>,
+    /// Connection cap and request-head timeout of the daemon's HTTP server.
+    pub limits: ConnectionLimits,
 }
 
 impl Setup {
@@ -57,6 +59,11 @@ impl Setup {
 
     pub fn config_toml(mut self, text: impl Into<String>) -> Self {
         self.config_toml = Some(text.into());
+        self
+    }
+
+    pub fn limits(mut self, limits: ConnectionLimits) -> Self {
+        self.limits = limits;
         self
     }
 
@@ -89,6 +96,8 @@ impl TestDaemon {
                 ),
                 ("COPILOT_BRIDGE_PORT".to_owned(), "0".to_owned()),
                 ("COPILOT_BRIDGE_NO_GH".to_owned(), "1".to_owned()),
+                // A local Ollama of the developer's must not be auto-detected.
+                ("OLLAMA_HOST".to_owned(), "http://127.0.0.1:9".to_owned()),
             ]
             .into_iter()
             .chain(setup.env.iter().cloned()),
@@ -105,7 +114,7 @@ impl TestDaemon {
             cwd: workspace.path().to_path_buf(),
             detached: false,
             trust_project_providers: false,
-            limits: Default::default(),
+            limits: setup.limits,
         })
         .await
         .expect("daemon starts");

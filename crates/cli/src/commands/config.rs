@@ -61,5 +61,20 @@ fn table(config: &BridgeConfig) -> String {
         tools.import_organizers.keys().collect::<Vec<_>>(),
         tools.tasks.keys().collect::<Vec<_>>()
     ));
+    for backend in &config.backends {
+        let key = match (&backend.api_key_env, &backend.api_key) {
+            (Some(var), Some(_)) => format!(" key=${var}"),
+            (Some(var), None) => format!(" key=${var} (unset)"),
+            (None, _) => String::new(),
+        };
+        out.push_str(&format!(
+            "backends.{}  provider={} base_url={} model={} style={}{key}\n",
+            backend.name,
+            backend.provider.as_str(),
+            backend.base_url.as_deref().unwrap_or("(default)"),
+            backend.model.as_deref().unwrap_or("(default)"),
+            backend.style.as_str(),
+        ));
+    }
     bridge_policy::redact(&out).into_owned()
 }

@@ -4,6 +4,7 @@
 //! stdin closed, output appended to `<home>/daemon.log`) and waits until it
 //! answers; `stop` asks over `/rpc` and falls back to SIGTERM.
 
+use std::ffi::OsString;
 use std::io::{Read, Seek, SeekFrom};
 use std::os::unix::process::CommandExt;
 use std::path::Path;
@@ -55,30 +56,66 @@ async fn start(
     if let Some(client) = find_running(&config.home).await {
         return already_running(&client);
     }
-    let log_path = config.home.join(LOG_FILE);
-    let log = open_log(&config.home, &log_path)?;
+    let serve_args = serve_command_args(global, config, args.trust_project_providers);
+    match launch(&config.home, &serve_args).await? {
+        Launched::Already(client) => already_running(&client),
+        Launched::Started(client) => {
+            write_stdout(&format!(
+                "started the gateway on {} (pid {}); log: {}\n",
+                client.address(),
+                client.file().pid,
+                config.home.join(LOG_FILE).display()
+            ))?;
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+/// The arguments of this binary that run `serve` with the configuration
+/// this command loaded.
+pub(crate) fn serve_command_args(
+    global: &GlobalArgs,
+    config: &BridgeConfig,
+    trust_project_providers: bool,
+) -> Vec<OsString> {
+    let mut args: Vec<OsString> = vec!["--home".into(), config.home.clone().into()];
+    if let Some(file) = &global.config {
+        args.extend(["--config".into(), file.clone().into()]);
+    }
+    if let Some(level) = &global.log_level {
+        args.extend(["--log-level".into(), level.into()]);
+    }
+    if let Some(port) = &global.port {
+        args.extend(["--port".into(), port.into()]);
+    }
+    if global.writable {
+        args.push("--writable".into());
+    }
+    args.push("serve".into());
+    if trust_project_providers {
+        args.push("--trust-project-providers".into());
+    }
+    args
+}
+
+/// How [`launch`] ended.
+pub(crate) enum Launched {
+    /// Another start won the race; this daemon is as good.
+    Already(GatewayClient),
+    Started(GatewayClient),
+}
+
+/// Runs this binary with `serve_args` detached (its own process group,
+/// stdin closed, output appended to `<home>/daemon.log`) and waits until it
+/// answers. Prints nothing: `mcp session` owns stdout.
+pub(crate) async fn launch(home: &Path, serve_args: &[OsString]) -> Result<Launched, Failure> {
+    let log_path = home.join(LOG_FILE);
+    let log = open_log(home, &log_path)?;
     let log_start = log.metadata().map(|m| m.len()).unwrap_or(0);
     let exe = std::env::current_exe()
         .map_err(|err| Failure::internal(format!("cannot find this program's path: {err}")))?;
     let mut command = Command::new(exe);
-    // The child must load the same configuration as this command did.
-    command.arg("--home").arg(&config.home);
-    if let Some(file) = &global.config {
-        command.arg("--config").arg(file);
-    }
-    if let Some(level) = &global.log_level {
-        command.arg("--log-level").arg(level);
-    }
-    if let Some(port) = &global.port {
-        command.arg("--port").arg(port);
-    }
-    if global.writable {
-        command.arg("--writable");
-    }
-    command.arg("serve");
-    if args.trust_project_providers {
-        command.arg("--trust-project-providers");
-    }
+    command.args(serve_args);
     let stderr = log
         .try_clone()
         .map_err(|err| Failure::internal(format!("cannot reuse {}: {err}", log_path.display())))?;
@@ -97,22 +134,17 @@ async fn start(
     loop {
         if let Ok(Some(status)) = child.try_wait() {
             // Lost a race to another start: that one is as good.
-            if let Some(client) = find_running(&config.home).await {
-                return already_running(&client);
+            if let Some(client) = find_running(home).await {
+                return Ok(Launched::Already(client));
             }
             return Err(Failure::internal(format!(
                 "the daemon exited ({status}) before it was ready:\n{}",
                 log_tail(&log_path, log_start)
             )));
         }
-        let published = GatewayFile::read(&config.home).is_some_and(|file| file.pid == pid);
-        if published && let Some(client) = find_running(&config.home).await {
-            write_stdout(&format!(
-                "started the gateway on {} (pid {pid}); log: {}\n",
-                client.address(),
-                log_path.display()
-            ))?;
-            return Ok(ExitCode::SUCCESS);
+        let published = GatewayFile::read(home).is_some_and(|file| file.pid == pid);
+        if published && let Some(client) = find_running(home).await {
+            return Ok(Launched::Started(client));
         }
         if Instant::now() >= deadline {
             return Err(Failure::internal(format!(

@@ -49,6 +49,21 @@ pub struct TaskOptions {
     pub json: bool,
 }
 
+/// Who is at the other end of a run.
+#[derive(Debug, Clone)]
+pub enum Attended {
+    /// A person at a terminal: "ask" rules ask on it, progress shows on
+    /// stderr, Ctrl-C cancels.
+    Terminal,
+    /// A program (`copilot-bridge mcp code`): nobody to ask (every "ask" is
+    /// denied), nothing on stderr but logs, `cancel` stops the run, and the
+    /// MCP servers the agent uses get `mcp_depth` (cycle detection).
+    Unattended {
+        cancel: CancellationToken,
+        mcp_depth: u64,
+    },
+}
+
 /// A new session, or one whose log is continued.
 #[derive(Debug, Clone)]
 pub enum Start {
@@ -78,6 +93,27 @@ pub async fn execute(
     options: TaskOptions,
     start: Start,
 ) -> Result<ExitCode, Failure> {
+    let report = run_task(config, &options, start, Attended::Terminal).await?;
+    print_report(&report, options.json)?;
+    Ok(exit_code(&report))
+}
+
+/// Runs a task in a new or resumed session to its report (the session's
+/// log written, its MCP servers stopped), printing nothing.
+pub async fn run_task(
+    config: &BridgeConfig,
+    options: &TaskOptions,
+    start: Start,
+    attended: Attended,
+) -> Result<RunReport, Failure> {
+    let depth_config;
+    let config = match &attended {
+        Attended::Terminal => config,
+        Attended::Unattended { mcp_depth, .. } => {
+            depth_config = with_mcp_depth(config, *mcp_depth);
+            &depth_config
+        }
+    };
     if options.task.trim().is_empty() {
         return Err(Failure::usage("the task is empty: say what to do"));
     }
@@ -126,7 +162,11 @@ pub async fn execute(
         Start::New => new_session_id(),
         Start::Resume { session_id } => session_id.clone(),
     };
-    let session = create_session(config, &cwd, &session_id, asking.clone())?;
+    let approver = match attended {
+        Attended::Terminal => crate::approver::for_this_terminal(asking.clone()),
+        Attended::Unattended { .. } => Arc::new(bridge_tools::DenyAll),
+    };
+    let session = create_session(config, &cwd, &session_id, "run", approver)?;
     session.set_model(model.clone());
     session.set_runner_kind(runner_kind);
     let log = match log {
@@ -173,16 +213,31 @@ pub async fn execute(
         max_turns: options.max_turns,
         timeout: options.timeout,
     };
-    let progress = !options.json && std::io::IsTerminal::is_terminal(&std::io::stderr());
-    let live = live::Live::start(&log, options.verbose && !options.json, progress, asking);
-    let cancel = CancellationToken::new();
-    let on_interrupt = tokio::spawn(cancel_on_interrupt(cancel.clone()));
+    let at_terminal = matches!(attended, Attended::Terminal);
+    let progress =
+        at_terminal && !options.json && std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let live = live::Live::start(
+        &log,
+        at_terminal && options.verbose && !options.json,
+        progress,
+        asking,
+    );
+    let (cancel, on_interrupt) = match attended {
+        Attended::Terminal => {
+            let cancel = CancellationToken::new();
+            let on_interrupt = tokio::spawn(cancel_on_interrupt(cancel.clone()));
+            (cancel, Some(on_interrupt))
+        }
+        Attended::Unattended { cancel, .. } => (cancel, None),
+    };
     let context = RunContext::new(cancel).with_log(log.clone());
     let report = match replayed {
         Some(replayed) => runner.resume(session, request, replayed, context).await,
         None => runner.run(session, request, context).await,
     };
-    on_interrupt.abort();
+    if let Some(on_interrupt) = on_interrupt {
+        on_interrupt.abort();
+    }
     if let Some(mcp) = mcp {
         mcp.shutdown().await;
     }
@@ -190,8 +245,26 @@ pub async fn execute(
     if let Err(err) = log.close().await {
         tracing::warn!(error = %err, "the session log could not be closed cleanly");
     }
-    print_report(&report, options.json)?;
-    Ok(exit_code(&report))
+    Ok(report)
+}
+
+/// `config` with the depth every MCP server the agent uses must count its
+/// calls from: in the environment of stdio servers, in a header of HTTP
+/// ones (see `bridge_mcp::depth`).
+fn with_mcp_depth(config: &BridgeConfig, depth: u64) -> BridgeConfig {
+    let mut config = config.clone();
+    for server in config.mcp.servers.values_mut() {
+        match server.transport() {
+            bridge_config::McpTransport::Stdio => server
+                .env
+                .insert(bridge_mcp::depth::DEPTH_ENV.to_owned(), depth.to_string()),
+            bridge_config::McpTransport::Http => server.headers.insert(
+                bridge_mcp::depth::DEPTH_HEADER.to_owned(),
+                depth.to_string(),
+            ),
+        };
+    }
+    config
 }
 
 /// Picks the runner; for the native one, the backend exactly as `validate`
@@ -202,9 +275,7 @@ async fn build_runner(
 ) -> Result<(Arc<dyn Runner>, String), Failure> {
     match kind {
         RunnerKind::Native => {
-            let settings = bridge_server::facade::select::settings_from(config, |name| {
-                std::env::var(name).ok()
-            });
+            let settings = bridge_server::facade::select::settings_from(config);
             let explicit = settings.provider.is_some();
             let selected = select_backend(settings)
                 .await
@@ -291,11 +362,14 @@ fn no_backend(err: &LlmError, explicit: bool) -> Failure {
     Failure::new(exit::CONFIG, format!("cannot run: {message}"))
 }
 
-fn create_session(
+/// A session of `cwd` in a registry of its own, with the configured
+/// policy and audit log (also the session of `copilot-bridge mcp code`).
+pub(crate) fn create_session(
     config: &BridgeConfig,
     cwd: &std::path::Path,
     id: &str,
-    asking: Arc<AtomicBool>,
+    label: &str,
+    approver: Arc<dyn bridge_tools::Approver>,
 ) -> Result<Arc<Session>, Failure> {
     let permission = PermissionPolicy::compile(&config.permissions)
         .map_err(|err| Failure::new(exit::CONFIG, format!("configuration error: {err}")))?;
@@ -304,14 +378,14 @@ fn create_session(
         read_only: config.read_only,
         tool_settings: Arc::new(config.tools.clone()),
         audit: Some(bridge_policy::AuditLog::new(&config.audit_log_dir)),
-        approver: crate::approver::for_this_terminal(asking),
+        approver,
         home: None,
     };
     let registry = SessionRegistry::new(defaults, RegistrySettings::default());
     registry
         .create(SessionSpec {
             id: Some(id.to_owned()),
-            label: "run".to_owned(),
+            label: label.to_owned(),
             cwd: cwd.to_path_buf(),
             foreground: true,
         })

@@ -1,12 +1,120 @@
-//! `copilot-bridge status` (being written).
+//! `copilot-bridge status`: the running daemon as a user needs to see it —
+//! its endpoints, which chat backends answer, providers, sessions, and
+//! whether the default session may write. One `bridge.status` call.
 
 use std::process::ExitCode;
 
 use bridge_config::BridgeConfig;
+use serde_json::Value;
 
+use super::remote::{call_failure, connect};
+use super::tool::{print_json, write_stdout};
 use crate::args::StatusArgs;
 use crate::exit::Failure;
 
-pub async fn run(_config: &BridgeConfig, _args: StatusArgs) -> Result<ExitCode, Failure> {
-    Err(Failure::internal("not yet"))
+pub async fn run(config: &BridgeConfig, args: StatusArgs) -> Result<ExitCode, Failure> {
+    let client = connect(config).await?;
+    let status = client
+        .call("bridge.status", serde_json::json!({}))
+        .await
+        .map_err(|err| call_failure("bridge.status", &err))?;
+    if args.json {
+        print_json(&status, false)?;
+    } else {
+        write_stdout(&table(&status))?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn text(value: &Value) -> &str {
+    value.as_str().unwrap_or("-")
+}
+
+fn table(status: &Value) -> String {
+    let mut out = format!(
+        "copilot-bridge {} (pid {}), listening on {}\n",
+        text(&status["version"]),
+        status["pid"],
+        text(&status["bindAddress"]),
+    );
+    let endpoints = &status["endpoints"];
+    out.push_str("\nENDPOINTS\n");
+    for (label, value) in [
+        ("openai", &endpoints["openai"]),
+        ("anthropic", &endpoints["anthropic"]),
+        ("rpc (http)", &endpoints["rpc"]["http"]),
+        ("rpc (ws)", &endpoints["rpc"]["websocket"]),
+        ("providers", &endpoints["provider"]),
+        ("mcp code", &endpoints["mcp"]["code"]),
+        ("mcp memory", &endpoints["mcp"]["memory"]),
+        ("mcp session", &endpoints["mcp"]["session"]),
+        ("health", &endpoints["health"]),
+    ] {
+        out.push_str(&format!("  {label:12} {}\n", text(value)));
+    }
+    let backends = status["backends"].as_array().cloned().unwrap_or_default();
+    out.push_str("\nBACKENDS\n");
+    if backends.is_empty() {
+        out.push_str("  none configured (see docs/backends/)\n");
+    } else {
+        let width = backends
+            .iter()
+            .map(|b| text(&b["name"]).len() + 2)
+            .max()
+            .unwrap_or(4)
+            .max(4);
+        out.push_str(&format!(
+            "  {:width$} {:10} {:12} {:14} {:20} {}\n",
+            "NAME", "KIND", "STATUS", "STYLE", "MODEL", "URL"
+        ));
+        for backend in &backends {
+            let marked = if backend["default"] == true {
+                format!("{}*", text(&backend["name"]))
+            } else {
+                text(&backend["name"]).to_owned()
+            };
+            out.push_str(&format!(
+                "  {:width$} {:10} {:12} {:14} {:20} {}\n",
+                marked,
+                text(&backend["kind"]),
+                text(&backend["availability"]),
+                text(&backend["style"]),
+                text(&backend["defaultModel"]),
+                text(&backend["baseUrl"]),
+            ));
+        }
+        out.push_str("  (* default backend)\n");
+    }
+    let providers = &status["providers"];
+    let names: Vec<&str> = providers["names"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect();
+    out.push_str(&format!(
+        "\nproviders: {}{}\n",
+        providers["count"],
+        if names.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", names.join(", "))
+        }
+    ));
+    out.push_str(&format!(
+        "sessions: {} (default: {})\n",
+        status["sessions"]["count"],
+        text(&status["sessions"]["default"]),
+    ));
+    let policy = &status["policy"];
+    let mode = match policy["readOnly"].as_bool() {
+        Some(true) => "read-only",
+        Some(false) => "writable",
+        None => "unknown (the default session has ended)",
+    };
+    out.push_str(&format!(
+        "policy: {mode}; workspace policy: {}\n",
+        policy["workspacePolicy"].as_str().unwrap_or("none"),
+    ));
+    bridge_policy::redact(&out).into_owned()
 }

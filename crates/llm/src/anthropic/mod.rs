@@ -2,6 +2,7 @@
 //! mapping of our events to its stream format for the facade.
 
 mod encoder;
+pub mod inbound;
 mod message;
 mod stream;
 mod wire;

@@ -3,6 +3,7 @@
 //! OpenRouter, …).
 
 mod completion;
+pub mod inbound;
 mod stream;
 mod wire;
 

@@ -1,23 +1,240 @@
-//! `POST /v1/messages` in Anthropic's format, streaming (SSE) and not.
+//! `POST /v1/messages` in Anthropic's format, streaming (SSE) and not, over
+//! any chat backend; and `POST /v1/messages/count_tokens`, an estimate.
+//!
+//! The response head is sent only once the upstream has answered its own
+//! head, so an upstream that refuses the request (429, 5xx, unreachable) is
+//! an HTTP error in Anthropic's shape, never a 200 stream. Once streaming, a
+//! failure ends the stream with an Anthropic `event: error` record. The
+//! upstream request lives in the response body: a client that disconnects
+//! drops it, and the upstream connection with it.
+
+use std::convert::Infallible;
+use std::sync::Arc;
 
 use axum::body::Body;
 use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode};
-use axum::response::Response;
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use bridge_llm::anthropic::AnthropicSseEncoder;
+use bridge_llm::anthropic::inbound::{
+    self, InboundError, InboundErrorKind, UpstreamFormat, message_object,
+};
+use bridge_llm::{ChatEvent, ChatStream, FinishReason, LlmError, collect};
+use futures::StreamExt;
+use serde_json::json;
 
-use super::errors::{ErrorKind, FacadeError};
+use super::backends::{Availability, BackendEntry, Backends};
+use super::body::read_json_object;
+use super::errors::FacadeError;
+use super::timing::Overhead;
 use crate::app::ServerContext;
 
 pub(crate) async fn messages(
-    State(_ctx): State<ServerContext>,
-    _headers: HeaderMap,
-    _body: Body,
+    State(ctx): State<ServerContext>,
+    headers: HeaderMap,
+    body: Body,
 ) -> Response {
-    FacadeError::new(
-        StatusCode::NOT_IMPLEMENTED,
-        ErrorKind::Server,
-        "not_implemented",
-        "not yet",
+    let mut overhead = Overhead::start();
+    match answer(&ctx, &headers, body, &mut overhead).await {
+        Ok(mut response) => {
+            overhead.stamp(response.headers_mut());
+            response
+        }
+        Err(err) => {
+            let mut response = err.anthropic_response();
+            overhead.stamp(response.headers_mut());
+            response
+        }
+    }
+}
+
+async fn answer(
+    ctx: &ServerContext,
+    headers: &HeaderMap,
+    body: Body,
+    overhead: &mut Overhead,
+) -> Result<Response, FacadeError> {
+    let body = read_json_object(headers, body).await?;
+    // Routing needs the model before the body is parsed for its upstream.
+    let requested = body.get("model").and_then(|model| model.as_str());
+    let route = ctx.backends.route(requested)?;
+    let entry = route.entry;
+    let format = if entry.kind == "anthropic" {
+        UpstreamFormat::Anthropic
+    } else {
+        UpstreamFormat::OpenAiChat
+    };
+    let inbound = inbound::parse_messages_request(&body, format).map_err(invalid)?;
+    // Clients match answers to what they asked for, not to the routed name.
+    let model = inbound
+        .model
+        .clone()
+        .or_else(|| route.model.clone())
+        .or_else(|| entry.default_model.clone())
+        .unwrap_or_else(|| entry.name.clone());
+    let mut request = inbound.chat;
+    request.model = route.model;
+    tracing::debug!(
+        backend = %entry.name,
+        model = %model,
+        stream = inbound.stream,
+        messages = request.messages.len(),
+        tools = request.tools.len(),
+        "anthropic facade: messages"
+    );
+
+    let upstream = overhead.upstream(entry.backend.stream(request)).await;
+    let upstream = upstream.map_err(|err| upstream_failed(&ctx.backends, &entry, &err))?;
+    ctx.backends.record(&entry.name, Availability::Ok);
+    let message_id = format!("msg_{}", bridge_engine::ids::random_hex(12));
+
+    if inbound.stream {
+        let relay = Relay {
+            upstream,
+            encoder: AnthropicSseEncoder::new(&message_id, &model),
+            called_tools: false,
+            done: false,
+            backends: Arc::clone(&ctx.backends),
+            entry,
+        };
+        let records = futures::stream::unfold(relay, Relay::next_record);
+        let mut response = Response::new(Body::from_stream(records));
+        let headers = response.headers_mut();
+        headers.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("text/event-stream; charset=utf-8"),
+        );
+        headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+        return Ok(response);
+    }
+
+    let answer = overhead.upstream(collect(upstream)).await;
+    let answer = answer.map_err(|err| upstream_failed(&ctx.backends, &entry, &err))?;
+    let message = message_object(&message_id, &model, &answer);
+    Ok((
+        StatusCode::OK,
+        [(header::CONTENT_TYPE, "application/json")],
+        message.to_string(),
     )
-    .anthropic_response()
+        .into_response())
+}
+
+/// `POST /v1/messages/count_tokens`: `{"input_tokens": N}`, estimated
+/// locally (see [`inbound::estimate_input_tokens`]); no backend is asked,
+/// since most of them cannot count.
+pub(crate) async fn count_tokens(headers: HeaderMap, body: Body) -> Response {
+    let overhead = Overhead::start();
+    let counted = match read_json_object(&headers, body).await {
+        Ok(body) => inbound::estimate_input_tokens(&body).map_err(invalid),
+        Err(err) => Err(err),
+    };
+    let mut response = match counted {
+        Ok(tokens) => (
+            StatusCode::OK,
+            [(header::CONTENT_TYPE, "application/json")],
+            json!({"input_tokens": tokens}).to_string(),
+        )
+            .into_response(),
+        Err(err) => err.anthropic_response(),
+    };
+    overhead.stamp(response.headers_mut());
+    response
+}
+
+fn invalid(err: InboundError) -> FacadeError {
+    let code = match err.kind {
+        InboundErrorKind::Missing => "missing_field",
+        InboundErrorKind::Invalid => "invalid_field",
+        InboundErrorKind::Unsupported => "unsupported_by_backend",
+    };
+    FacadeError::invalid(code, err.to_string()).with_param(err.param)
+}
+
+/// The error for the client, with what it says about the backend noted.
+fn upstream_failed(backends: &Backends, entry: &BackendEntry, err: &LlmError) -> FacadeError {
+    backends.record(&entry.name, availability_after(err));
+    tracing::warn!(backend = %entry.name, "anthropic facade: upstream failed: {}", bridge_policy::redact::redact(&err.to_string()));
+    FacadeError::from_llm(&entry.kind, err)
+}
+
+/// An upstream that refused a request on its merits is up; one that could
+/// not be reached, timed out, failed (5xx) or spoke nonsense is not.
+fn availability_after(err: &LlmError) -> Availability {
+    match err {
+        LlmError::Http { status, .. } if *status < 500 => Availability::Ok,
+        _ => Availability::Unavailable,
+    }
+}
+
+/// The streamed answer: upstream events through the encoder, one SSE
+/// chunk per event that produces records.
+struct Relay {
+    upstream: ChatStream,
+    encoder: AnthropicSseEncoder,
+    called_tools: bool,
+    done: bool,
+    backends: Arc<Backends>,
+    entry: Arc<BackendEntry>,
+}
+
+impl Relay {
+    async fn next_record(mut self) -> Option<(Result<String, Infallible>, Self)> {
+        if self.done {
+            return None;
+        }
+        loop {
+            match self.upstream.next().await {
+                Some(Ok(event)) => {
+                    let event = self.adjust(event);
+                    let finished = matches!(event, ChatEvent::Finish { .. });
+                    let records = self.encoder.encode(&event).concat();
+                    self.done = finished;
+                    if !records.is_empty() {
+                        return Some((Ok(records), self));
+                    }
+                    if finished {
+                        return None;
+                    }
+                }
+                Some(Err(err)) => {
+                    self.done = true;
+                    let error = upstream_failed(&self.backends, &self.entry, &err);
+                    return Some((Ok(error_record(&error)), self));
+                }
+                None => {
+                    // Backends end with Finish or an error; a stream that
+                    // just stops must still not leave the client waiting
+                    // for a message_stop that will not come.
+                    self.done = true;
+                    let err = LlmError::Protocol {
+                        backend: self.entry.name.clone(),
+                        message: "the answer ended without a finish".into(),
+                    };
+                    let error = upstream_failed(&self.backends, &self.entry, &err);
+                    return Some((Ok(error_record(&error)), self));
+                }
+            }
+        }
+    }
+
+    /// Anthropic clients run tools on `stop_reason: tool_use`; some
+    /// OpenAI-compatible servers finish calls with a plain "stop".
+    fn adjust(&mut self, event: ChatEvent) -> ChatEvent {
+        match event {
+            ChatEvent::ToolCallStart { .. } => {
+                self.called_tools = true;
+                event
+            }
+            ChatEvent::Finish {
+                reason: FinishReason::Stop,
+            } if self.called_tools => ChatEvent::Finish {
+                reason: FinishReason::ToolCalls,
+            },
+            other => other,
+        }
+    }
+}
+
+fn error_record(error: &FacadeError) -> String {
+    format!("event: error\ndata: {}\n\n", error.anthropic_body())
 }

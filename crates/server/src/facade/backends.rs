@@ -97,6 +97,8 @@ pub struct Backends {
     learnt: Mutex<BTreeMap<String, Vec<String>>>,
     /// Last probe of each backend, by name.
     probes: Mutex<BTreeMap<String, (Instant, Availability)>>,
+    /// A background refresh of the probes is running.
+    refreshing: std::sync::atomic::AtomicBool,
 }
 
 /// How long a health probe's answer is reused.
@@ -209,10 +211,13 @@ impl Backends {
             }
             let listed = tokio::time::timeout(PROBE_TIMEOUT, entry.backend.models()).await;
             let seen = match listed {
-                Ok(Ok(models)) => {
+                // A configured list is what routes to this backend (and what
+                // `/v1/models` shows); the upstream's own is not learnt.
+                Ok(Ok(models)) if entry.models.is_empty() => {
                     self.remember(&entry.name, &models, Availability::Ok);
                     Availability::Ok
                 }
+                Ok(Ok(_)) => Availability::Ok,
                 _ => Availability::Unavailable,
             };
             self.record(&entry.name, seen);
@@ -222,6 +227,76 @@ impl Backends {
             .await
             .into_iter()
             .collect()
+    }
+
+    /// Each backend's availability, at once from what was last seen; stale
+    /// answers are refreshed in the background for the next call. Only a
+    /// backend never probed is waited for, at most `wait` (then it counts
+    /// as unavailable until its probe ends). Keeps `/healthz` fast whatever
+    /// an upstream does.
+    pub async fn health_within(self: &Arc<Self>, wait: Duration) -> BTreeMap<String, Availability> {
+        let (known, all_fresh) = self.last_seen();
+        if known.len() == self.entries.len() {
+            if !all_fresh {
+                self.refresh_in_background();
+            }
+            return known;
+        }
+        // Not deduplicated with a background refresh: this caller must be
+        // able to wait for its answer. Only happens before first answers.
+        let probing = tokio::spawn({
+            let backends = Arc::clone(self);
+            async move { backends.health().await }
+        });
+        if let Ok(Ok(seen)) = tokio::time::timeout(wait, probing).await {
+            return seen;
+        }
+        let (known, _) = self.last_seen();
+        self.entries
+            .iter()
+            .map(|entry| {
+                let seen = known
+                    .get(&entry.name)
+                    .copied()
+                    .unwrap_or(Availability::Unavailable);
+                (entry.name.clone(), seen)
+            })
+            .collect()
+    }
+
+    /// What each probed backend was last seen as, and whether all of those
+    /// answers are fresh.
+    fn last_seen(&self) -> (BTreeMap<String, Availability>, bool) {
+        let Ok(probes) = self.probes.lock() else {
+            return (BTreeMap::new(), false);
+        };
+        let mut fresh = true;
+        let seen = self
+            .entries
+            .iter()
+            .filter_map(|entry| {
+                let (at, seen) = probes.get(&entry.name)?;
+                fresh &= at.elapsed() < PROBE_TTL;
+                Some((entry.name.clone(), *seen))
+            })
+            .collect();
+        (seen, fresh)
+    }
+
+    /// Probes in a task of its own, unless one is already running.
+    fn refresh_in_background(
+        self: &Arc<Self>,
+    ) -> Option<tokio::task::JoinHandle<BTreeMap<String, Availability>>> {
+        use std::sync::atomic::Ordering;
+        if self.refreshing.swap(true, Ordering::AcqRel) {
+            return None;
+        }
+        let backends = Arc::clone(self);
+        Some(tokio::spawn(async move {
+            let seen = backends.health().await;
+            backends.refreshing.store(false, Ordering::Release);
+            seen
+        }))
     }
 
     /// Notes the outcome of a real request, so health follows what clients see.

@@ -11,6 +11,7 @@ pub mod backends;
 pub mod body;
 pub mod errors;
 mod models;
+pub mod normalize;
 mod openai;
 pub mod select;
 pub mod timing;
@@ -30,6 +31,7 @@ pub(crate) fn routes(ctx: ServerContext) -> Router {
         .route("/v1/chat/completions", post(openai::chat_completions))
         .route("/v1/models", get(models::list))
         .route("/v1/messages", post(anthropic::messages))
+        .route("/v1/messages/count_tokens", post(anthropic::count_tokens))
         .route_layer(middleware::from_fn_with_state(ctx.clone(), require_token))
         .with_state(ctx)
 }
@@ -58,7 +60,7 @@ async fn require_token(State(ctx): State<ServerContext>, request: Request, next:
         "missing or wrong API key: use the `token` of gateway.json in the state directory \
          (`copilot-bridge status` shows where) as the API key",
     );
-    let anthropic = request.uri().path() == "/v1/messages"
+    let anthropic = request.uri().path().starts_with("/v1/messages")
         || request.headers().contains_key("anthropic-version");
     if anthropic {
         error.anthropic_response()

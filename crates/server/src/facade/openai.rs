@@ -1,23 +1,300 @@
 //! `POST /v1/chat/completions` in OpenAI's format, streaming (SSE) and not.
+//!
+//! The response head is sent once the upstream has answered its own, so an
+//! upstream that refuses the request is an HTTP error here too; after that,
+//! a failure ends the stream with an error chunk and `[DONE]`. The body
+//! stream owns the upstream's event stream: a client that goes away drops
+//! both, which cancels the upstream request.
 
-use axum::body::Body;
+use std::collections::VecDeque;
+use std::convert::Infallible;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use axum::body::{Body, Bytes};
 use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode};
-use axum::response::Response;
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use bridge_llm::openai::inbound::{
+    ChunkEncoder, InboundError, InboundRequest, completion_object, parse_request,
+};
+use bridge_llm::{ChatRequest, ChatStream, LlmError, collect};
+use futures::StreamExt;
+use serde_json::Value;
 
-use super::errors::{ErrorKind, FacadeError};
+use super::backends::{Availability, BackendEntry, PromptStyle};
+use super::body::read_json_object;
+use super::errors::FacadeError;
+use super::normalize;
+use super::timing::Overhead;
 use crate::app::ServerContext;
 
+const DONE: &[u8] = b"data: [DONE]\n\n";
+
 pub(crate) async fn chat_completions(
-    State(_ctx): State<ServerContext>,
-    _headers: HeaderMap,
-    _body: Body,
+    State(ctx): State<ServerContext>,
+    headers: HeaderMap,
+    body: Body,
 ) -> Response {
-    FacadeError::new(
-        StatusCode::NOT_IMPLEMENTED,
-        ErrorKind::Server,
-        "not_implemented",
-        "not yet",
+    let mut clock = Overhead::start();
+    let mut response = match answer(&ctx, &headers, body, &mut clock).await {
+        Ok(response) => response,
+        Err(error) => {
+            tracing::info!(
+                status = error.status.as_u16(),
+                code = error.code,
+                param = error.param.as_deref().unwrap_or(""),
+                "chat completion refused"
+            );
+            error.openai_response()
+        }
+    };
+    clock.stamp(response.headers_mut());
+    response
+}
+
+fn refused(error: InboundError) -> FacadeError {
+    FacadeError::invalid(error.code, error.message).with_param(error.param)
+}
+
+async fn answer(
+    ctx: &ServerContext,
+    headers: &HeaderMap,
+    body: Body,
+    clock: &mut Overhead,
+) -> Result<Response, FacadeError> {
+    let object = read_json_object(headers, body).await?;
+    let inbound = parse_request(object).map_err(refused)?;
+    let route = ctx.backends.route(inbound.request.model.as_deref())?;
+    let entry = route.entry;
+    let mut request = upstream_request(&entry, &inbound)?;
+    request.model = route.model;
+    // Clients match answers by the model they asked for.
+    let shown_model = inbound
+        .request
+        .model
+        .clone()
+        .or_else(|| request.model.clone())
+        .or_else(|| entry.default_model.clone())
+        .unwrap_or_default();
+    // Debug, not info: this is the hot path, and every log line pays for
+    // the redactor.
+    tracing::debug!(
+        backend = %entry.name,
+        model = request.model.as_deref().unwrap_or("(default)"),
+        stream = inbound.stream,
+        messages = inbound.request.messages.len(),
+        "chat completion"
+    );
+    let started = clock.upstream(entry.backend.stream(request)).await;
+    let events = match started {
+        Ok(events) => events,
+        Err(err) => return Err(upstream_failed(ctx, &entry, &err)),
+    };
+    ctx.backends.record(&entry.name, Availability::Ok);
+    let id = format!("chatcmpl-{}", bridge_engine::ids::random_hex(12));
+    let created = unix_now();
+    if inbound.stream {
+        let encoder = ChunkEncoder::new(id, created, shown_model, inbound.include_usage);
+        return Ok(sse_response(SseState::new(ctx, &entry, events, encoder)));
+    }
+    let collected = clock.upstream(collect(events)).await;
+    let whole = collected.map_err(|err| upstream_failed(ctx, &entry, &err))?;
+    let completion = completion_object(&id, created, &shown_model, &whole);
+    Ok((
+        StatusCode::OK,
+        [(header::CONTENT_TYPE, "application/json")],
+        completion.to_string(),
     )
-    .openai_response()
+        .into_response())
+}
+
+/// What the backend is sent, by how it takes a conversation (see
+/// docs/facade.md, "What reaches the backend").
+fn upstream_request(
+    entry: &BackendEntry,
+    inbound: &InboundRequest,
+) -> Result<ChatRequest, FacadeError> {
+    match entry.style {
+        PromptStyle::SinglePrompt { turns } => {
+            if let Some((param, what)) = inbound.beyond_normalized() {
+                return Err(FacadeError::invalid(
+                    "unsupported_content",
+                    format!(
+                        "{what} cannot be sent to the backend {:?}, which takes one text prompt",
+                        entry.name
+                    ),
+                )
+                .with_param(param));
+            }
+            Ok(normalize::single_prompt_request(&inbound.request, turns))
+        }
+        PromptStyle::Chat if entry.kind == "anthropic" => {
+            let (request, dropped) = inbound.for_anthropic().map_err(refused)?;
+            if !dropped.is_empty() {
+                tracing::debug!(backend = %entry.name, ?dropped, "fields without an Anthropic equivalent left out");
+            }
+            Ok(request)
+        }
+        PromptStyle::Chat => Ok(inbound.native()),
+    }
+}
+
+/// The error for a failed upstream request, noting what it says about the
+/// backend's availability: a request it refused (4xx but 429) still shows
+/// it up.
+fn upstream_failed(ctx: &ServerContext, entry: &BackendEntry, err: &LlmError) -> FacadeError {
+    let answered = matches!(err, LlmError::Http { status, .. } if (400..500).contains(status) && *status != 429);
+    let seen = if answered {
+        Availability::Ok
+    } else {
+        Availability::Unavailable
+    };
+    ctx.backends.record(&entry.name, seen);
+    let error = FacadeError::from_llm(&entry.kind, err);
+    tracing::warn!(backend = %entry.name, code = error.code, "upstream failed: {}", error.message);
+    error
+}
+
+fn unix_now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|elapsed| elapsed.as_secs())
+        .unwrap_or(0)
+}
+
+fn sse_data(value: &Value) -> Bytes {
+    Bytes::from(format!("data: {value}\n\n"))
+}
+
+/// A streamed answer in progress. Dropped with the response body when the
+/// client goes away, taking the upstream stream with it.
+struct SseState {
+    events: Option<ChatStream>,
+    encoder: ChunkEncoder,
+    pending: VecDeque<Bytes>,
+    ctx: ServerContext,
+    backend_name: String,
+    backend_kind: String,
+}
+
+impl SseState {
+    fn new(
+        ctx: &ServerContext,
+        entry: &BackendEntry,
+        events: ChatStream,
+        encoder: ChunkEncoder,
+    ) -> Self {
+        let mut pending = VecDeque::new();
+        pending.push_back(sse_data(&encoder.start()));
+        Self {
+            events: Some(events),
+            encoder,
+            pending,
+            ctx: ctx.clone(),
+            backend_name: entry.name.clone(),
+            backend_kind: entry.kind.clone(),
+        }
+    }
+
+    /// The next bytes to write, `None` once `[DONE]` went out.
+    async fn next_bytes(&mut self) -> Option<Bytes> {
+        loop {
+            if let Some(bytes) = self.pending.pop_front() {
+                return Some(bytes);
+            }
+            let events = self.events.as_mut()?;
+            match events.next().await {
+                Some(Ok(event)) => {
+                    if let Some(chunk) = self.encoder.event(event) {
+                        self.pending.push_back(sse_data(&chunk));
+                    }
+                }
+                Some(Err(err)) => {
+                    self.events = None;
+                    self.ctx
+                        .backends
+                        .record(&self.backend_name, Availability::Unavailable);
+                    let error = FacadeError::from_llm(&self.backend_kind, &err);
+                    tracing::warn!(
+                        backend = %self.backend_name,
+                        code = error.code,
+                        "upstream failed mid-stream: {}",
+                        error.message
+                    );
+                    self.pending.push_back(sse_data(&error.openai_body()));
+                    self.pending.push_back(Bytes::from_static(DONE));
+                }
+                None => {
+                    self.events = None;
+                    for chunk in self.encoder.end() {
+                        self.pending.push_back(sse_data(&chunk));
+                    }
+                    self.pending.push_back(Bytes::from_static(DONE));
+                }
+            }
+        }
+    }
+}
+
+fn sse_response(state: SseState) -> Response {
+    let stream = futures::stream::unfold(state, |mut state| async move {
+        let bytes = state.next_bytes().await?;
+        Some((Ok::<_, Infallible>(bytes), state))
+    });
+    let mut response = Response::new(Body::from_stream(stream));
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/event-stream"),
+    );
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    // Proxies in front of the bridge must pass each chunk on at once.
+    headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::errors::ErrorKind;
+    use super::*;
+
+    #[test]
+    fn upstream_errors_map_to_the_documented_codes() {
+        let transport = LlmError::Transport {
+            backend: "b".into(),
+            url: "http://127.0.0.1:1".into(),
+            message: "connection refused".into(),
+        };
+        let copilot = FacadeError::from_llm("copilot", &transport);
+        assert_eq!(
+            (copilot.status, copilot.code),
+            (StatusCode::SERVICE_UNAVAILABLE, "copilot_unavailable")
+        );
+        let openai = FacadeError::from_llm("openai", &transport);
+        assert_eq!(
+            (openai.status, openai.code),
+            (StatusCode::SERVICE_UNAVAILABLE, "backend_unavailable")
+        );
+        let auth = FacadeError::from_llm(
+            "copilot",
+            &LlmError::Auth {
+                backend: "copilot".into(),
+                message: "signed out".into(),
+            },
+        );
+        assert_eq!(auth.code, "copilot_unavailable");
+        let server = FacadeError::from_llm(
+            "openai",
+            &LlmError::Http {
+                backend: "openai".into(),
+                status: 500,
+                message: "boom".into(),
+                retry_after: None,
+            },
+        );
+        assert_eq!(
+            (server.status, server.code, server.kind),
+            (StatusCode::BAD_GATEWAY, "upstream_error", ErrorKind::Server)
+        );
+    }
 }

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use bridge_engine::{CallOrigin, RegistryError, Session, SessionSpec, ToolOwner};
+use bridge_engine::{CallOrigin, RegistryError, Session, SessionSpec, ToolFailure, ToolOwner};
 use bridge_protocol::jsonrpc::ErrorObject;
 use serde_json::{Value, json};
 
@@ -32,6 +32,7 @@ pub fn builtin() -> MethodTable {
     table.insert("gateway.pairings", gateway_pairings);
     table.insert("gateway.providerToken", gateway_provider_token);
     table.insert("gateway.shutdown", gateway_shutdown);
+    table.insert("bridge.status", super::status::bridge_status);
     super::toolbus::register(&mut table);
     table
 }
@@ -55,7 +56,7 @@ fn resolve(ctx: &ServerContext, params: &Params, field: &str) -> Result<Arc<Sess
     ctx.session(id).ok_or_else(|| no_session(ctx, id))
 }
 
-fn no_session(ctx: &ServerContext, id: &str) -> ErrorObject {
+pub(super) fn no_session(ctx: &ServerContext, id: &str) -> ErrorObject {
     let message = if id == DEFAULT_ALIAS {
         format!(
             "the default session ({}) has ended; `default` does not move to another workspace: name a session id (see session.list)",
@@ -186,26 +187,34 @@ async fn session_tools_call(ctx: ServerContext, params: Params) -> RpcResult {
             }
             Ok(answer)
         }
-        Err(failure) => {
-            let code = if failure.is_denied() {
-                POLICY_DENIED
-            } else {
-                TOOL_FAILED
-            };
-            let mut data = json!({
-                "code": failure.code,
-                "message": failure.message,
-                "callId": outcome.call_id,
-            });
-            if let Some(details) = &failure.details {
-                data["details"] = details.clone();
-            }
-            if !outcome.context.is_empty() {
-                data["context"] = json!(outcome.context);
-            }
-            Err(ErrorObject::new(code, failure.to_string()).with_data(data))
-        }
+        Err(failure) => Err(call_failure(&failure, &outcome.call_id, &outcome.context)),
     }
+}
+
+/// A failed tool call as a JSON-RPC error: `POLICY_DENIED` for denials,
+/// `TOOL_FAILED` otherwise, `data = {code, message, details?, context?, callId}`.
+pub(super) fn call_failure(
+    failure: &ToolFailure,
+    call_id: &str,
+    context: &[String],
+) -> ErrorObject {
+    let code = if failure.is_denied() {
+        POLICY_DENIED
+    } else {
+        TOOL_FAILED
+    };
+    let mut data = json!({
+        "code": failure.code,
+        "message": failure.message,
+        "callId": call_id,
+    });
+    if let Some(details) = &failure.details {
+        data["details"] = details.clone();
+    }
+    if !context.is_empty() {
+        data["context"] = json!(context);
+    }
+    ErrorObject::new(code, failure.to_string()).with_data(data)
 }
 
 async fn gateway_status(ctx: ServerContext, params: Params) -> RpcResult {

@@ -5,6 +5,7 @@
 
 pub mod methods;
 mod params;
+pub mod status;
 pub mod toolbus;
 pub mod transport;
 

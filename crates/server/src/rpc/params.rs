@@ -43,6 +43,22 @@ impl Params {
         Ok(())
     }
 
+    /// Refuses any named param not in `known`, so a misspelt optional param
+    /// is an error instead of a silently ignored default.
+    pub fn only(&self, known: &[&str]) -> Result<(), ErrorObject> {
+        self.check_shape()?;
+        match self.map.keys().find(|key| !known.contains(&key.as_str())) {
+            Some(unknown) => Err(invalid(
+                unknown,
+                &format!(
+                    "is not a parameter of this method (it takes: {})",
+                    known.join(", ")
+                ),
+            )),
+            None => Ok(()),
+        }
+    }
+
     pub fn required_str(&self, field: &str) -> Result<&str, ErrorObject> {
         self.check_shape()?;
         match self.map.get(field) {

@@ -22,6 +22,7 @@ use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::http::{Method, Response};
 use bytes::Bytes;
+use futures::StreamExt;
 use serde_json::Value;
 use tokio::task::JoinHandle;
 
@@ -41,6 +42,9 @@ struct Shared {
     script: Mutex<VecDeque<MockReply>>,
     requests: Mutex<Vec<RecordedRequest>>,
     chat_sequence: Mutex<u64>,
+    /// Chat response bodies not yet finished or dropped: a client that
+    /// cancels its request shows as this falling back.
+    open_chat_bodies: tokio::sync::watch::Sender<usize>,
 }
 
 /// Locks even after a panic in another test thread: the data is plain
@@ -122,6 +126,45 @@ impl MockLlm {
     pub fn remaining(&self) -> usize {
         lock(&self.shared.script).len()
     }
+
+    /// Chat response bodies being sent right now: a body counts until it
+    /// is complete or its connection is gone.
+    pub fn open_chat_bodies(&self) -> usize {
+        *self.shared.open_chat_bodies.borrow()
+    }
+
+    /// Waits until no chat response body is being sent: every answer was
+    /// delivered, or its client hung up (how a cancelled request shows).
+    pub async fn chat_bodies_closed(&self) {
+        let mut open = self.shared.open_chat_bodies.subscribe();
+        // Only fails when the sender is gone, which `self` keeps alive.
+        let _ = open.wait_for(|count| *count == 0).await;
+    }
+}
+
+/// Counts a chat response body as open until it is dropped.
+struct OpenBody(Arc<Shared>);
+
+impl OpenBody {
+    fn track(shared: &Arc<Shared>, response: Response<Body>) -> Response<Body> {
+        shared.open_chat_bodies.send_modify(|count| *count += 1);
+        let guard = OpenBody(Arc::clone(shared));
+        response.map(|body| {
+            let stream = body.into_data_stream().map(move |chunk| {
+                let _held_until_the_body_is_dropped = &guard;
+                chunk
+            });
+            Body::from_stream(stream)
+        })
+    }
+}
+
+impl Drop for OpenBody {
+    fn drop(&mut self) {
+        self.0
+            .open_chat_bodies
+            .send_modify(|count| *count = count.saturating_sub(1));
+    }
 }
 
 impl Drop for MockLlm {
@@ -195,8 +238,12 @@ async fn handle(State(shared): State<Arc<Shared>>, request: Request) -> Response
         || path == "/chat/completions"
         || (path.starts_with("/openai/deployments/") && path.ends_with("/chat/completions"));
     match (&parts.method, path.as_str()) {
-        (&Method::POST, _) if is_openai_chat => chat(&shared, &json, ChatFormat::OpenAi),
-        (&Method::POST, "/v1/messages") => chat(&shared, &json, ChatFormat::Anthropic),
+        (&Method::POST, _) if is_openai_chat => {
+            OpenBody::track(&shared, chat(&shared, &json, ChatFormat::OpenAi))
+        }
+        (&Method::POST, "/v1/messages") => {
+            OpenBody::track(&shared, chat(&shared, &json, ChatFormat::Anthropic))
+        }
         (&Method::GET, "/v1/models" | "/models") => json_response(200, &catalog::openai_models()),
         (&Method::GET, "/api/tags") => json_response(200, &catalog::ollama_tags()),
         (&Method::GET, "/copilot_internal/v2/token") => {

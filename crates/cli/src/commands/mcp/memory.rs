@@ -1,12 +1,26 @@
-//! `copilot-bridge mcp memory` (being written).
+//! `copilot-bridge mcp memory`: OpenClaw's memory, read-only, over stdio.
 
 use std::process::ExitCode;
 
 use bridge_config::BridgeConfig;
+use bridge_mcp::memory::{MemoryLayout, MemoryServer};
+use tokio_util::sync::CancellationToken;
 
 use crate::args::McpMemoryArgs;
 use crate::exit::Failure;
 
-pub async fn run(_config: &BridgeConfig, _args: McpMemoryArgs) -> Result<ExitCode, Failure> {
-    Err(Failure::internal("not yet"))
+pub async fn run(_config: &BridgeConfig, args: McpMemoryArgs) -> Result<ExitCode, Failure> {
+    let layout = MemoryLayout::detect(args.workspace.as_deref(), |name| std::env::var(name).ok());
+    // Debug, not info: the first log line costs ~7 ms of start-up, and
+    // agents spawn this server for every session.
+    tracing::debug!(
+        root = %layout.root.display(),
+        layout = layout.kind.as_str(),
+        reason = %layout.reason,
+        "serving OpenClaw's memory over stdio"
+    );
+    bridge_mcp::serve::serve_stdio(MemoryServer::new(layout), CancellationToken::new())
+        .await
+        .map_err(|err| Failure::internal(err.to_string()))?;
+    Ok(ExitCode::SUCCESS)
 }

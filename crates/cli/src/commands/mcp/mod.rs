@@ -10,14 +10,18 @@ use std::process::ExitCode;
 
 use bridge_config::BridgeConfig;
 
-use crate::args::McpCommand;
+use crate::args::{GlobalArgs, McpCommand};
 use crate::exit::Failure;
 
-pub async fn run(config: &BridgeConfig, command: McpCommand) -> Result<ExitCode, Failure> {
+pub async fn run(
+    global: &GlobalArgs,
+    config: &BridgeConfig,
+    command: McpCommand,
+) -> Result<ExitCode, Failure> {
     match command {
         McpCommand::Code(args) => code::run(config, args).await,
         McpCommand::Memory(args) => memory::run(config, args).await,
-        McpCommand::Session(args) => session::run(config, args).await,
+        McpCommand::Session(args) => session::run(global, config, args).await,
         McpCommand::Config(args) => config::run(config, args),
     }
 }

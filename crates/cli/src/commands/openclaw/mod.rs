@@ -1,0 +1,267 @@
+//! `copilot-bridge openclaw register|unregister`: adds copilot-bridge to
+//! OpenClaw's configuration (`~/.openclaw/openclaw.json`, JSON5) or takes
+//! it out again.
+//!
+//! OpenClaw has native MCP client support (`mcp.servers.<name>` with
+//! `command`/`args`), so registration is one entry, `copilot-bridge`,
+//! running `copilot-bridge mcp code`: its tools (`copilot_read_file`,
+//! `copilot_create_file`, `copilot_list_files`, `copilot_code_task`) give
+//! OpenClaw what the design's plugin tools `copilot_code` and
+//! `copilot_code_verbose` do. No OpenClaw plugin is installed (there is no
+//! TypeScript plugin to install) and `copilot_orchestrate` is not offered:
+//! the orchestrator does not exist yet.
+//!
+//! Edits are spliced into the text ([`edit`]), the old file is backed up
+//! to `<file>.bak-<timestamp>` first, and the new one replaces it
+//! atomically. A second `register` finds nothing to change and writes
+//! nothing, not even a backup.
+
+mod edit;
+mod json5;
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use bridge_config::BridgeConfig;
+use serde_json::{Value, json};
+
+use crate::args::{OpenclawArgs, OpenclawCommand};
+use crate::exit::Failure;
+
+/// The name of our entry under `mcp.servers`.
+pub const ENTRY_NAME: &str = "copilot-bridge";
+
+pub async fn run(_config: &BridgeConfig, command: OpenclawCommand) -> Result<ExitCode, Failure> {
+    let (registering, args) = match command {
+        OpenclawCommand::Register(args) => (true, args),
+        OpenclawCommand::Unregister(args) => (false, args),
+    };
+    tokio::task::spawn_blocking(move || change(registering, &args))
+        .await
+        .map_err(|err| Failure::internal(format!("the OpenClaw registration failed: {err}")))?
+}
+
+fn change(registering: bool, args: &OpenclawArgs) -> Result<ExitCode, Failure> {
+    let file = config_path(args.config_file.as_deref(), |name| std::env::var(name).ok())?;
+    let shown = file.display().to_string();
+    let text = match std::fs::read_to_string(&file) {
+        Ok(text) => Some(text),
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => None,
+        Err(err) => return Err(Failure::internal(format!("cannot read {shown}: {err}"))),
+    };
+    let entry_path = edit::entry_path(ENTRY_NAME);
+    let outcome = if registering {
+        let entry = server_entry()?;
+        edit::register(text.as_deref().unwrap_or(""), ENTRY_NAME, &entry)
+    } else if text.is_none() {
+        Ok(None)
+    } else {
+        edit::unregister(text.as_deref().unwrap_or(""), ENTRY_NAME)
+    }
+    .map_err(|err| Failure::internal(format!("cannot edit {shown}: {err}")))?;
+    let mut out = std::io::stdout().lock();
+    let Some(edited) = outcome else {
+        let state = if registering {
+            "already registered"
+        } else {
+            "not registered"
+        };
+        let _ = writeln!(out, "{entry_path} is {state} in {shown}; nothing changed.");
+        if registering {
+            let _ = writeln!(out, "{}", plugin_tools_note());
+        }
+        return Ok(ExitCode::SUCCESS);
+    };
+    let verb = if registering {
+        "add or update"
+    } else {
+        "remove"
+    };
+    if args.dry_run {
+        let _ = writeln!(
+            out,
+            "Would {verb} {entry_path} in {shown}. The file would read:\n"
+        );
+        let _ = writeln!(out, "{}", bridge_policy::redact(&edited));
+        return Ok(ExitCode::SUCCESS);
+    }
+    let backup = match &text {
+        Some(old) => Some(back_up(&file, old)?),
+        None => None,
+    };
+    write_atomically(&file, &edited)?;
+    let done = if registering { "Registered" } else { "Removed" };
+    let _ = writeln!(out, "{done} {entry_path} in {shown}.");
+    if let Some(backup) = backup {
+        let _ = writeln!(out, "Backup of the previous file: {}", backup.display());
+    }
+    if registering {
+        let _ = writeln!(out, "{}", plugin_tools_note());
+    }
+    let _ = writeln!(
+        out,
+        "Restart the OpenClaw gateway (or run `openclaw mcp reload`) to apply."
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+fn plugin_tools_note() -> &'static str {
+    "OpenClaw reaches copilot-bridge through the MCP tools copilot_read_file, copilot_create_file, copilot_list_files and copilot_code_task (what the plugin tools copilot_code and copilot_code_verbose do). copilot_orchestrate is not available yet."
+}
+
+/// OpenClaw's configuration file: the flag, else `OPENCLAW_CONFIG_PATH`,
+/// else `$OPENCLAW_STATE_DIR/openclaw.json`, else `~/.openclaw/openclaw.json`.
+fn config_path(
+    flag: Option<&Path>,
+    env: impl Fn(&str) -> Option<String>,
+) -> Result<PathBuf, Failure> {
+    let set = |name: &str| env(name).filter(|value| !value.trim().is_empty());
+    if let Some(path) = flag {
+        return Ok(path.to_path_buf());
+    }
+    if let Some(path) = set("OPENCLAW_CONFIG_PATH") {
+        return Ok(PathBuf::from(path));
+    }
+    if let Some(dir) = set("OPENCLAW_STATE_DIR") {
+        return Ok(Path::new(&dir).join("openclaw.json"));
+    }
+    let home = set("HOME").ok_or_else(|| {
+        Failure::usage("cannot find OpenClaw's configuration: HOME is not set; pass --config-file")
+    })?;
+    Ok(Path::new(&home).join(".openclaw").join("openclaw.json"))
+}
+
+/// Our `mcp.servers` entry: this very binary serving the code tools.
+fn server_entry() -> Result<Value, Failure> {
+    let exe = std::env::current_exe()
+        .map_err(|err| Failure::internal(format!("cannot find this program's own path: {err}")))?;
+    Ok(json!({
+        "command": exe.display().to_string(),
+        "args": ["mcp", "code"],
+    }))
+}
+
+/// Copies `old` to `<file>.bak-<UTC timestamp>` (a fresh name, never
+/// overwriting an earlier backup).
+fn back_up(file: &Path, old: &str) -> Result<PathBuf, Failure> {
+    let stamp: String = bridge_policy::audit::now_timestamp()
+        .chars()
+        .filter(char::is_ascii_alphanumeric)
+        .collect();
+    let base = format!("{}.bak-{stamp}", file.display());
+    let mut candidate = PathBuf::from(&base);
+    let mut n = 1;
+    loop {
+        let created = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&candidate);
+        match created {
+            Ok(mut backup) => {
+                copy_permissions(file, &candidate);
+                backup.write_all(old.as_bytes()).map_err(|err| {
+                    Failure::internal(format!(
+                        "cannot write the backup {}: {err}",
+                        candidate.display()
+                    ))
+                })?;
+                return Ok(candidate);
+            }
+            Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => {
+                candidate = PathBuf::from(format!("{base}-{n}"));
+                n += 1;
+            }
+            Err(err) => {
+                return Err(Failure::internal(format!(
+                    "cannot create the backup {}: {err}; nothing was changed",
+                    candidate.display()
+                )));
+            }
+        }
+    }
+}
+
+/// Writes a temporary file beside `file` and renames it over `file` (the
+/// target of `file` when it is a symlink, so the link stays).
+fn write_atomically(file: &Path, contents: &str) -> Result<(), Failure> {
+    let target = std::fs::canonicalize(file).unwrap_or_else(|_| file.to_path_buf());
+    let dir = target
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| PathBuf::from("."));
+    std::fs::create_dir_all(&dir)
+        .map_err(|err| Failure::internal(format!("cannot create {}: {err}", dir.display())))?;
+    let file_name = target.file_name().map_or_else(
+        || "openclaw.json".to_owned(),
+        |name| name.to_string_lossy().into_owned(),
+    );
+    let temporary = dir.join(format!(".{file_name}.tmp-{}", std::process::id()));
+    let failed = |what: &str, err: std::io::Error| {
+        let _ = std::fs::remove_file(&temporary);
+        Failure::internal(format!("cannot {what} {}: {err}", target.display()))
+    };
+    {
+        let mut out = std::fs::File::create(&temporary).map_err(|err| failed("write", err))?;
+        out.write_all(contents.as_bytes())
+            .map_err(|err| failed("write", err))?;
+        out.sync_all().map_err(|err| failed("write", err))?;
+    }
+    if target.exists() {
+        copy_permissions(&target, &temporary);
+    } else {
+        // A new configuration may come to hold tokens: owner-only.
+        use std::os::unix::fs::PermissionsExt;
+        let _ = std::fs::set_permissions(&temporary, std::fs::Permissions::from_mode(0o600));
+    }
+    std::fs::rename(&temporary, &target).map_err(|err| failed("replace", err))
+}
+
+fn copy_permissions(from: &Path, to: &Path) {
+    if let Ok(metadata) = std::fs::metadata(from) {
+        let _ = std::fs::set_permissions(to, metadata.permissions());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn config_path_precedence() {
+        fn env(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+            let pairs: Vec<(String, String)> = pairs
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect();
+            move |name| {
+                pairs
+                    .iter()
+                    .find(|(k, _)| k == name)
+                    .map(|(_, v)| v.clone())
+            }
+        }
+        let home = [("HOME", "/h")];
+        assert_eq!(
+            config_path(None, env(&home)).ok(),
+            Some(PathBuf::from("/h/.openclaw/openclaw.json"))
+        );
+        let state = [("HOME", "/h"), ("OPENCLAW_STATE_DIR", "/s")];
+        assert_eq!(
+            config_path(None, env(&state)).ok(),
+            Some(PathBuf::from("/s/openclaw.json"))
+        );
+        let both = [
+            ("OPENCLAW_STATE_DIR", "/s"),
+            ("OPENCLAW_CONFIG_PATH", "/c.json5"),
+        ];
+        assert_eq!(
+            config_path(None, env(&both)).ok(),
+            Some(PathBuf::from("/c.json5"))
+        );
+        assert_eq!(
+            config_path(Some(Path::new("/f.json")), env(&both)).ok(),
+            Some(PathBuf::from("/f.json"))
+        );
+    }
+}

@@ -1,0 +1,285 @@
+//! `copilot-bridge mcp memory` end to end: the official MCP Python SDK
+//! (tests/peers/python/mcp_probe.py) lists and calls every tool over stdio
+//! and over the daemon's `/mcp/memory`; traversal is refused; bad input
+//! gets MCP errors while the server keeps serving.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use serde_json::{Value, json};
+use tempfile::TempDir;
+
+use crate::cli_serve::Served;
+use crate::support::Bridge;
+
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// The venv's interpreter; without it the test is skipped loudly (and
+/// fails in CI, which installs it first).
+fn python() -> Option<PathBuf> {
+    let python = repo_root().join(".peers/venv/bin/python");
+    if python.exists() {
+        return Some(python);
+    }
+    let message = "the Python peers are missing: run scripts/install-test-deps.sh";
+    assert!(std::env::var_os("CI").is_none(), "{message}");
+    eprintln!("\n*** SKIPPED: {message} ***\n");
+    None
+}
+
+/// Runs the probe with `steps` and the given environment (over a clean one).
+fn probe(
+    python: &Path,
+    mode: &[&str],
+    env: &[(&str, String)],
+    home: &Path,
+    steps: Value,
+) -> Vec<Value> {
+    let mut cmd = Command::new(python);
+    cmd.arg(repo_root().join("tests/peers/python/mcp_probe.py"))
+        .args(mode)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", home)
+        .env("COPILOT_BRIDGE_HOME", home)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    for (name, value) in env {
+        cmd.env(name, value);
+    }
+    let mut child = cmd.spawn().unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(steps.to_string().as_bytes())
+        .unwrap();
+    let output = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "the probe failed: {stderr}");
+    serde_json::from_slice(&output.stdout)
+        .unwrap_or_else(|err| panic!("probe output is not JSON ({err}); stderr: {stderr}"))
+}
+
+fn write(root: &Path, name: &str, contents: &str) {
+    let path = root.join(name);
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, contents).unwrap();
+}
+
+/// An OpenClaw workspace (the layout current OpenClaw uses), plus a file
+/// outside it and a symlink pointing there.
+fn openclaw_workspace() -> (TempDir, TempDir) {
+    let ws = TempDir::new().unwrap();
+    let outside = TempDir::new().unwrap();
+    write(
+        ws.path(),
+        "MEMORY.md",
+        "# Memory\nThe user ships on Fridays.\n",
+    );
+    write(ws.path(), "USER.md", "# User\nname: Grace\n");
+    write(
+        ws.path(),
+        "memory/2026-03-01.md",
+        "# 2026-03-01\nreleased the parser rewrite\n",
+    );
+    write(
+        ws.path(),
+        "memory/2026-03-02.md",
+        "# 2026-03-02\nparser bug: unicode escapes\nfixed the parser bug\n",
+    );
+    write(outside.path(), "secret.md", "outside the memory\n");
+    std::os::unix::fs::symlink(
+        outside.path().join("secret.md"),
+        ws.path().join("memory/escape.md"),
+    )
+    .unwrap();
+    (ws, outside)
+}
+
+fn first_text(result: &Value) -> &str {
+    result["content"][0]["text"].as_str().unwrap_or_default()
+}
+
+fn every_tool_and_bad_input(python: &Path, mode: &[&str], env: &[(&str, String)], home: &Path) {
+    let results = probe(
+        python,
+        mode,
+        env,
+        home,
+        json!([
+            {"list": true},
+            {"call": "openclaw_memory_search", "args": {"query": "parser bug"}},
+            {"call": "openclaw_memory_search", "args": {"query": "parser", "limit": 1}},
+            {"call": "openclaw_memory_read", "args": {}},
+            {"call": "openclaw_memory_read", "args": {"file": "memory/2026-03-01.md"}},
+            {"call": "openclaw_user_prefs", "args": {}},
+            {"call": "openclaw_memory_read", "args": {"file": "../../etc/passwd.md"}},
+            {"call": "openclaw_memory_read", "args": {"file": "memory/escape.md"}},
+            {"call": "openclaw_memory_read", "args": {"file": "/etc/passwd"}},
+            {"call": "openclaw_memory_search", "args": {"query": "parser", "_depth": 3}},
+            {"call": "openclaw_no_such_tool", "args": {}},
+            {"call": "openclaw_memory_search", "args": {"query": ["parser"]}},
+            {"call": "openclaw_memory_search", "args": {"query": "x".repeat(2000)}},
+            {"call": "openclaw_user_prefs", "args": {"_depth": "one"}},
+            {"call": "openclaw_memory_search", "args": {"query": "Fridays"}}
+        ]),
+    );
+    let tools = results[0]["tools"].as_array().unwrap();
+    let names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert_eq!(
+        names,
+        [
+            "openclaw_memory_search",
+            "openclaw_memory_read",
+            "openclaw_user_prefs"
+        ]
+    );
+    for tool in tools {
+        assert_eq!(
+            tool["inputSchema"]["properties"]["_depth"]["type"],
+            "integer"
+        );
+    }
+    let search = &results[1];
+    assert_eq!(search["isError"], false, "{search}");
+    let hits = search["structuredContent"]["results"].as_array().unwrap();
+    assert_eq!(hits[0]["file"], "memory/2026-03-02.md");
+    assert_eq!(hits[0]["line"], 2);
+    assert_eq!(hits[0]["snippet"], "parser bug: unicode escapes");
+    assert_eq!(hits[1]["file"], "memory/2026-03-01.md");
+    assert_eq!(
+        results[2]["structuredContent"]["results"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
+    assert_eq!(
+        first_text(&results[3]),
+        "# Memory\nThe user ships on Fridays.\n"
+    );
+    assert_eq!(
+        first_text(&results[4]),
+        "# 2026-03-01\nreleased the parser rewrite\n"
+    );
+    assert_eq!(first_text(&results[5]), "# User\nname: Grace\n");
+    for refused in &results[6..=8] {
+        assert_eq!(refused["isError"], true, "{refused}");
+        assert!(first_text(refused).starts_with("refused: "), "{refused}");
+    }
+    assert!(first_text(&results[7]).contains("symlink outside the memory root"));
+    assert_eq!(results[9]["isError"], true);
+    assert!(first_text(&results[9]).contains("limit of 3"));
+    for bad in &results[10..=13] {
+        assert_eq!(bad["error"]["code"], -32602, "{bad}");
+    }
+    assert!(
+        results[10]["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("unknown tool")
+    );
+    assert!(
+        results[12]["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("too long")
+    );
+    // Still serving after all that.
+    assert_eq!(
+        results[14]["structuredContent"]["results"][0]["file"],
+        "MEMORY.md"
+    );
+}
+
+#[test]
+fn the_python_sdk_calls_every_tool_over_stdio() {
+    let Some(python) = python() else { return };
+    let (ws, _outside) = openclaw_workspace();
+    let bridge = Bridge::new();
+    let exe = assert_cmd::cargo::cargo_bin("copilot-bridge")
+        .display()
+        .to_string();
+    let flag = ws.path().display().to_string();
+    // With the flag.
+    let mode = [
+        "stdio",
+        "--",
+        exe.as_str(),
+        "mcp",
+        "memory",
+        "--workspace",
+        flag.as_str(),
+    ];
+    every_tool_and_bad_input(&python, &mode, &[], bridge.state.path());
+    // With OPENCLAW_WORKSPACE instead.
+    let mode = ["stdio", "--", exe.as_str(), "mcp", "memory"];
+    every_tool_and_bad_input(
+        &python,
+        &mode,
+        &[("OPENCLAW_WORKSPACE", flag.clone())],
+        bridge.state.path(),
+    );
+}
+
+#[test]
+fn the_layout_of_the_design_is_detected_under_home() {
+    let Some(python) = python() else { return };
+    let bridge = Bridge::new();
+    let home = bridge.state.path();
+    write(home, ".openclaw/memory/MEMORY.md", "# Memory\nold layout\n");
+    write(home, ".openclaw/memory/garden.md", "tomatoes need sun\n");
+    write(home, ".openclaw/USER.md", "likes: short answers\n");
+    let exe = assert_cmd::cargo::cargo_bin("copilot-bridge")
+        .display()
+        .to_string();
+    let results = probe(
+        &python,
+        &["stdio", "--", exe.as_str(), "mcp", "memory"],
+        &[],
+        home,
+        json!([
+            {"call": "openclaw_memory_search", "args": {"query": "tomatoes"}},
+            {"call": "openclaw_memory_read", "args": {}},
+            {"call": "openclaw_user_prefs", "args": {}}
+        ]),
+    );
+    assert_eq!(
+        results[0]["structuredContent"]["results"][0]["file"],
+        "garden.md"
+    );
+    assert_eq!(first_text(&results[1]), "# Memory\nold layout\n");
+    assert_eq!(first_text(&results[2]), "likes: short answers\n");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_python_sdk_calls_every_tool_over_streamable_http() {
+    let Some(python) = python() else { return };
+    let (ws, _outside) = openclaw_workspace();
+    let ws_path = ws.path().display().to_string();
+    let served = Served::start_in(
+        Bridge::new(),
+        bridge_testkit::TempWorkspace::new(),
+        &[("OPENCLAW_WORKSPACE", ws_path.as_str())],
+    );
+    let refused = reqwest::Client::new()
+        .post(served.url("/mcp/memory"))
+        .json(&json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), 401);
+    let url = served.url("/mcp/memory");
+    tokio::task::spawn_blocking(move || {
+        let home = TempDir::new().unwrap();
+        let mode = ["http", url.as_str(), "--token", served.token.as_str()];
+        every_tool_and_bad_input(&python, &mode, &[], home.path());
+    })
+    .await
+    .unwrap();
+}

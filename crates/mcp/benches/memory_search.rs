@@ -1,0 +1,145 @@
+//! `openclaw_memory_search` over a generated memory of 10,000 notes
+//! (daily notes and topic notes, 12 lines of 10 words each): warm queries
+//! (nothing changed: the watcher says so) for a rare term, common terms and
+//! three terms; a query right after one note was edited (every note
+//! `stat`ed again, one re-read); and the first query of a fresh server
+//! (every note read). Target: under 50 ms a query.
+
+#![allow(clippy::expect_used)]
+
+use std::hint::black_box;
+use std::path::Path;
+
+use bridge_mcp::memory::{MemoryLayout, MemoryServer};
+use criterion::{Criterion, criterion_group, criterion_main};
+
+const NOTES: u32 = 10_000;
+
+const WORDS: &[&str] = &[
+    "meeting",
+    "project",
+    "deploy",
+    "review",
+    "bug",
+    "fix",
+    "release",
+    "notes",
+    "user",
+    "database",
+    "migration",
+    "api",
+    "test",
+    "refactor",
+    "design",
+    "plan",
+    "call",
+    "email",
+    "budget",
+    "team",
+    "server",
+    "client",
+    "cache",
+    "latency",
+    "index",
+    "query",
+    "docs",
+    "build",
+    "pipeline",
+    "alert",
+    "incident",
+    "backup",
+    "schema",
+    "feature",
+    "flag",
+    "metric",
+];
+
+/// A small deterministic generator: the corpus is identical on every run.
+struct Lcg(u64);
+
+impl Lcg {
+    fn word(&mut self) -> &'static str {
+        self.0 = self
+            .0
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        WORDS[((self.0 >> 33) as usize) % WORDS.len()]
+    }
+}
+
+fn write_corpus(root: &Path) {
+    let mut rng = Lcg(7);
+    for n in 0..NOTES {
+        let name = if n % 2 == 0 {
+            let day = n / 2;
+            format!(
+                "memory/{:04}-{:02}-{:02}.md",
+                2000 + day / 336,
+                1 + (day / 28) % 12,
+                1 + day % 28
+            )
+        } else {
+            format!("memory/topics/t{n:05}.md")
+        };
+        let mut text = String::from("# Notes\n\n");
+        for line in 0..12 {
+            let words: Vec<&str> = (0..10).map(|_| rng.word()).collect();
+            text.push_str(&words.join(" "));
+            if n % 97 == 0 && line == 5 {
+                text.push_str(" quokka");
+            }
+            text.push('\n');
+        }
+        let path = root.join(name);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).expect("create the corpus directories");
+        }
+        std::fs::write(path, text).expect("write a note");
+    }
+}
+
+fn memory_search(c: &mut Criterion) {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    write_corpus(dir.path());
+    let server = MemoryServer::new(MemoryLayout::workspace(dir.path(), "bench"));
+    let warmed = server.search_blocking("quokka", 5);
+    assert_eq!(warmed.searched, NOTES as usize);
+    let mut group = c.benchmark_group("memory_search_10k");
+    group.sample_size(30);
+    for (name, query) in [
+        ("rare_term", "quokka"),
+        ("common_terms", "deploy incident"),
+        ("three_terms", "budget review meeting"),
+    ] {
+        group.bench_function(name, |b| {
+            b.iter(|| black_box(server.search_blocking(query, 5)))
+        });
+    }
+    // After a note changed: every note is `stat`ed again, one re-read.
+    let edited = dir.path().join("memory/topics/t00001.md");
+    let mut round = 0u64;
+    group.bench_function("after_one_edit", |b| {
+        b.iter_batched(
+            || {
+                round += 1;
+                std::fs::write(&edited, format!("edit {round}\n")).expect("edit a note");
+            },
+            |()| black_box(server.search_blocking("deploy incident", 5)),
+            criterion::BatchSize::PerIteration,
+        )
+    });
+    group.finish();
+    // The first query reads and tokenizes every note.
+    let mut cold = c.benchmark_group("memory_search_10k_cold");
+    cold.sample_size(10);
+    cold.bench_function("first_query", |b| {
+        b.iter(|| {
+            let fresh = MemoryServer::new(MemoryLayout::workspace(dir.path(), "bench"));
+            black_box(fresh.search_blocking("quokka", 5))
+        })
+    });
+    cold.finish();
+}
+
+criterion_group!(benches, memory_search);
+criterion_main!(benches);

@@ -1,0 +1,368 @@
+//! The code server: the workspace as OpenClaw's `copilot_*` tools.
+//!
+//! - `copilot_read_file`, `copilot_create_file`, `copilot_list_files`: the
+//!   engine's `read_file`, `create_file` and `list_files` through
+//!   [`Session::call_tool`], so the policy, redaction and the audit log see
+//!   every call;
+//! - `copilot_code_task`: a whole agent task, run by a [`TaskRunner`] the
+//!   host provides (the CLI over its configured backend, the daemon over
+//!   its own), one at a time ([`queue`]), the place in line reported as
+//!   progress.
+//!
+//! Initialization is lazy: answering `initialize` and `tools/list` builds
+//! no session, no backend and touches no network; the [`SessionSource`]
+//! is asked for a session on the first file tool call.
+
+mod queue;
+pub mod tools;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use bridge_engine::runner::RunReport;
+use bridge_engine::{CallOrigin, Session};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, CustomRequest, CustomResult,
+    ErrorCode, Implementation, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam,
+    ProgressToken, ServerCapabilities, ServerConfig, Tool,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, RoleServer, ServerHandler};
+use serde_json::{Map, Value};
+use tokio_util::sync::CancellationToken;
+
+pub use queue::{Place, TaskQueue};
+
+use crate::depth::{self, DepthError};
+
+/// One `copilot_code_task` call, as the host's runner gets it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CodeTask {
+    pub prompt: String,
+    /// `workingDir` as given (`None`: the server's workspace).
+    pub working_dir: Option<PathBuf>,
+    pub timeout: Option<Duration>,
+    /// The `_depth` the agent's own MCP calls must carry (this call's
+    /// depth + 1): hosts hand it to the MCP servers the agent starts.
+    pub onward_depth: u64,
+    /// The session the HTTP endpoint named (`?session=ID`), if any.
+    pub session: Option<String>,
+}
+
+/// Runs agent tasks for `copilot_code_task`. The CLI and the daemon
+/// implement it with the runners they already build.
+#[async_trait]
+pub trait TaskRunner: Send + Sync {
+    /// Runs `task` to its end (or until `cancel`). `Err`: it could not
+    /// start (no backend, bad working directory), said in one sentence.
+    async fn run_task(
+        &self,
+        task: CodeTask,
+        cancel: CancellationToken,
+    ) -> Result<RunReport, String>;
+}
+
+/// Where the file tools find their session.
+#[async_trait]
+pub trait SessionSource: Send + Sync {
+    /// The session for a call; `requested` is the `?session=ID` of the
+    /// HTTP endpoint. `Err`: a sentence saying why there is none.
+    async fn session(&self, requested: Option<&str>) -> Result<Arc<Session>, String>;
+}
+
+/// The code server. Cheap to clone: clones share the task line, so the
+/// daemon's per-client instances still run one task at a time.
+#[derive(Clone)]
+pub struct CodeServer {
+    shared: Arc<Shared>,
+}
+
+struct Shared {
+    sessions: Arc<dyn SessionSource>,
+    tasks: Arc<dyn TaskRunner>,
+    queue: TaskQueue,
+    /// The least depth every call counts as (from the environment of a
+    /// server an agent started, see [`depth::floor_from_env`]).
+    depth_floor: u64,
+    tools: Arc<[Tool]>,
+}
+
+impl std::fmt::Debug for CodeServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CodeServer")
+            .field("queue", &self.shared.queue)
+            .field("depth_floor", &self.shared.depth_floor)
+            .finish_non_exhaustive()
+    }
+}
+
+impl CodeServer {
+    pub fn new(sessions: Arc<dyn SessionSource>, tasks: Arc<dyn TaskRunner>) -> Self {
+        Self::with_depth_floor(sessions, tasks, 0)
+    }
+
+    /// A server whose calls count as at least `depth_floor` deep.
+    pub fn with_depth_floor(
+        sessions: Arc<dyn SessionSource>,
+        tasks: Arc<dyn TaskRunner>,
+        depth_floor: u64,
+    ) -> Self {
+        Self {
+            shared: Arc::new(Shared {
+                sessions,
+                tasks,
+                queue: TaskQueue::new(),
+                depth_floor,
+                tools: tools::listing(),
+            }),
+        }
+    }
+
+    /// The task line (running and waiting tasks).
+    pub fn queue(&self) -> &TaskQueue {
+        &self.shared.queue
+    }
+
+    async fn dispatch(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let name = request.name.as_ref();
+        if !tools::NAMES.contains(&name) {
+            return Err(ErrorData::invalid_params(
+                format!(
+                    "unknown tool {name:?}: this server has {}",
+                    tools::NAMES.join(", ")
+                ),
+                None,
+            ));
+        }
+        let mut args = request.arguments.unwrap_or_default();
+        tools::check_size(name, &args)?;
+        let asked = match depth::take_depth(&mut args) {
+            Ok(asked) => asked,
+            Err(DepthError::Invalid(message)) => {
+                return Err(tools::invalid_params(format!("{name}: {message}")));
+            }
+            Err(DepthError::TooDeep(asked)) => return Ok(depth::too_deep_result(asked)),
+        };
+        let http = HttpFacts::of(&context);
+        let depth = asked.max(self.shared.depth_floor).max(http.depth_floor);
+        if depth >= depth::MAX_CALL_DEPTH {
+            return Ok(depth::too_deep_result(depth));
+        }
+        match name {
+            tools::CODE_TASK => self.code_task(args, depth, http.session, context).await,
+            _ => self.file_tool(name, args, http.session.as_deref()).await,
+        }
+    }
+
+    async fn file_tool(
+        &self,
+        name: &str,
+        args: Map<String, Value>,
+        requested: Option<&str>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let (engine_tool, call) = match name {
+            tools::READ_FILE => (
+                "read_file",
+                tools::read_file_call(tools::parse(name, args)?),
+            ),
+            tools::CREATE_FILE => (
+                "create_file",
+                tools::create_file_call(tools::parse(name, args)?),
+            ),
+            _ => (
+                "list_files",
+                tools::list_files_call(tools::parse(name, args)?),
+            ),
+        };
+        let session = match self.shared.sessions.session(requested).await {
+            Ok(session) => session,
+            Err(reason) => {
+                return Ok(CallToolResult::error(vec![
+                    rmcp::model::ContentBlock::text(format!(
+                        "{name}: no workspace session: {reason}"
+                    )),
+                ]));
+            }
+        };
+        let outcome = session.call_tool(engine_tool, call, CallOrigin::Mcp).await;
+        tools::file_result(name, outcome)
+    }
+
+    async fn code_task(
+        &self,
+        args: Map<String, Value>,
+        depth: u64,
+        session: Option<String>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let args: tools::CodeTaskArgs = tools::parse(tools::CODE_TASK, args)?;
+        if args.prompt.trim().is_empty() {
+            return Err(tools::invalid_params(format!(
+                "{}: the prompt is empty: say what to do",
+                tools::CODE_TASK
+            )));
+        }
+        if args.timeout == Some(0) {
+            return Err(tools::invalid_params(format!(
+                "{}: timeout must be at least 1 second",
+                tools::CODE_TASK
+            )));
+        }
+        let task = CodeTask {
+            prompt: args.prompt,
+            working_dir: args.working_dir.map(PathBuf::from),
+            timeout: args.timeout.map(Duration::from_secs),
+            onward_depth: depth::onward(depth),
+            session,
+        };
+        let progress = Progress::new(&context);
+        let place = self.shared.queue.join();
+        let waited = place.ahead() > 0;
+        let waiting = place.wait_turn(|ahead| {
+            progress.send(format!(
+                "queued: {ahead} task{} ahead of this one",
+                if ahead == 1 { "" } else { "s" }
+            ))
+        });
+        tokio::select! {
+            () = waiting => {}
+            () = context.ct.cancelled() => {
+                return Err(ErrorData::internal_error("the call was cancelled while waiting in line", None));
+            }
+        }
+        if waited {
+            progress.send("running".to_owned()).await;
+        }
+        let outcome = self.shared.tasks.run_task(task, context.ct.clone()).await;
+        drop(place);
+        Ok(match outcome {
+            Ok(report) => tools::task_result(&report),
+            Err(reason) => tools::task_error(&reason),
+        })
+    }
+}
+
+/// Progress notifications for one call, when the client asked for them
+/// (sent a `progressToken`).
+struct Progress {
+    token: Option<ProgressToken>,
+    peer: rmcp::Peer<RoleServer>,
+    sent: std::sync::atomic::AtomicU32,
+}
+
+impl Progress {
+    fn new(context: &RequestContext<RoleServer>) -> Self {
+        Self {
+            token: context.meta.get_progress_token(),
+            peer: context.peer.clone(),
+            sent: std::sync::atomic::AtomicU32::new(0),
+        }
+    }
+
+    async fn send(&self, message: String) {
+        let Some(token) = &self.token else { return };
+        // Progress must grow with every notification.
+        let step = self.sent.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+        let params =
+            ProgressNotificationParam::new(token.clone(), f64::from(step)).with_message(message);
+        if let Err(err) = self.peer.notify_progress(params).await {
+            tracing::debug!(error = %err, "a progress notification could not be sent");
+        }
+    }
+}
+
+/// What the HTTP request behind a call says (nothing over stdio).
+#[derive(Default)]
+struct HttpFacts {
+    session: Option<String>,
+    depth_floor: u64,
+}
+
+impl HttpFacts {
+    fn of(context: &RequestContext<RoleServer>) -> Self {
+        let Some(parts) = context.extensions.get::<axum::http::request::Parts>() else {
+            return Self::default();
+        };
+        let session = parts.uri.query().and_then(|query| {
+            query.split('&').find_map(|pair| {
+                pair.strip_prefix("session=")
+                    .filter(|id| !id.is_empty())
+                    .map(str::to_owned)
+            })
+        });
+        let depth_floor = parts
+            .headers
+            .get(depth::DEPTH_HEADER)
+            .and_then(|value| value.to_str().ok())
+            .and_then(|value| value.trim().parse().ok())
+            .unwrap_or(0);
+        Self {
+            session,
+            depth_floor,
+        }
+    }
+}
+
+impl ServerHandler for CodeServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new(
+                "copilot-bridge-code",
+                env!("CARGO_PKG_VERSION"),
+            ))
+            .with_instructions(
+                "The workspace through copilot-bridge: read, create and list files, or delegate a whole coding task (copilot_code_task, one at a time). Every call goes through the bridge's policy and audit log.",
+            )
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(self.shared.tools.to_vec()))
+    }
+
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        self.shared
+            .tools
+            .iter()
+            .find(|tool| tool.name == name)
+            .cloned()
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        self.dispatch(request, context).await.map(Into::into)
+    }
+
+    /// rmcp hands over a `tools/call` whose params do not parse (arguments
+    /// that are not an object, a name that is not a string) as an unknown
+    /// method; the caller should hear that its params are wrong.
+    async fn on_custom_request(
+        &self,
+        request: CustomRequest,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CustomResult, ErrorData> {
+        if request.method == "tools/call" {
+            return Err(ErrorData::invalid_params(
+                "tools/call: params must be an object with a string `name` and an object `arguments`",
+                None,
+            ));
+        }
+        Err(ErrorData::new(
+            ErrorCode::METHOD_NOT_FOUND,
+            request.method,
+            None,
+        ))
+    }
+}

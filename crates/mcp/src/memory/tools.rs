@@ -1,0 +1,289 @@
+//! The three tools' definitions and their argument checks. A wrong
+//! argument is an MCP invalid-params error (the client sent something the
+//! schema forbids); a refused or missing file is an error *result* the
+//! model can read and act on.
+
+use std::sync::Arc;
+
+use rmcp::ErrorData;
+use rmcp::model::{JsonObject, Tool, ToolAnnotations};
+use serde_json::{Map, Value, json};
+
+use crate::depth;
+
+pub const SEARCH: &str = "openclaw_memory_search";
+pub const READ: &str = "openclaw_memory_read";
+pub const USER_PREFS: &str = "openclaw_user_prefs";
+
+pub const DEFAULT_LIMIT: u64 = 5;
+pub const MAX_LIMIT: u64 = 50;
+/// Longer queries are refused (a query is a few keywords, not a document).
+pub const MAX_QUERY_CHARS: usize = 1000;
+/// Longer file names are refused.
+pub const MAX_FILE_CHARS: usize = 1024;
+pub const DEFAULT_FILE: &str = "MEMORY.md";
+
+/// The tools, in the order `tools/list` gives them.
+pub fn definitions() -> Vec<Tool> {
+    vec![
+        tool(
+            SEARCH,
+            "Keyword search over OpenClaw's memory notes (MEMORY.md and the daily notes in memory/). Returns the best matching notes, best first, each with its file, the 1-based line of the best matching line and that line as a snippet.",
+            json!({
+                "query": {"type": "string", "minLength": 1, "maxLength": MAX_QUERY_CHARS, "description": "Keywords to look for (case-insensitive)."},
+                "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": DEFAULT_LIMIT, "description": "How many notes to return."}
+            }),
+            &["query"],
+        ),
+        tool(
+            READ,
+            "Read one of OpenClaw's memory notes whole (default MEMORY.md). Name it as openclaw_memory_search reports it, relative to the memory root, e.g. memory/2026-01-31.md.",
+            json!({
+                "file": {"type": "string", "maxLength": MAX_FILE_CHARS, "default": DEFAULT_FILE, "description": "The note, relative to the memory root (only .md files)."}
+            }),
+            &[],
+        ),
+        tool(
+            USER_PREFS,
+            "Read the user's preferences as OpenClaw recorded them (USER.md).",
+            json!({}),
+            &[],
+        ),
+    ]
+}
+
+fn tool(
+    name: &'static str,
+    description: &'static str,
+    properties: Value,
+    required: &[&str],
+) -> Tool {
+    let mut properties = match properties {
+        Value::Object(map) => map,
+        _ => Map::new(),
+    };
+    properties.insert(depth::DEPTH_ARG.to_owned(), depth::schema_property());
+    let mut schema = JsonObject::new();
+    schema.insert("type".to_owned(), json!("object"));
+    schema.insert("properties".to_owned(), Value::Object(properties));
+    if !required.is_empty() {
+        schema.insert("required".to_owned(), json!(required));
+    }
+    schema.insert("additionalProperties".to_owned(), json!(false));
+    Tool::new(name, description, Arc::new(schema)).with_annotations(
+        ToolAnnotations::new()
+            .read_only(true)
+            .destructive(false)
+            .idempotent(true)
+            .open_world(false),
+    )
+}
+
+/// A tool call, its arguments checked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Call {
+    Search { query: String, limit: usize },
+    Read { file: String },
+    UserPrefs,
+}
+
+/// What stops a call before it runs.
+#[derive(Debug)]
+pub enum Rejected {
+    /// Answered as an MCP error.
+    Error(ErrorData),
+    /// Answered as an error result (too deep).
+    TooDeep(u64),
+}
+
+/// Checks `_depth` first, then the tool's own arguments.
+pub fn parse(name: &str, arguments: Option<JsonObject>) -> Result<Call, Rejected> {
+    let known = [SEARCH, READ, USER_PREFS];
+    if !known.contains(&name) {
+        return Err(Rejected::Error(ErrorData::invalid_params(
+            format!(
+                "unknown tool {name:?}; this server has {}",
+                known.join(", ")
+            ),
+            Some(json!({"tool": name})),
+        )));
+    }
+    let mut args = arguments.unwrap_or_default();
+    match depth::take_depth(&mut args) {
+        Ok(_) => {}
+        Err(depth::DepthError::TooDeep(depth)) => return Err(Rejected::TooDeep(depth)),
+        Err(depth::DepthError::Invalid(message)) => {
+            return Err(invalid(name, depth::DEPTH_ARG, message));
+        }
+    }
+    let call = match name {
+        SEARCH => {
+            let query = string_arg(name, &mut args, "query", MAX_QUERY_CHARS)?
+                .ok_or_else(|| invalid(name, "query", "`query` is required".to_owned()))?;
+            if super::search::query_terms(&query).is_empty() {
+                return Err(invalid(
+                    name,
+                    "query",
+                    "`query` holds no words to search for".to_owned(),
+                ));
+            }
+            let limit = match args.remove("limit") {
+                None | Some(Value::Null) => DEFAULT_LIMIT,
+                Some(Value::Number(n)) => match n.as_u64() {
+                    Some(limit) if (1..=MAX_LIMIT).contains(&limit) => limit,
+                    _ => {
+                        return Err(invalid(
+                            name,
+                            "limit",
+                            format!("`limit` must be an integer from 1 to {MAX_LIMIT}, not {n}"),
+                        ));
+                    }
+                },
+                Some(other) => {
+                    return Err(invalid(
+                        name,
+                        "limit",
+                        format!(
+                            "`limit` must be an integer from 1 to {MAX_LIMIT}, not {}",
+                            kind(&other)
+                        ),
+                    ));
+                }
+            };
+            Call::Search {
+                query,
+                limit: usize::try_from(limit).unwrap_or(usize::MAX),
+            }
+        }
+        READ => Call::Read {
+            file: string_arg(name, &mut args, "file", MAX_FILE_CHARS)?
+                .unwrap_or_else(|| DEFAULT_FILE.to_owned()),
+        },
+        _ => Call::UserPrefs,
+    };
+    if let Some(extra) = args.keys().next() {
+        return Err(invalid(
+            name,
+            extra,
+            format!("unknown argument `{extra}` for {name}"),
+        ));
+    }
+    Ok(call)
+}
+
+fn string_arg(
+    tool: &str,
+    args: &mut JsonObject,
+    key: &str,
+    max_chars: usize,
+) -> Result<Option<String>, Rejected> {
+    match args.remove(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(text)) if text.chars().count() > max_chars => Err(invalid(
+            tool,
+            key,
+            format!(
+                "`{key}` is too long ({} characters; at most {max_chars})",
+                text.chars().count()
+            ),
+        )),
+        Some(Value::String(text)) => Ok(Some(text)),
+        Some(other) => Err(invalid(
+            tool,
+            key,
+            format!("`{key}` must be a string, not {}", kind(&other)),
+        )),
+    }
+}
+
+fn invalid(tool: &str, argument: &str, message: String) -> Rejected {
+    Rejected::Error(ErrorData::invalid_params(
+        message,
+        Some(json!({"tool": tool, "argument": argument})),
+    ))
+}
+
+fn kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn args(value: Value) -> Option<JsonObject> {
+        value.as_object().cloned()
+    }
+
+    fn error_message(result: Result<Call, Rejected>) -> String {
+        match result {
+            Err(Rejected::Error(err)) => err.message.to_string(),
+            other => panic!("expected an MCP error, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn defaults() {
+        assert_eq!(
+            parse(SEARCH, args(json!({"query": "deploy"}))).unwrap(),
+            Call::Search {
+                query: "deploy".to_owned(),
+                limit: 5
+            }
+        );
+        assert_eq!(
+            parse(READ, None).unwrap(),
+            Call::Read {
+                file: "MEMORY.md".to_owned()
+            }
+        );
+        assert_eq!(
+            parse(USER_PREFS, args(json!({"_depth": 2}))).unwrap(),
+            Call::UserPrefs
+        );
+    }
+
+    #[test]
+    fn bad_arguments_are_invalid_params() {
+        assert!(
+            error_message(parse(SEARCH, args(json!({"query": 3}))))
+                .contains("must be a string, not a number")
+        );
+        assert!(error_message(parse(SEARCH, args(json!({})))).contains("`query` is required"));
+        assert!(
+            error_message(parse(SEARCH, args(json!({"query": "x", "limit": 0}))))
+                .contains("from 1 to 50")
+        );
+        assert!(
+            error_message(parse(SEARCH, args(json!({"query": "x", "limit": "5"}))))
+                .contains("not a string")
+        );
+        assert!(
+            error_message(parse(SEARCH, args(json!({"query": "a".repeat(1001)}))))
+                .contains("too long")
+        );
+        assert!(error_message(parse(SEARCH, args(json!({"query": "!!"})))).contains("no words"));
+        assert!(
+            error_message(parse(READ, args(json!({"path": "x"}))))
+                .contains("unknown argument `path`")
+        );
+        assert!(error_message(parse(USER_PREFS, args(json!({"_depth": "1"})))).contains("_depth"));
+        assert!(error_message(parse("nope", None)).contains("unknown tool"));
+    }
+
+    #[test]
+    fn depth_three_is_too_deep() {
+        assert!(matches!(
+            parse(READ, args(json!({"_depth": 3}))),
+            Err(Rejected::TooDeep(3))
+        ));
+    }
+}

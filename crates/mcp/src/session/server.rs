@@ -1,0 +1,212 @@
+//! [`SessionServer`]: the MCP server over a session of this process's
+//! engine (in the daemon: at `/mcp/session`).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use axum::extract::Query;
+use bridge_engine::{CallOrigin, Session};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, Extensions, Implementation, ListToolsResult,
+    PaginatedRequestParams, ServerCapabilities, ServerConfig, SubscriptionFilter,
+};
+use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use rmcp::{ErrorData, RoleServer, ServerHandler};
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use super::SESSION_QUERY;
+use super::args::{check_size, check_types};
+use super::notify::{Listener, watch_tools};
+use super::tools::{call_result, mcp_tool, provider_tool, provider_tools};
+use crate::depth::{self, DepthError};
+
+/// Finds the session a client asked for: `Some(id)` from `?session=ID`,
+/// `None` for the default. `Err` is the reason, for the client.
+pub type SessionLookup = Arc<dyn Fn(Option<&str>) -> Result<Arc<Session>, String> + Send + Sync>;
+
+/// One client's server (over HTTP, one per MCP session).
+pub struct SessionServer {
+    lookup: SessionLookup,
+    /// Cancelled when the client's connection (this value) goes: its
+    /// list-changed watchers stop.
+    stop: CancellationToken,
+}
+
+impl Drop for SessionServer {
+    fn drop(&mut self) {
+        self.stop.cancel();
+    }
+}
+
+impl SessionServer {
+    pub fn new(lookup: SessionLookup) -> Self {
+        Self {
+            lookup,
+            stop: CancellationToken::new(),
+        }
+    }
+
+    /// A server over `session` alone (`?session=` may name it or nothing).
+    pub fn for_session(session: Arc<Session>) -> Self {
+        Self::new(Arc::new(move |requested: Option<&str>| match requested {
+            None => Ok(session.clone()),
+            Some(id) if id == session.id() => Ok(session.clone()),
+            Some(id) => Err(format!(
+                "no session '{id}' here (this server serves '{}')",
+                session.id()
+            )),
+        }))
+    }
+
+    fn session(&self, extensions: &Extensions) -> Result<Arc<Session>, ErrorData> {
+        let requested = requested_session(extensions).map_err(invalid)?;
+        (self.lookup)(requested.as_deref()).map_err(invalid)
+    }
+}
+
+/// `?session=ID` of the HTTP request that carried the message, if any.
+fn requested_session(extensions: &Extensions) -> Result<Option<String>, String> {
+    let Some(parts) = extensions.get::<axum::http::request::Parts>() else {
+        return Ok(None);
+    };
+    if parts.uri.query().is_none() {
+        return Ok(None);
+    }
+    let Query(query) =
+        Query::<HashMap<String, String>>::try_from_uri(&parts.uri).map_err(|err| {
+            format!(
+                "cannot read the query string of {}: {err}",
+                parts.uri.path()
+            )
+        })?;
+    Ok(query
+        .get(SESSION_QUERY)
+        .filter(|id| !id.is_empty())
+        .cloned())
+}
+
+fn invalid(message: impl Into<String>) -> ErrorData {
+    ErrorData::invalid_params(message.into(), None)
+}
+
+/// What both forms of the server announce: tools, and that their list
+/// changes.
+pub(crate) fn server_config() -> ServerConfig {
+    ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tool_list_changed()
+                .build(),
+        )
+        .with_server_info(Implementation::new(
+            "copilot-bridge-session",
+            env!("CARGO_PKG_VERSION"),
+        ))
+        .with_instructions(
+            "The tools of the providers connected to a copilot-bridge session. The list changes as providers come and go. A tool with a `target` parameter runs on one of several instances (browser tabs, say): list_<provider>_instances tells which.",
+        )
+}
+
+impl ServerHandler for SessionServer {
+    fn get_info(&self) -> ServerConfig {
+        server_config()
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        let session = self.session(&context.extensions)?;
+        let tools = provider_tools(&session)
+            .iter()
+            .map(|entry| mcp_tool(entry))
+            .collect();
+        Ok(ListToolsResult::with_all_items(tools))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let session = self.session(&context.extensions)?;
+        let name = request.name.as_ref();
+        let Some(entry) = provider_tool(&session, name) else {
+            return Err(invalid(format!(
+                "unknown tool '{name}': session '{}' has no provider tool by that name (tools/list shows what it has)",
+                session.id()
+            )));
+        };
+        let mut args = request.arguments.unwrap_or_default();
+        check_size(name, &args).map_err(invalid)?;
+        match depth::take_depth(&mut args) {
+            Ok(_) => {}
+            Err(DepthError::Invalid(reason)) => return Err(invalid(reason)),
+            Err(DepthError::TooDeep(too_deep)) => {
+                return Ok(CallToolResponse::Complete(depth::too_deep_result(too_deep)));
+            }
+        }
+        check_types(name, &entry.spec.input_schema, &args).map_err(invalid)?;
+        // Dropping the call cancels it at the provider (tool.cancel).
+        let outcome = tokio::select! {
+            outcome = session.call_tool(name, Value::Object(args), CallOrigin::Mcp) => outcome,
+            () = context.ct.cancelled() => {
+                return Err(ErrorData::internal_error(format!("the call of {name} was cancelled by the client"), None));
+            }
+        };
+        Ok(CallToolResponse::Complete(call_result(outcome)))
+    }
+
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        match self.session(&context.extensions) {
+            Ok(session) => {
+                let listener = Listener::Handshake(context.peer.clone());
+                tokio::spawn(watch_tools(session, listener, self.stop.clone()));
+            }
+            // Every list and call will say why; nothing to watch.
+            Err(err) => {
+                tracing::debug!(reason = %err.message, "session MCP client connected to no session")
+            }
+        }
+    }
+
+    fn accepted_subscription_filter(
+        &self,
+        requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        (requested.tools_list_changed == Some(true))
+            .then(|| SubscriptionFilter::builder().tools_list_changed().build())
+    }
+
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
+        let session = self.session(&context.request_context().extensions)?;
+        let stop = self.stop.child_token();
+        let listener = Listener::Subscription(context.sink().clone());
+        tokio::select! {
+            () = watch_tools(session, listener, stop.clone()) => {}
+            () = context.cancelled() => {}
+        }
+        stop.cancel();
+        Ok(())
+    }
+}
+
+/// The streamable HTTP service for the daemon's `/mcp/session`: a fresh
+/// [`SessionServer`] per MCP session, each finding its session through
+/// `lookup`. `stop` ends every open stream (the daemon is shutting down).
+pub fn http_service(
+    lookup: SessionLookup,
+    stop: CancellationToken,
+) -> StreamableHttpService<SessionServer, LocalSessionManager> {
+    let mut config = StreamableHttpServerConfig::default();
+    config.cancellation_token = stop;
+    StreamableHttpService::new(
+        move || Ok(SessionServer::new(lookup.clone())),
+        Arc::new(LocalSessionManager::default()),
+        config,
+    )
+}

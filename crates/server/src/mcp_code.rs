@@ -1,0 +1,121 @@
+//! The code MCP server as the daemon serves it (`/mcp/code`): file tools in
+//! the daemon's default session (or `?session=ID`), agent tasks by the
+//! native runner over the daemon's default chat backend.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use bridge_engine::runner::native::{DEFAULT_MAX_TURNS, NativeRunner, NativeSettings};
+use bridge_engine::runner::{RunContext, RunReport, RunRequest, Runner};
+use bridge_engine::{Session, SessionSpec};
+use bridge_mcp::code::{CodeServer, CodeTask, SessionSource, TaskRunner};
+use rmcp::transport::streamable_http_server::StreamableHttpService;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use tokio_util::sync::CancellationToken;
+
+use crate::app::ServerContext;
+
+/// The `/mcp/code` service: one [`CodeServer`] shared by every MCP client,
+/// so tasks from all of them wait in one line.
+pub(crate) fn service(
+    ctx: ServerContext,
+) -> StreamableHttpService<CodeServer, LocalSessionManager> {
+    let server = CodeServer::new(
+        Arc::new(DaemonSessions { ctx: ctx.clone() }),
+        Arc::new(DaemonTasks { ctx }),
+    );
+    bridge_mcp::serve::http_service(move || Ok(server.clone()))
+}
+
+struct DaemonSessions {
+    ctx: ServerContext,
+}
+
+impl DaemonSessions {
+    fn resolve(ctx: &ServerContext, requested: Option<&str>) -> Result<Arc<Session>, String> {
+        match requested {
+            Some(id) => ctx
+                .session(id)
+                .ok_or_else(|| format!("the daemon has no session {id:?}")),
+            None => ctx.default_session().ok_or_else(|| {
+                "the daemon's default session has ended; name one with ?session=ID".to_owned()
+            }),
+        }
+    }
+}
+
+#[async_trait]
+impl SessionSource for DaemonSessions {
+    async fn session(&self, requested: Option<&str>) -> Result<Arc<Session>, String> {
+        Self::resolve(&self.ctx, requested)
+    }
+}
+
+struct DaemonTasks {
+    ctx: ServerContext,
+}
+
+#[async_trait]
+impl TaskRunner for DaemonTasks {
+    async fn run_task(
+        &self,
+        task: CodeTask,
+        cancel: CancellationToken,
+    ) -> Result<RunReport, String> {
+        let entry = self.ctx.backends.default_entry().cloned().ok_or_else(|| {
+            "the daemon has no chat backend configured (see `copilot-bridge validate`)".to_owned()
+        })?;
+        let named = DaemonSessions::resolve(&self.ctx, task.session.as_deref())?;
+        // A task in another directory gets a session of its own, ended after.
+        let wanted = task.working_dir.as_deref().map(|dir| named.cwd().join(dir));
+        let (session, transient) = match wanted {
+            Some(cwd) if !same_dir(&cwd, named.cwd()) => {
+                let session = self
+                    .ctx
+                    .registry()
+                    .create(SessionSpec {
+                        id: None,
+                        label: "mcp code task".to_owned(),
+                        cwd,
+                        foreground: false,
+                    })
+                    .map_err(|err| err.to_string())?;
+                (session, true)
+            }
+            _ => (named, false),
+        };
+        let runner = NativeRunner::new(entry.backend.clone(), NativeSettings::default());
+        let request = RunRequest {
+            task: task.prompt,
+            model: session.model().or_else(|| entry.default_model.clone()),
+            max_turns: DEFAULT_MAX_TURNS,
+            timeout: task.timeout,
+        };
+        // The run stops when the caller cancels or the daemon shuts down.
+        let stop = self.ctx.shutdown.child_token();
+        let relay = tokio::spawn({
+            let stop = stop.clone();
+            async move {
+                cancel.cancelled().await;
+                stop.cancel();
+            }
+        });
+        let report = runner
+            .run(session.clone(), request, RunContext::new(stop))
+            .await;
+        relay.abort();
+        if transient && let Err(err) = self.ctx.registry().end(session.id(), None).await {
+            tracing::debug!(error = %err, "the task's session was already gone");
+        }
+        Ok(report)
+    }
+}
+
+/// Whether two absolute paths name one directory (`Path::join` keeps an
+/// absolute `workingDir` as it is).
+fn same_dir(a: &Path, b: &Path) -> bool {
+    let canonical =
+        |path: &Path| std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    canonical(a) == canonical(b)
+}

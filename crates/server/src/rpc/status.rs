@@ -1,0 +1,96 @@
+//! `bridge.status`: what `copilot-bridge status` shows — the daemon's
+//! endpoints, its chat backends and whether they answer, providers,
+//! sessions, and whether the default session may write.
+
+use std::net::{IpAddr, SocketAddr};
+
+use serde_json::{Value, json};
+
+use super::{Params, RpcResult};
+use crate::app::ServerContext;
+use crate::facade::backends::PromptStyle;
+use crate::health::HEALTH_PROBE_WAIT;
+
+/// The URLs of every door of a daemon reached at `host:port`.
+pub fn endpoints(host: IpAddr, port: u16) -> Value {
+    let authority = SocketAddr::new(host, port).to_string();
+    let http = |path: &str| format!("http://{authority}{path}");
+    json!({
+        "provider": format!("ws://{authority}/"),
+        "openai": http("/v1"),
+        "anthropic": http("/v1/messages"),
+        "rpc": {
+            "websocket": format!("ws://{authority}/rpc"),
+            "http": http("/rpc"),
+        },
+        "mcp": {
+            "code": http("/mcp/code"),
+            "memory": http("/mcp/memory"),
+            "session": http("/mcp/session"),
+        },
+        "health": http("/healthz"),
+    })
+}
+
+pub(crate) async fn bridge_status(ctx: ServerContext, params: Params) -> RpcResult {
+    params.expect_named()?;
+    let availability = ctx.backends.health_within(HEALTH_PROBE_WAIT).await;
+    let default_backend = ctx.backends.default_entry().map(|e| e.name.clone());
+    let backends: Vec<Value> = ctx
+        .backends
+        .entries()
+        .iter()
+        .map(|entry| {
+            let (style, turns) = match entry.style {
+                PromptStyle::Chat => ("chat", None),
+                PromptStyle::SinglePrompt { turns } => ("single-prompt", Some(turns)),
+            };
+            json!({
+                "name": entry.name,
+                "kind": entry.kind,
+                "baseUrl": entry.base_url,
+                "defaultModel": entry.default_model,
+                "models": entry.models,
+                "style": style,
+                "historyTurns": turns,
+                "default": default_backend.as_deref() == Some(entry.name.as_str()),
+                "availability": availability
+                    .get(&entry.name)
+                    .map_or("unavailable", |seen| seen.as_str()),
+            })
+        })
+        .collect();
+    let gateway = ctx.gateway.status();
+    let provider_names: Vec<&str> = gateway.providers.iter().map(|p| p.name.as_str()).collect();
+    let default_session = ctx.default_session();
+    let policy = match &default_session {
+        Some(session) => {
+            let guard = session.guard();
+            let summary = guard.workspace_policy().to_summary();
+            json!({
+                "readOnly": guard.read_only(),
+                "workspacePolicy": summary["file"],
+                "writesAllow": summary["writes"]["allow"],
+            })
+        }
+        None => json!({"readOnly": Value::Null, "workspacePolicy": Value::Null}),
+    };
+    Ok(json!({
+        "version": crate::VERSION,
+        "pid": ctx.facts.pid,
+        "startedAt": ctx.facts.started_at,
+        "bindAddress": ctx.facts.bind_address.to_string(),
+        "endpoints": endpoints(ctx.facts.connect_host, ctx.facts.port),
+        "defaultBackend": default_backend,
+        "backends": backends,
+        "providers": {
+            "count": provider_names.len(),
+            "names": provider_names,
+        },
+        "sessions": {
+            "count": ctx.registry().list().len(),
+            "default": default_session.as_ref().map(|s| s.id().to_owned()),
+        },
+        "policy": policy,
+    }))
+}
