@@ -4,7 +4,7 @@
 //! the mock LLM; clean exits; the time to the first tool listing.
 
 use std::io::{BufRead, BufReader, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -12,24 +12,7 @@ use bridge_testkit::{MockLlm, MockReply, MockToolCall, TempWorkspace};
 use serde_json::{Value, json};
 
 use crate::cli_serve::{ChildGuard, Served};
-use crate::support::Bridge;
-
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-/// The venv's interpreter; without it the test is skipped loudly (and
-/// fails in CI, which installs it first).
-fn python() -> Option<PathBuf> {
-    let python = repo_root().join(".peers/venv/bin/python");
-    if python.exists() {
-        return Some(python);
-    }
-    let message = "the Python peers are missing: run scripts/install-test-deps.sh";
-    assert!(std::env::var_os("CI").is_none(), "{message}");
-    eprintln!("\n*** SKIPPED: {message} ***\n");
-    None
-}
+use crate::support::{Bridge, python, repo_root};
 
 /// Settings that aim the bridge's agent at the mock as an OpenAI backend.
 fn mock_env(mock: &MockLlm) -> Vec<(&'static str, String)> {

@@ -4,31 +4,14 @@
 //! gets MCP errors while the server keeps serving.
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 
 use serde_json::{Value, json};
 use tempfile::TempDir;
 
 use crate::cli_serve::Served;
-use crate::support::Bridge;
-
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-/// The venv's interpreter; without it the test is skipped loudly (and
-/// fails in CI, which installs it first).
-fn python() -> Option<PathBuf> {
-    let python = repo_root().join(".peers/venv/bin/python");
-    if python.exists() {
-        return Some(python);
-    }
-    let message = "the Python peers are missing: run scripts/install-test-deps.sh";
-    assert!(std::env::var_os("CI").is_none(), "{message}");
-    eprintln!("\n*** SKIPPED: {message} ***\n");
-    None
-}
+use crate::support::{Bridge, python, repo_root};
 
 /// Runs the probe with `steps` and the given environment (over a clean one).
 fn probe(

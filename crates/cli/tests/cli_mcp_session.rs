@@ -13,24 +13,7 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::sync::mpsc;
 
 use crate::cli_serve::{KillOnDrop, PATIENCE, Served, pid_alive, read_gateway_json};
-use crate::support::Bridge;
-
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-/// The peers' Python, when installed; without it the test is skipped
-/// loudly (and fails in CI, which installs it first).
-fn python() -> Option<PathBuf> {
-    let python = repo_root().join(".peers/venv/bin/python");
-    if python.exists() {
-        return Some(python);
-    }
-    let message = "the Python peers are missing: run scripts/install-test-deps.sh";
-    assert!(std::env::var_os("CI").is_none(), "{message}");
-    eprintln!("\n*** SKIPPED: {message} ***\n");
-    None
-}
+use crate::support::{Bridge, python, repo_root};
 
 fn script(name: &str) -> PathBuf {
     repo_root().join("tests/peers/python").join(name)

@@ -9,14 +9,12 @@ use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
+
+use crate::support::repo_root;
 use tempfile::TempDir;
 
 /// Starting the daemon, a peer's interpreter and its first registration.
 const PATIENCE: Duration = Duration::from_secs(30);
-
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
 
 /// The interpreter and script of a peer, when installed; without them the
 /// test is skipped loudly (and fails in CI, which installs them first).

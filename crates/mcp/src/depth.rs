@@ -66,6 +66,24 @@ pub fn take_depth(args: &mut Map<String, Value>) -> Result<u64, DepthError> {
     Ok(depth)
 }
 
+/// The input schema of one of our tools: an object of `properties` plus
+/// `_depth`, `required` as given, no other fields.
+pub fn tool_schema(properties: Value, required: &[&str]) -> rmcp::model::JsonObject {
+    let mut properties = match properties {
+        Value::Object(map) => map,
+        _ => Map::new(),
+    };
+    properties.insert(DEPTH_ARG.to_owned(), schema_property());
+    let mut schema = rmcp::model::JsonObject::new();
+    schema.insert("type".to_owned(), json!("object"));
+    schema.insert("properties".to_owned(), Value::Object(properties));
+    if !required.is_empty() {
+        schema.insert("required".to_owned(), json!(required));
+    }
+    schema.insert("additionalProperties".to_owned(), json!(false));
+    schema
+}
+
 /// The error result for a call refused as too deep.
 pub fn too_deep_result(depth: u64) -> CallToolResult {
     CallToolResult::error(vec![ContentBlock::text(format!(
@@ -78,7 +96,8 @@ pub fn onward(depth: u64) -> u64 {
     depth.saturating_add(1)
 }
 
-fn json_kind(value: &Value) -> &'static str {
+/// How an error message names a JSON value's type ("a string", …).
+pub fn json_kind(value: &Value) -> &'static str {
     match value {
         Value::Null => "null",
         Value::Bool(_) => "a boolean",

@@ -215,7 +215,11 @@ async fn lists_four_tools_each_taking_depth_without_building_a_session() {
     let required = |i: usize| Value::Object((*tools[i].input_schema).clone())["required"].clone();
     assert_eq!(required(0), json!(["path"]));
     assert_eq!(required(1), json!(["path", "content"]));
-    assert_eq!(required(2), json!([]));
+    assert_eq!(
+        required(2),
+        Value::Null,
+        "no required arguments: no `required`"
+    );
     assert_eq!(required(3), json!(["prompt"]));
     // Lazy: listing asked for no session.
     assert_eq!(h.source.asked.load(Ordering::SeqCst), 0);

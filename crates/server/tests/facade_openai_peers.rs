@@ -1,7 +1,6 @@
 //! Real clients against the facade: the official `openai` Python package
 //! and `curl -N`, streaming through the daemon from the mock upstream.
 
-use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::Duration;
 
@@ -9,10 +8,7 @@ use bridge_testkit::{MockLlm, MockReply};
 use serde_json::{Value, json};
 
 use crate::facade_openai::{daemon_for, sse_payloads};
-
-fn repo_root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
+use crate::support::{python, repo_root};
 
 async fn run(command: &mut tokio::process::Command) -> String {
     let output = tokio::time::timeout(
@@ -33,14 +29,9 @@ async fn run(command: &mut tokio::process::Command) -> String {
 
 #[tokio::test]
 async fn the_openai_python_package_streams_and_completes_through_the_facade() {
-    let python = repo_root().join(".peers/venv/bin/python");
-    if !python.exists() {
-        eprintln!(
-            "skipped: {} is missing; run scripts/install-test-deps.sh",
-            python.display()
-        );
+    let Some(python) = python() else {
         return;
-    }
+    };
     let mock = MockLlm::start(vec![
         MockReply::chunks(["hello ", "from ", "python"]),
         MockReply::text("hello from python"),

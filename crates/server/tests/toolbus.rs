@@ -2,7 +2,6 @@
 //! client: search, read, patch (applied and conflicting), format, the
 //! policy's refusals, tasks, shell commands, batches and notifications.
 
-use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 
@@ -490,18 +489,10 @@ async fn batches_are_answered_in_one_array_and_notifications_not_at_all() {
 
 #[tokio::test]
 async fn the_python_websockets_example_runs_against_the_daemon() {
-    let python = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.peers/venv/bin/python");
-    if !python.exists() {
-        let message = format!(
-            "{} is missing: run scripts/install-test-deps.sh to install the Python peer",
-            python.display()
-        );
-        assert!(std::env::var_os("CI").is_none(), "{message}");
-        eprintln!("\n*** SKIPPED: {message} ***\n");
+    let Some(python) = crate::support::python() else {
         return;
-    }
-    let script =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/peers/python/toolbus_client.py");
+    };
+    let script = crate::support::repo_root().join("tests/peers/python/toolbus_client.py");
     let daemon = TestDaemon::with(Setup::default().file("src/payment/client.ts", CLIENT_TS)).await;
     let output = tokio::process::Command::new(python)
         .arg(script)

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use bridge_engine::runner::{RunReport, RunStatus};
 use bridge_engine::{CallOutcome, ToolFailure};
 use rmcp::ErrorData;
-use rmcp::model::{CallToolResult, ContentBlock, JsonObject, Tool};
+use rmcp::model::{CallToolResult, ContentBlock, Tool};
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
@@ -115,17 +115,7 @@ fn tool(
     properties: Value,
     required: &[&str],
 ) -> Tool {
-    let mut properties = match properties {
-        Value::Object(map) => map,
-        _ => Map::new(),
-    };
-    properties.insert(depth::DEPTH_ARG.to_owned(), depth::schema_property());
-    let mut schema = JsonObject::new();
-    schema.insert("type".to_owned(), json!("object"));
-    schema.insert("properties".to_owned(), Value::Object(properties));
-    schema.insert("required".to_owned(), json!(required));
-    schema.insert("additionalProperties".to_owned(), json!(false));
-    Tool::new(name, description, schema)
+    Tool::new(name, description, depth::tool_schema(properties, required))
 }
 
 /// Refuses arguments over [`MAX_ARGUMENT_BYTES`].

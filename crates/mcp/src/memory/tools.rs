@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use rmcp::ErrorData;
 use rmcp::model::{JsonObject, Tool, ToolAnnotations};
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 use crate::depth;
 
@@ -58,18 +58,7 @@ fn tool(
     properties: Value,
     required: &[&str],
 ) -> Tool {
-    let mut properties = match properties {
-        Value::Object(map) => map,
-        _ => Map::new(),
-    };
-    properties.insert(depth::DEPTH_ARG.to_owned(), depth::schema_property());
-    let mut schema = JsonObject::new();
-    schema.insert("type".to_owned(), json!("object"));
-    schema.insert("properties".to_owned(), Value::Object(properties));
-    if !required.is_empty() {
-        schema.insert("required".to_owned(), json!(required));
-    }
-    schema.insert("additionalProperties".to_owned(), json!(false));
+    let schema = depth::tool_schema(properties, required);
     Tool::new(name, description, Arc::new(schema)).with_annotations(
         ToolAnnotations::new()
             .read_only(true)
@@ -145,7 +134,7 @@ pub fn parse(name: &str, arguments: Option<JsonObject>) -> Result<Call, Rejected
                         "limit",
                         format!(
                             "`limit` must be an integer from 1 to {MAX_LIMIT}, not {}",
-                            kind(&other)
+                            depth::json_kind(&other)
                         ),
                     ));
                 }
@@ -191,7 +180,7 @@ fn string_arg(
         Some(other) => Err(invalid(
             tool,
             key,
-            format!("`{key}` must be a string, not {}", kind(&other)),
+            format!("`{key}` must be a string, not {}", depth::json_kind(&other)),
         )),
     }
 }
@@ -201,17 +190,6 @@ fn invalid(tool: &str, argument: &str, message: String) -> Rejected {
         message,
         Some(json!({"tool": tool, "argument": argument})),
     ))
-}
-
-fn kind(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
 }
 
 #[cfg(test)]

@@ -1,7 +1,6 @@
 //! `/v1/messages` from real clients: the official `anthropic` Python
 //! package, and a client that hangs up mid-stream.
 
-use std::path::PathBuf;
 use std::time::Duration;
 
 use bridge_testkit::{MockLlm, MockReply};
@@ -9,23 +8,14 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use super::{STREAM_LIMIT, chat_requests, hello, no_retries, post_messages};
-use crate::support::{Setup, TestDaemon};
-
-fn repo_root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
+use crate::support::{Setup, TestDaemon, python, repo_root};
 
 #[tokio::test]
 async fn the_official_anthropic_python_package_streams_and_gets_whole_messages() {
     let root = repo_root();
-    let python = root.join(".peers/venv/bin/python");
-    if !python.exists() {
-        eprintln!(
-            "skipped: {} is absent (scripts/install-test-deps.sh)",
-            python.display()
-        );
+    let Some(python) = python() else {
         return;
-    }
+    };
     let mock = MockLlm::start(vec![
         MockReply::chunks(["Hello", " from", " the mock"]),
         MockReply::text("A whole answer."),
