@@ -5,14 +5,14 @@
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use bridge_testkit::{MockLlm, MockReply, MockToolCall, TempWorkspace};
 use serde_json::{Value, json};
 
 use crate::cli_serve::{ChildGuard, Served};
-use crate::support::{Bridge, python, repo_root};
+use crate::support::{Bridge, python};
 
 /// Settings that aim the bridge's agent at the mock as an OpenAI backend.
 fn mock_env(mock: &MockLlm) -> Vec<(&'static str, String)> {
@@ -29,7 +29,7 @@ fn mock_env(mock: &MockLlm) -> Vec<(&'static str, String)> {
     ]
 }
 
-/// Runs the probe with `steps`; its JSON answer, one result per step.
+/// Runs the probe with `steps` in `bridge`'s state directory.
 fn probe(
     python: &Path,
     mode: &[&str],
@@ -37,31 +37,7 @@ fn probe(
     bridge: &Bridge,
     steps: Value,
 ) -> Vec<Value> {
-    let mut cmd = Command::new(python);
-    cmd.arg(repo_root().join("tests/peers/python/mcp_probe.py"))
-        .args(mode)
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", bridge.state.path())
-        .env("COPILOT_BRIDGE_HOME", bridge.state.path())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    for (name, value) in env {
-        cmd.env(name, value);
-    }
-    let mut child = cmd.spawn().unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(steps.to_string().as_bytes())
-        .unwrap();
-    let output = child.wait_with_output().unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(output.status.success(), "the probe failed: {stderr}");
-    serde_json::from_slice(&output.stdout)
-        .unwrap_or_else(|err| panic!("probe output is not JSON ({err}); stderr: {stderr}"))
+    crate::support::mcp_probe(python, mode, env, bridge.state.path(), steps)
 }
 
 fn stdio_mode(ws: &TempWorkspace) -> Vec<String> {

@@ -3,50 +3,13 @@
 //! and over the daemon's `/mcp/memory`; traversal is refused; bad input
 //! gets MCP errors while the server keeps serving.
 
-use std::io::Write;
 use std::path::Path;
-use std::process::{Command, Stdio};
 
 use serde_json::{Value, json};
 use tempfile::TempDir;
 
 use crate::cli_serve::Served;
-use crate::support::{Bridge, python, repo_root};
-
-/// Runs the probe with `steps` and the given environment (over a clean one).
-fn probe(
-    python: &Path,
-    mode: &[&str],
-    env: &[(&str, String)],
-    home: &Path,
-    steps: Value,
-) -> Vec<Value> {
-    let mut cmd = Command::new(python);
-    cmd.arg(repo_root().join("tests/peers/python/mcp_probe.py"))
-        .args(mode)
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", home)
-        .env("COPILOT_BRIDGE_HOME", home)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    for (name, value) in env {
-        cmd.env(name, value);
-    }
-    let mut child = cmd.spawn().unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(steps.to_string().as_bytes())
-        .unwrap();
-    let output = child.wait_with_output().unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(output.status.success(), "the probe failed: {stderr}");
-    serde_json::from_slice(&output.stdout)
-        .unwrap_or_else(|err| panic!("probe output is not JSON ({err}); stderr: {stderr}"))
-}
+use crate::support::{Bridge, mcp_probe as probe, python};
 
 fn write(root: &Path, name: &str, contents: &str) {
     let path = root.join(name);

@@ -1,5 +1,7 @@
 //! Running the built binary with a clean environment and its own state directory.
 
+use std::io::Write as _;
+
 use assert_cmd::Command;
 use bridge_testkit::TempWorkspace;
 use tempfile::TempDir;
@@ -64,4 +66,41 @@ pub fn python() -> Option<std::path::PathBuf> {
     assert!(std::env::var_os("CI").is_none(), "{message}");
     eprintln!("\n*** SKIPPED: {message} ***\n");
     None
+}
+
+/// Runs tests/peers/python/mcp_probe.py in `mode` with `steps`, over a clean
+/// environment plus `env` with `home` as HOME and the state directory: its
+/// JSON answer, one result per step.
+pub fn mcp_probe(
+    python: &std::path::Path,
+    mode: &[&str],
+    env: &[(&str, String)],
+    home: &std::path::Path,
+    steps: serde_json::Value,
+) -> Vec<serde_json::Value> {
+    let mut cmd = std::process::Command::new(python);
+    cmd.arg(repo_root().join("tests/peers/python/mcp_probe.py"))
+        .args(mode)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", home)
+        .env("COPILOT_BRIDGE_HOME", home)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    for (name, value) in env {
+        cmd.env(name, value);
+    }
+    let mut child = cmd.spawn().unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(steps.to_string().as_bytes())
+        .unwrap();
+    let output = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "the probe failed: {stderr}");
+    serde_json::from_slice(&output.stdout)
+        .unwrap_or_else(|err| panic!("probe output is not JSON ({err}); stderr: {stderr}"))
 }
