@@ -6,7 +6,7 @@ use std::io::{IsTerminal, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
-use bridge_tools::{Approver, DenyAll};
+use bridge_policy::{Approver, DenyAll};
 use serde_json::Value;
 
 /// The approver of a command: [`TerminalApprover`] when stdin and stderr are

@@ -5,12 +5,11 @@ use std::time::Instant;
 
 use bridge_policy::audit::{now_timestamp, summarize_for_audit};
 use bridge_policy::{AuditEntry, redact_value};
-use bridge_protocol::{Decision, DecisionKind};
+use bridge_protocol::Decision;
 use serde::Serialize;
 use serde_json::{Value, json};
 
 use crate::events::SessionEvent;
-use crate::hooks;
 use crate::ids;
 use crate::session::Session;
 use crate::tools::{ToolInvocation, ToolOwner};
@@ -23,6 +22,8 @@ pub enum CallOrigin {
     Mcp,
     Engine,
     Hook,
+    /// `copilot-bridge tool` on the command line.
+    Cli,
 }
 
 impl CallOrigin {
@@ -33,6 +34,7 @@ impl CallOrigin {
             Self::Mcp => "mcp",
             Self::Engine => "engine",
             Self::Hook => "hook",
+            Self::Cli => "cli",
         }
     }
 }
@@ -126,14 +128,6 @@ fn redact_result(value: &mut Value) {
     }
 }
 
-/// The arguments as records keep them: redacted first (a secret cut in
-/// half by the summary would no longer match its rule), then bounded.
-fn recorded_args(args: &Value) -> Value {
-    let mut copy = args.clone();
-    redact_value(&mut copy);
-    summarize_for_audit(&copy)
-}
-
 impl Session {
     /// Calls `name` the way every door must: the permission policy (and, for
     /// workspace tools, path containment), approval when the policy asks,
@@ -168,15 +162,22 @@ impl Session {
             None
         };
         let recorded_args = recorded_args.unwrap_or_default();
-        self.audit_call(
-            name,
-            &recorded_args,
-            &decision,
-            &outcome,
-            output.as_ref(),
-            origin,
-            elapsed_ms,
-        );
+        if self.audit().is_some() {
+            let output = match (&outcome, output.as_ref()) {
+                (Ok(_), Some(output)) => output.clone(),
+                (Ok(value), None) => summarize_for_audit(value),
+                (Err(err), _) => summarize_for_audit(&json!({"error": err})),
+            };
+            self.audit_entry(
+                "toolCall",
+                origin.as_str(),
+                name,
+                recorded_args.clone(),
+                &decision,
+                output,
+                elapsed_ms,
+            );
+        }
         if let Some(owner) = owner.as_ref().filter(|_| self.has_event_subscribers()) {
             let result = match (&outcome, output) {
                 (Ok(_), Some(output)) => json!({"type": "success", "output": output}),
@@ -202,7 +203,7 @@ impl Session {
 
     async fn decide_and_run(&self, name: &str, call_id: &str, args: Value) -> Ran {
         let ended = |owner: Option<ToolOwner>, decision, failure, context| Ran {
-            recorded_args: self.keeps_records().then(|| recorded_args(&args)),
+            recorded_args: self.keeps_records().then(|| record_of_args(&args)),
             owner,
             decision,
             outcome: Err(failure),
@@ -219,7 +220,10 @@ impl Session {
         };
         let owner = Some(entry.owner.clone());
         if !args.is_object() {
-            let reason = format!("arguments of {name} must be a JSON object");
+            let reason = format!(
+                "arguments of {name} must be a JSON object, got {}",
+                bridge_protocol::json_kind(&args)
+            );
             return ended(
                 owner,
                 Decision::deny(reason.clone()),
@@ -227,63 +231,13 @@ impl Session {
                 Vec::new(),
             );
         }
-        let guard = self.guard();
-        let decision = match entry.owner {
-            ToolOwner::Workspace => guard.check_call(name, &args),
-            _ => guard.check_permission(name, &args),
-        };
-        let decision = match decision.decision {
-            DecisionKind::Allow => decision,
-            DecisionKind::Deny => {
-                let failure = ToolFailure::denied(decision.reason_or_default());
-                return ended(owner, decision, failure, Vec::new());
-            }
-            DecisionKind::Ask => {
-                if self
-                    .approver()
-                    .approve(name, &args, decision.reason_or_default())
-                {
-                    Decision {
-                        decision: DecisionKind::Allow,
-                        reason: Some(format!("approved: {}", decision.reason_or_default())),
-                    }
-                } else {
-                    let denied = Decision::deny(format!(
-                        "approval required and not given: {}",
-                        decision.reason_or_default()
-                    ));
-                    let failure = ToolFailure::denied(denied.reason_or_default());
-                    return ended(owner, denied, failure, Vec::new());
-                }
-            }
-        };
-        let rules = self.rules_snapshot();
-        let verdict = hooks::evaluate(
-            &rules,
-            self.id_arc(),
-            name,
-            &entry.owner,
-            &args,
-            self.settings().gate_timeout,
-        )
-        .await;
-        if let Some(reason) = verdict.denied {
-            let denied = Decision::deny(reason.clone());
-            return ended(owner, denied, ToolFailure::denied(reason), verdict.context);
-        }
-        if let Some(audit) = self.audit()
-            && let Err(err) = audit.ensure_writable()
-        {
-            let reason = format!("the audit log cannot be written ({err}); no tool runs unaudited");
-            return ended(
-                owner,
-                Decision::deny(reason.clone()),
-                ToolFailure::denied(reason),
-                verdict.context,
-            );
+        let accesses = entry.handler.accesses(&args);
+        let verdict = self.decide_with(name, &args, &entry.owner, accesses).await;
+        if let Some(refusal) = verdict.refusal {
+            return ended(owner, verdict.decision, refusal, verdict.context);
         }
         // The record is taken before the tool gets the arguments by value.
-        let recorded = self.keeps_records().then(|| recorded_args(&args));
+        let recorded = self.keeps_records().then(|| record_of_args(&args));
         let invocation = ToolInvocation {
             session_id: self.id_arc().clone(),
             call_id: call_id.to_owned(),
@@ -293,7 +247,7 @@ impl Session {
         let outcome = entry.handler.call(invocation).await;
         let decision = match &outcome {
             Err(failure) if failure.is_denied() => Decision::deny(failure.message.clone()),
-            _ => decision,
+            _ => verdict.decision,
         };
         Ran {
             owner,
@@ -304,39 +258,44 @@ impl Session {
         }
     }
 
-    /// `args` is the record (redacted, summarized); `output` the summarized
-    /// result when the call succeeded.
+    /// One audit entry: `event` (`toolCall`, `preToolUse`, ...) at `door`
+    /// (`rpc`, `copilot-cli`, ...) decided `decision` about `tool`; `input`
+    /// is the record of the arguments (see [`record_of_args`]), `output`
+    /// the summarized result or the reason.
     #[allow(clippy::too_many_arguments)]
-    fn audit_call(
+    pub(crate) fn audit_entry(
         &self,
-        name: &str,
-        args: &Value,
+        event: &str,
+        door: &str,
+        tool: &str,
+        input: Value,
         decision: &Decision,
-        outcome: &Result<Value, ToolFailure>,
-        output: Option<&Value>,
-        origin: CallOrigin,
+        output: Value,
         elapsed_ms: u64,
     ) {
         let Some(audit) = self.audit() else { return };
-        let output = match (outcome, output) {
-            (Ok(_), Some(output)) => output.clone(),
-            (Ok(value), None) => summarize_for_audit(value),
-            (Err(err), _) => summarize_for_audit(&json!({"error": err})),
-        };
         let entry = AuditEntry {
             timestamp: now_timestamp(),
             session_id: self.id().to_owned(),
-            hook: format!("toolCall:{}", origin.as_str()),
-            tool: name.to_owned(),
-            input: args.clone(),
+            hook: format!("{event}:{door}"),
+            tool: tool.to_owned(),
+            input,
             output,
             decision: decision.decision.as_str().to_owned(),
             elapsed_ms,
         };
         if let Err(err) = audit.append(&entry) {
-            tracing::error!(tool = name, error = %err, "audit log append failed");
+            tracing::error!(tool, error = %err, "audit log append failed");
         }
     }
+}
+
+/// The arguments as records keep them: redacted first (a secret cut in
+/// half by the summary would no longer match its rule), then bounded.
+pub(crate) fn record_of_args(args: &Value) -> Value {
+    let mut copy = args.clone();
+    redact_value(&mut copy);
+    summarize_for_audit(&copy)
 }
 
 #[cfg(test)]

@@ -11,9 +11,11 @@
 //! This crate must not know the provider wire format: the gateway adapts
 //! Provider Interface v2 onto the handler traits here ([`ToolHandler`],
 //! [`GateHandler`], [`TransformHandler`]), and nothing here serializes a
-//! provider message. No tool runs except through `Session::call_tool`.
+//! provider message. No tool runs except through `Session::call_tool`, and no tool is allowed
+//! except by `Session::decide` (which `call_tool` uses).
 
 mod call;
+mod decide;
 mod events;
 mod hooks;
 pub mod ids;
@@ -27,6 +29,7 @@ mod transforms;
 mod workspace;
 
 pub use call::{CallOrigin, CallOutcome, ToolFailure};
+pub use decide::Verdict;
 pub use events::{SessionEvent, TimelineEntry};
 pub use hooks::{
     GateHandler, GateRequest, GateVerdict, HookRule, RuleAction, RuleError, RuleMatch,

@@ -5,9 +5,10 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
+use bridge_policy::{Approver, DenyAll};
 use bridge_policy::{AuditLog, Guard, PermissionPolicy, WorkspacePolicy, WorkspaceRoot};
 use bridge_protocol::ToolSpec;
-use bridge_tools::{Approver, DenyAll, ToolContext, ToolRegistry, ToolSettings};
+use bridge_tools::{ToolContext, ToolRegistry, ToolSettings};
 use tokio::sync::oneshot;
 
 use crate::ids;
@@ -82,6 +83,10 @@ pub enum RegistryError {
     Ending(String),
     #[error("cannot open the workspace of a new session at {path}: {reason}")]
     Workspace { path: PathBuf, reason: String },
+    /// The workspace's `.agent-policy.yaml` is invalid: a configuration
+    /// error of its owner, not of the request.
+    #[error("workspace policy error: {0}")]
+    WorkspacePolicy(bridge_policy::PolicyError),
 }
 
 /// Completes when a participant lets an ending session go.
@@ -168,8 +173,7 @@ impl SessionRegistry {
             reason,
         };
         let root = WorkspaceRoot::new(&spec.cwd).map_err(|err| workspace_error(err.to_string()))?;
-        let policy =
-            WorkspacePolicy::load(root.path()).map_err(|err| workspace_error(err.to_string()))?;
+        let policy = WorkspacePolicy::load(root.path()).map_err(RegistryError::WorkspacePolicy)?;
         let cwd = root.path().to_path_buf();
         let defaults = &self.inner.defaults;
         let mut guard = Guard::new(

@@ -6,8 +6,8 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
+use bridge_policy::Approver;
 use bridge_policy::{AuditLog, Guard};
-use bridge_tools::Approver;
 use serde::Serialize;
 use tokio::sync::{broadcast, watch};
 

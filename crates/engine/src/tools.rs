@@ -5,6 +5,8 @@ use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
 
 use async_trait::async_trait;
+use bridge_policy::Access;
+use bridge_policy::agent_tools::Agent;
 use bridge_protocol::ToolSpec;
 use serde_json::Value;
 
@@ -21,6 +23,9 @@ pub enum ToolOwner {
     Provider(String),
     /// An MCP server, by name.
     Mcp(String),
+    /// A coding agent that runs this tool itself (the Copilot CLI's
+    /// `bash`): never in a tool table, only the subject of a decision.
+    Agent(Agent),
 }
 
 impl ToolOwner {
@@ -39,6 +44,7 @@ impl std::fmt::Display for ToolOwner {
             Self::Workspace => f.write_str("the workspace tools"),
             Self::Provider(name) => write!(f, "provider '{name}'"),
             Self::Mcp(name) => write!(f, "MCP server '{name}'"),
+            Self::Agent(agent) => write!(f, "the agent {}", agent.name()),
         }
     }
 }
@@ -58,6 +64,13 @@ pub struct ToolInvocation {
 #[async_trait]
 pub trait ToolHandler: Send + Sync {
     async fn call(&self, invocation: ToolInvocation) -> Result<Value, ToolFailure>;
+
+    /// What a call with `args` will do to this session's workspace, for
+    /// the decision to check first. Tools that do not act on the workspace
+    /// (a provider's, an MCP server's) declare nothing.
+    fn accesses(&self, _args: &Value) -> Result<Vec<Access>, ToolFailure> {
+        Ok(Vec::new())
+    }
 }
 
 /// A tool in a session's table.

@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use bridge_policy::Access;
 use bridge_tools::{Tool, ToolContext, ToolError};
 use serde_json::Value;
 
@@ -27,6 +28,12 @@ impl ToolHandler for WorkspaceTool {
         self.tool
             .call(&self.ctx, invocation.args)
             .await
+            .map_err(|err| ToolFailure::from_tool_error(err.sanitized()))
+    }
+
+    fn accesses(&self, args: &Value) -> Result<Vec<Access>, ToolFailure> {
+        self.tool
+            .accesses(args)
             .map_err(|err| ToolFailure::from_tool_error(err.sanitized()))
     }
 }

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use bridge_engine::runner::copilot::{check_cli_tool, permission_subject};
+use bridge_engine::runner::copilot::{CliToolNames, check_cli_tool, permission_subject};
 use bridge_engine::runner::native::{MAX_TOOL_CALLS_PER_ANSWER, NativeRunner, NativeSettings};
 use bridge_engine::runner::{RunContext, RunRequest, RunStatus, Runner};
 use bridge_engine::{
@@ -13,6 +13,7 @@ use bridge_engine::{
     ToolFailure, ToolHandler, ToolInvocation, ToolOwner,
 };
 use bridge_llm::{ChatBackend, OpenAiBackend, OpenAiConfig};
+use bridge_policy::agent_tools::Agent;
 use bridge_protocol::{ToolEffect, ToolSpec};
 use bridge_testkit::{MockLlm, MockReply, MockToolCall, TempWorkspace};
 use serde_json::{Value, json};
@@ -56,8 +57,9 @@ fn fixture(read_only: bool) -> Fixture {
 }
 
 async fn verdict(fixture: &Fixture, tool: &str, args: Value) -> (bool, String) {
-    let verdict = check_cli_tool(&fixture.session, "preToolUse", tool, &args).await;
-    (verdict.allowed, verdict.reason)
+    let (tool, owner) = CliToolNames::default().subject(tool);
+    let verdict = check_cli_tool(&fixture.session, "preToolUse", &tool, &owner, &args).await;
+    (verdict.allowed(), verdict.reason().to_owned())
 }
 
 /// The Copilot CLI runs its own shell tool, so our shell analysis must
@@ -151,7 +153,11 @@ fn copilot_cli_permission_prompts_without_their_subject_are_refused() {
     assert_eq!(permission_subject(&json!({"kind": "url"})), None);
     assert_eq!(
         permission_subject(&json!({"kind": "shell", "fullCommandText": "ls"})),
-        Some(("bash".to_owned(), json!({"command": "ls"})))
+        Some((
+            "bash".to_owned(),
+            ToolOwner::Agent(Agent::CopilotCli),
+            json!({"command": "ls"})
+        ))
     );
 }
 

@@ -96,17 +96,7 @@ pub fn onward(depth: u64) -> u64 {
     depth.saturating_add(1)
 }
 
-/// How an error message names a JSON value's type ("a string", …).
-pub fn json_kind(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
-}
+pub use bridge_protocol::json_kind;
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]

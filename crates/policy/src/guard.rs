@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use bridge_protocol::Decision;
 use serde_json::Value;
 
+use crate::access::Access;
 use crate::paths::WorkspaceRoot;
 use crate::permission::PermissionPolicy;
 use crate::shell::{self, ShellVerdict};
@@ -93,6 +94,42 @@ impl Guard {
             Ok(resolved)
         } else {
             Err(verdict)
+        }
+    }
+
+    /// Checks everything a call declared it will do (see [`Access`]); the
+    /// strictest verdict wins, and every "ask" reason is kept.
+    pub fn check_accesses(&self, accesses: &[Access]) -> Decision {
+        accesses
+            .iter()
+            .map(|access| self.check_access(access))
+            .fold(Decision::allow(), Decision::stricter)
+    }
+
+    fn check_access(&self, access: &Access) -> Decision {
+        match access {
+            Access::Read(path) => match self.resolve_read(path) {
+                Ok(_) => Decision::allow(),
+                Err(denied) => denied,
+            },
+            Access::Write(path) => match self.resolve_write(path) {
+                Ok(_) => Decision::allow(),
+                Err(denied) => denied,
+            },
+            Access::WriteUnnamed { tool } if self.read_only => Decision::deny(format!(
+                "{tool} changes files and the workspace is read-only"
+            )),
+            Access::WriteUnnamed { .. } => Decision::allow(),
+            Access::Run { command, cwd } => {
+                let cwd = match cwd {
+                    Some(dir) => match self.resolve_read(dir) {
+                        Ok(dir) => dir,
+                        Err(denied) => return denied,
+                    },
+                    None => self.root.path().to_path_buf(),
+                };
+                self.check_shell(command, &cwd)
+            }
         }
     }
 

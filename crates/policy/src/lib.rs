@@ -6,6 +6,9 @@
 //! This crate must not execute tools, talk to the network or hold sessions; and
 //! every function here fails closed — when in doubt, it denies.
 
+pub mod access;
+pub mod agent_tools;
+pub mod approve;
 pub mod audit;
 pub mod errors;
 pub mod guard;
@@ -15,6 +18,8 @@ pub mod redact;
 pub mod shell;
 pub mod workspace_policy;
 
+pub use access::Access;
+pub use approve::{Approver, DenyAll};
 pub use audit::{AuditEntry, AuditLog};
 pub use errors::{ErrorClass, ErrorPolicy, RecoveryAction};
 pub use guard::Guard;

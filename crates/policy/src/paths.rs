@@ -137,33 +137,13 @@ impl WorkspaceRoot {
         }
     }
 
-    /// Resolves every path-like argument (a [`PATH_KEYS`] key holding a string
-    /// or an array of strings, at any depth); the first failure is returned.
+    /// Resolves every path-like argument (see
+    /// [`path_arguments`](crate::access::path_arguments)); the first failure
+    /// is returned.
     pub fn check_arguments(&self, args: &Value) -> Result<(), PathError> {
-        match args {
-            Value::Object(map) => {
-                for (key, value) in map {
-                    if PATH_KEYS.contains(&key.as_str()) {
-                        self.check_path_value(value)?;
-                    }
-                    self.check_arguments(value)?;
-                }
-                Ok(())
-            }
-            Value::Array(items) => items.iter().try_for_each(|item| self.check_arguments(item)),
-            _ => Ok(()),
-        }
-    }
-
-    fn check_path_value(&self, value: &Value) -> Result<(), PathError> {
-        match value {
-            Value::String(path) => self.resolve(path).map(drop),
-            Value::Array(items) => items
-                .iter()
-                .filter_map(Value::as_str)
-                .try_for_each(|path| self.resolve(path).map(drop)),
-            _ => Ok(()),
-        }
+        crate::access::path_arguments(args)
+            .into_iter()
+            .try_for_each(|path| self.resolve(path).map(drop))
     }
 }
 

@@ -61,6 +61,22 @@ impl Decision {
         self.decision == DecisionKind::Deny
     }
 
+    /// The stricter of two verdicts: deny wins over ask, ask over allow; two
+    /// asks keep both reasons, so the person asked sees everything.
+    pub fn stricter(self, other: Self) -> Self {
+        match (self.decision, other.decision) {
+            (DecisionKind::Deny, _) => self,
+            (_, DecisionKind::Deny) => other,
+            (DecisionKind::Ask, DecisionKind::Ask) => Self::ask(format!(
+                "{}; {}",
+                self.reason_or_default(),
+                other.reason_or_default()
+            )),
+            (DecisionKind::Ask, _) => self,
+            _ => other,
+        }
+    }
+
     /// The reason, or a generic text naming the decision.
     pub fn reason_or_default(&self) -> &str {
         self.reason.as_deref().unwrap_or(match self.decision {
@@ -74,6 +90,26 @@ impl Decision {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_stricter_verdict_wins_and_asks_keep_both_reasons() {
+        let allow = Decision::allow;
+        assert!(allow().stricter(Decision::deny("d")).is_deny());
+        assert!(Decision::deny("d").stricter(Decision::ask("a")).is_deny());
+        assert_eq!(
+            Decision::ask("a").stricter(allow()),
+            Decision::ask("a"),
+            "an ask is not lifted by an allow"
+        );
+        assert_eq!(
+            Decision::ask("a")
+                .stricter(Decision::ask("b"))
+                .reason
+                .as_deref(),
+            Some("a; b")
+        );
+        assert!(allow().stricter(allow()).is_allow());
+    }
 
     #[test]
     fn wire_names_match_serde() {

@@ -6,9 +6,11 @@
 //! newer peer never breaks an older bridge.
 
 pub mod decision;
+pub mod json;
 pub mod jsonrpc;
 pub mod tool;
 
 pub use decision::{Decision, DecisionKind};
+pub use json::json_kind;
 pub use tool::{ToolEffect, ToolSpec};
 pub mod provider;

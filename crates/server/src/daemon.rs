@@ -14,8 +14,8 @@ use bridge_engine::{
     RegistrySettings, Session, SessionDefaults, SessionListener, SessionRegistry, SessionSpec,
 };
 use bridge_gateway::{Gateway, GatewaySettings};
+use bridge_policy::DenyAll;
 use bridge_policy::{AuditLog, PermissionPolicy};
-use bridge_tools::DenyAll;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;

@@ -1,5 +1,5 @@
 //! `apply_patch`: a 20-hunk diff on a 5,000-line file and a 10-file patch,
-//! through the ToolRunner (policy, parsing, verification, atomic writes,
+//! through a session's call path (policy, parsing, verification, atomic writes,
 //! redaction), plus the in-memory parse + apply alone for comparison.
 //! Each measured iteration applies the patch once to freshly reset files.
 
@@ -8,15 +8,17 @@
     reason = "a benchmark whose setup or patch fails must stop, not measure"
 )]
 
-use std::hint::black_box;
-use std::sync::Arc;
+#[path = "support.rs"]
+mod support;
 
-use bridge_policy::{Guard, PermissionPolicy, PermissionRules, WorkspacePolicy, WorkspaceRoot};
+use std::hint::black_box;
+
 use bridge_testkit::TempWorkspace;
+use bridge_tools::ToolSettings;
 use bridge_tools::patch::{apply_hunks, parse_unified_diff};
-use bridge_tools::{ToolContext, ToolRegistry, ToolRunner, ToolSettings};
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
 use serde_json::json;
+use support::BenchSession;
 
 const BIG_FILE_LINES: usize = 5_000;
 const BIG_FILE_HUNKS: usize = 20;
@@ -52,13 +54,8 @@ fn file_diff(path: &str, name: &str, lines: usize, hunks: usize) -> String {
     diff
 }
 
-fn runner(ws: &TempWorkspace) -> ToolRunner {
-    let root = WorkspaceRoot::new(ws.path()).expect("workspace root");
-    let permission = PermissionPolicy::compile(&PermissionRules::default()).expect("rules");
-    let workspace = WorkspacePolicy::load(ws.path()).expect("policy");
-    let guard = Guard::new(root, permission, workspace, false).with_home(None);
-    let ctx = ToolContext::new(Arc::new(guard), Arc::new(ToolSettings::default()));
-    ToolRunner::new(ToolRegistry::builtin(), ctx)
+fn runner(ws: &TempWorkspace) -> BenchSession {
+    BenchSession::new(ws, false, ToolSettings::default())
 }
 
 fn bench_patch(c: &mut Criterion) {

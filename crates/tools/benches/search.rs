@@ -1,16 +1,18 @@
-//! `search_code` through the ToolRunner (policy, redaction and all) over a
+//! `search_code` through a session's call path (policy, redaction and all) over a
 //! generated tree of 2,000 files × 200 lines (~15 MB): a literal that hits
 //! rarely, a regex that hits often, and a case-insensitive literal.
 
+#[path = "support.rs"]
+mod support;
+
 use std::hint::black_box;
 use std::path::Path;
-use std::sync::Arc;
 
-use bridge_policy::{Guard, PermissionPolicy, PermissionRules, WorkspacePolicy, WorkspaceRoot};
 use bridge_testkit::TempWorkspace;
-use bridge_tools::{ToolContext, ToolRegistry, ToolRunner, ToolSettings};
+use bridge_tools::ToolSettings;
 use criterion::{Criterion, criterion_group, criterion_main};
 use serde_json::{Value, json};
+use support::BenchSession;
 
 const FILES: usize = 2_000;
 const LINES_PER_FILE: usize = 200;
@@ -76,18 +78,12 @@ fn generate_tree(root: &Path) {
     }
 }
 
-fn runner_for(ws: &TempWorkspace) -> ToolRunner {
-    let root = WorkspaceRoot::new(ws.path()).unwrap_or_else(|err| panic!("{err}"));
-    let permission = PermissionPolicy::compile(&PermissionRules::default())
-        .unwrap_or_else(|err| panic!("{err}"));
-    let workspace = WorkspacePolicy::load(ws.path()).unwrap_or_else(|err| panic!("{err}"));
-    let guard = Guard::new(root, permission, workspace, true).with_home(None);
+fn runner_for(ws: &TempWorkspace) -> BenchSession {
     let settings = ToolSettings {
         search_max_results: 1_000_000,
         ..ToolSettings::default()
     };
-    let ctx = ToolContext::new(Arc::new(guard), Arc::new(settings));
-    ToolRunner::new(ToolRegistry::builtin(), ctx)
+    BenchSession::new(ws, true, settings)
 }
 
 fn hit_count(result: &Value) -> usize {

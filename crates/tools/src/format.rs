@@ -11,11 +11,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use bridge_policy::Access;
 use bridge_protocol::ToolEffect;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::read::support::{open_regular, parse_args, run_blocking, sha256_of};
+use crate::read::support::{open_regular, parse_args, run_blocking, sha256_of, writes_its_path};
 use crate::shell::run_process;
 use crate::{Tool, ToolContext, ToolError};
 
@@ -117,6 +118,10 @@ impl Tool for FileCommandTool {
 
     fn effect(&self) -> ToolEffect {
         ToolEffect::Write
+    }
+
+    fn accesses(&self, args: &Value) -> Result<Vec<Access>, ToolError> {
+        writes_its_path(self.name(), args)
     }
 
     async fn call(&self, ctx: &ToolContext, args: Value) -> Result<Value, ToolError> {

@@ -1,14 +1,16 @@
 //! The workspace tools: what an agent may do to the files and processes of a
 //! workspace, behind one [`Tool`] trait.
 //!
-//! The engine, the JSON-RPC tool bus, the MCP servers and the `tool` command all
-//! call tools through a [`ToolRunner`], which asks the policy [`Guard`] before a
-//! call runs and redacts secrets after. A tool must never touch a path that did
-//! not come from [`ToolContext::resolve_read`] / [`ToolContext::resolve_write`],
-//! and must never run a process that [`Guard::check_shell`] did not allow.
+//! Every door calls them through one decision (bridge-engine's
+//! `Session::call_tool`), which checks what a call declared it will do
+//! ([`Tool::accesses`]: the paths it reads and writes, the commands it runs)
+//! before the tool runs, and redacts and audits after. A tool must do
+//! nothing it did not declare, must never touch a path that did not come
+//! from [`ToolContext::resolve_read`] / [`ToolContext::resolve_write`], and
+//! must never run a process that is not one of its declared commands (or a
+//! command the user configured: tasks, formatters).
 
 mod error;
-mod runner;
 mod settings;
 
 pub mod format;
@@ -25,11 +27,11 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use bridge_policy::Guard;
-use bridge_protocol::{ToolEffect, ToolSpec};
+use bridge_policy::access::{Access, path_arguments};
+use bridge_protocol::{Decision, ToolEffect, ToolSpec};
 use serde_json::Value;
 
 pub use error::{MAX_ERROR_TEXT_CHARS, ToolError};
-pub use runner::{Approver, DenyAll, ToolRunner};
 pub use settings::{TaskSettings, ToolSettings};
 
 /// One workspace tool.
@@ -41,6 +43,32 @@ pub trait Tool: Send + Sync {
     fn input_schema(&self) -> Value;
     fn effect(&self) -> ToolEffect;
     async fn call(&self, ctx: &ToolContext, args: Value) -> Result<Value, ToolError>;
+
+    /// What a call with `args` will do, for the decision to check before
+    /// it runs. By default: a reading tool reads, and a writing tool
+    /// writes, the paths named by its path-like arguments. A writing tool
+    /// that names no path, and every tool that runs commands, must say
+    /// more (override this) or is refused: nothing runs unchecked.
+    fn accesses(&self, args: &Value) -> Result<Vec<Access>, ToolError> {
+        let paths = path_arguments(args).into_iter().map(str::to_owned);
+        match self.effect() {
+            ToolEffect::Read => Ok(paths.map(Access::Read).collect()),
+            ToolEffect::Write => {
+                let writes: Vec<Access> = paths.map(Access::Write).collect();
+                if writes.is_empty() {
+                    return Err(ToolError::InvalidArguments(format!(
+                        "{} changes files but its arguments name none",
+                        self.name()
+                    )));
+                }
+                Ok(writes)
+            }
+            ToolEffect::Execute => Err(ToolError::denied(Decision::deny(format!(
+                "{} runs commands but does not declare them; copilot-bridge cannot check it",
+                self.name()
+            )))),
+        }
+    }
 
     fn spec(&self) -> ToolSpec {
         ToolSpec {

@@ -18,6 +18,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use bridge_policy::Access;
 use bridge_protocol::ToolEffect;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -82,11 +83,19 @@ impl Tool for ApplyPatch {
         ToolEffect::Write
     }
 
+    /// Every file the diff names is a write.
+    fn accesses(&self, args: &Value) -> Result<Vec<Access>, ToolError> {
+        let args = ApplyPatchArgs::deserialize(args)
+            .map_err(|err| ToolError::InvalidArguments(format!("{}: {err}", self.name())))?;
+        Ok(parse_diff(&args.unified_diff)?
+            .iter()
+            .map(|file| Access::Write(file.path().to_owned()))
+            .collect())
+    }
+
     async fn call(&self, ctx: &ToolContext, args: Value) -> Result<Value, ToolError> {
         let args: ApplyPatchArgs = parse_args(self.name(), args)?;
-        let files = parse_unified_diff(&args.unified_diff).map_err(|err| {
-            ToolError::InvalidArguments(format!("apply_patch: malformed diff at {err}"))
-        })?;
+        let files = parse_diff(&args.unified_diff)?;
         // Every target passes the write policy before any file is read.
         let mut targets = Vec::with_capacity(files.len());
         let mut seen = HashSet::new();
@@ -109,6 +118,11 @@ impl Tool for ApplyPatch {
         let verify = args.verify;
         run_blocking("apply_patch", move || apply_all(targets, verify, limit)).await
     }
+}
+
+fn parse_diff(diff: &str) -> Result<Vec<FilePatch>, ToolError> {
+    parse_unified_diff(diff)
+        .map_err(|err| ToolError::InvalidArguments(format!("apply_patch: malformed diff at {err}")))
 }
 
 struct Target {

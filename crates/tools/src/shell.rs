@@ -1,15 +1,15 @@
 //! `shell` and `run_task`: command lines run by `sh -c` in the workspace.
 //!
-//! `shell` runs what the model wrote, so the guard's shell analysis decides
-//! first: dangerous commands are denied, and a command the analysis wants a
-//! human to approve is denied too. (The runner's approver answers only the
-//! permission policy's asks, which happen before the tool runs; a second,
-//! command-level prompt would need a different approver contract. Workspace
-//! owners allow such commands with `shell.allow` in `.agent-policy.yaml`.)
+//! `shell` runs what the model wrote, so it declares the command line as an
+//! [`Access::Run`]: the decision puts it through the shell analysis before
+//! the tool runs (dangerous commands are denied; a command the analysis
+//! wants a person to approve goes to the session's approver, and is denied
+//! where nobody can answer; workspace owners allow such commands with
+//! `shell.allow` in `.agent-policy.yaml`).
 //!
-//! `run_task` runs commands the user configured (`[tools.tasks]`), so it skips
-//! the analysis but otherwise runs the same way: scrubbed environment, own
-//! process group, timeout, capped output.
+//! `run_task` runs commands the user configured (`[tools.tasks]`), so it
+//! declares only its working directory, but otherwise runs the same way:
+//! scrubbed environment, own process group, timeout, capped output.
 
 mod env;
 mod process;
@@ -19,7 +19,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use bridge_protocol::{DecisionKind, ToolEffect};
+use bridge_policy::Access;
+use bridge_protocol::ToolEffect;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -122,6 +123,20 @@ impl Tool for Shell {
         ToolEffect::Execute
     }
 
+    fn accesses(&self, args: &Value) -> Result<Vec<Access>, ToolError> {
+        let args = ShellArgs::deserialize(args)
+            .map_err(|err| ToolError::InvalidArguments(format!("{}: {err}", self.name())))?;
+        if args.command.trim().is_empty() {
+            return Err(ToolError::InvalidArguments(
+                "shell: command must not be empty".to_owned(),
+            ));
+        }
+        Ok(vec![Access::Run {
+            command: args.command,
+            cwd: args.cwd,
+        }])
+    }
+
     async fn call(&self, ctx: &ToolContext, args: Value) -> Result<Value, ToolError> {
         let args: ShellArgs = parse_args(self.name(), args)?;
         if args.command.trim().is_empty() {
@@ -138,11 +153,9 @@ impl Tool for Shell {
                 )));
             }
         };
+        // The decision checked the command in this directory (its
+        // declared access) before the call got here.
         let cwd = working_dir(ctx, self.name(), args.cwd.as_deref()).await?;
-        let decision = ctx.guard.check_shell(&args.command, &cwd);
-        if decision.decision != DecisionKind::Allow {
-            return Err(ToolError::denied(decision));
-        }
         let outcome = run_command_line(ctx, &args.command, &cwd, timeout_secs).await?;
         outcome_json(&outcome)
     }
@@ -179,6 +192,11 @@ impl Tool for RunTask {
 
     fn effect(&self) -> ToolEffect {
         ToolEffect::Execute
+    }
+
+    /// The command is the user's own; the model picks only which.
+    fn accesses(&self, _args: &Value) -> Result<Vec<Access>, ToolError> {
+        Ok(Vec::new())
     }
 
     async fn call(&self, ctx: &ToolContext, args: Value) -> Result<Value, ToolError> {

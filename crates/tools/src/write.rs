@@ -8,12 +8,15 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use bridge_policy::Access;
 use bridge_protocol::ToolEffect;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
-use crate::read::support::{open_regular, parse_args, read_bounded, run_blocking, sha256_of};
+use crate::read::support::{
+    open_regular, parse_args, read_bounded, run_blocking, sha256_of, writes_its_path,
+};
 use crate::{Tool, ToolContext, ToolError};
 
 pub fn tools() -> Vec<Arc<dyn Tool>> {
@@ -82,6 +85,10 @@ impl Tool for CreateFile {
 
     fn effect(&self) -> ToolEffect {
         ToolEffect::Write
+    }
+
+    fn accesses(&self, args: &Value) -> Result<Vec<Access>, ToolError> {
+        writes_its_path(self.name(), args)
     }
 
     async fn call(&self, ctx: &ToolContext, args: Value) -> Result<Value, ToolError> {
@@ -192,6 +199,10 @@ impl Tool for EditFile {
 
     fn effect(&self) -> ToolEffect {
         ToolEffect::Write
+    }
+
+    fn accesses(&self, args: &Value) -> Result<Vec<Access>, ToolError> {
+        writes_its_path(self.name(), args)
     }
 
     async fn call(&self, ctx: &ToolContext, args: Value) -> Result<Value, ToolError> {

@@ -10,14 +10,16 @@ use std::collections::BTreeMap;
 
 use bridge_policy::PermissionRules;
 use bridge_testkit::TempWorkspace;
-use bridge_tools::{ToolRunner, ToolSettings};
+use bridge_tools::ToolSettings;
+
+use crate::common::Runner;
 use serde_json::json;
 
 use crate::common::{runner, runner_with};
 
 /// A runner whose `.txt` formatter uppercases the file (a real script), and
 /// whose `.py` import organizer sorts the lines (`sort -o {file} {file}`).
-fn configured(ws: &TempWorkspace) -> ToolRunner {
+fn configured(ws: &TempWorkspace) -> Runner {
     let script = ws.write(
         "tools/upper.sh",
         "#!/bin/sh\nset -e\ntr 'a-z' 'A-Z' < \"$1\" > \"$1.tmp\"\nmv \"$1.tmp\" \"$1\"\n",
@@ -119,7 +121,7 @@ async fn an_unconfigured_extension_names_the_config_key() {
         .call("format", json!({"path": "main.go"}))
         .await
         .unwrap_err();
-    assert_eq!(err.code(), "not_configured");
+    assert_eq!(err.code, "not_configured");
     let message = err.to_string();
     assert!(message.contains(".go"), "{message}");
     assert!(message.contains("[tools.formatters] go = "), "{message}");
@@ -137,7 +139,7 @@ async fn an_unconfigured_extension_names_the_config_key() {
         .call("format", json!({"path": "Makefile"}))
         .await
         .unwrap_err();
-    assert_eq!(err.code(), "not_configured");
+    assert_eq!(err.code, "not_configured");
     assert!(err.to_string().contains("no file extension"), "{err}");
 }
 
@@ -149,7 +151,7 @@ async fn a_missing_formatter_binary_is_reported_as_not_installed() {
         .call("format", json!({"path": "src/lib.rs"}))
         .await
         .unwrap_err();
-    assert_eq!(err.code(), "not_configured");
+    assert_eq!(err.code, "not_configured");
     assert!(
         err.to_string()
             .contains("bridge-no-such-formatter-binary is not installed or not on PATH"),
@@ -166,7 +168,7 @@ async fn a_failing_formatter_reports_its_exit_status_and_stderr() {
         .call("format", json!({"path": "broken.fail"}))
         .await
         .unwrap_err();
-    assert_eq!(err.code(), "failed");
+    assert_eq!(err.code, "failed");
     let message = err.to_string();
     assert!(message.contains("exited with status 3"), "{message}");
     assert!(message.contains("cannot parse"), "{message}");
@@ -181,7 +183,7 @@ async fn a_hanging_formatter_times_out() {
         .call("format", json!({"path": "a.slow"}))
         .await
         .unwrap_err();
-    assert_eq!(err.code(), "timeout");
+    assert_eq!(err.code, "timeout");
     assert!(started.elapsed().as_secs() < 10, "{:?}", started.elapsed());
 }
 
@@ -193,13 +195,13 @@ async fn format_respects_the_write_policy_and_missing_files() {
         .call("format", json!({"path": "../a.txt"}))
         .await
         .unwrap_err();
-    assert_eq!(err.code(), "policy_denied");
+    assert_eq!(err.code, "policy_denied");
 
     let err = configured(&ws)
         .call("format", json!({"path": "missing.txt"}))
         .await
         .unwrap_err();
-    assert_eq!(err.code(), "not_found");
+    assert_eq!(err.code, "not_found");
 
     let ws_read_only = TempWorkspace::new();
     ws_read_only.write("a.txt", "hello\n");
@@ -207,6 +209,6 @@ async fn format_respects_the_write_policy_and_missing_files() {
         .call("format", json!({"path": "a.txt"}))
         .await
         .unwrap_err();
-    assert_eq!(err.code(), "policy_denied");
+    assert_eq!(err.code, "policy_denied");
     assert_eq!(ws_read_only.read("a.txt"), "hello\n");
 }

@@ -7,10 +7,10 @@
     reason = "test helpers outside #[test] functions: a failed setup must stop the test"
 )]
 
+use bridge_engine::ToolFailure;
 use std::path::Path;
 
 use bridge_testkit::TempWorkspace;
-use bridge_tools::ToolError;
 use serde_json::{Value, json};
 
 use crate::common::runner;
@@ -26,7 +26,7 @@ fn diff(lines: &[&str]) -> String {
     text
 }
 
-async fn apply(ws: &TempWorkspace, diff: &str) -> Result<Value, ToolError> {
+async fn apply(ws: &TempWorkspace, diff: &str) -> Result<Value, ToolFailure> {
     runner(ws, false)
         .call("apply_patch", json!({"unifiedDiff": diff}))
         .await
@@ -446,7 +446,7 @@ async fn a_patch_touching_a_path_outside_the_workspace_is_denied_whole() {
 
     let err = apply(&ws, &patch).await.unwrap_err();
 
-    assert_eq!(err.code(), "policy_denied", "{err}");
+    assert_eq!(err.code, "policy_denied", "{err}");
     assert_eq!(ws.read("inside.txt"), "in\n");
     assert!(!ws.path().parent().unwrap().join(&outside_name).exists());
 }
@@ -466,7 +466,7 @@ async fn a_patch_through_a_symlink_out_of_the_workspace_is_denied() {
         "+owned",
     ]);
     let err = apply(&ws, &patch).await.unwrap_err();
-    assert_eq!(err.code(), "policy_denied", "{err}");
+    assert_eq!(err.code, "policy_denied", "{err}");
     assert_eq!(outside.read("victim.txt"), "safe\n");
 }
 
@@ -479,7 +479,7 @@ async fn read_only_mode_denies_patches() {
         .call("apply_patch", json!({"unifiedDiff": patch}))
         .await
         .unwrap_err();
-    assert_eq!(err.code(), "policy_denied");
+    assert_eq!(err.code, "policy_denied");
     assert!(err.to_string().contains("read-only"), "{err}");
     assert_eq!(ws.read("a.txt"), "a\n");
 }
@@ -524,7 +524,7 @@ async fn the_workspace_policy_globs_decide_per_file_and_a_denial_stops_the_whole
     assert_eq!(ws.read("src/app.ts"), "let a = 2;\n");
 
     let err = apply(&ws, &mixed).await.unwrap_err();
-    assert_eq!(err.code(), "policy_denied");
+    assert_eq!(err.code, "policy_denied");
     assert!(err.to_string().contains("writes.deny"), "{err}");
     assert_eq!(
         ws.read("src/app.ts"),
@@ -534,7 +534,7 @@ async fn the_workspace_policy_globs_decide_per_file_and_a_denial_stops_the_whole
     assert_eq!(ws.read("src/dist/app.js"), "var a = 1;\n");
 
     let err = apply(&ws, &policy_file).await.unwrap_err();
-    assert_eq!(err.code(), "policy_denied");
+    assert_eq!(err.code, "policy_denied");
     assert!(ws.read(".agent-policy.yaml").starts_with("writes:"));
 }
 

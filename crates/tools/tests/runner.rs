@@ -10,10 +10,11 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use bridge_policy::Approver;
 use bridge_policy::{AuditLog, PermissionRules};
 use bridge_protocol::ToolEffect;
 use bridge_testkit::TempWorkspace;
-use bridge_tools::{Approver, ToolRegistry, ToolSettings};
+use bridge_tools::{ToolRegistry, ToolSettings};
 use serde_json::{Value, json};
 
 use crate::common::{runner, runner_with};
@@ -43,7 +44,7 @@ async fn an_unknown_tool_is_an_unknown_tool_error() {
         .call("launch_missiles", json!({}))
         .await
         .unwrap_err();
-    assert_eq!(err.code(), "unknown_tool");
+    assert_eq!(err.code, "unknown_tool");
     assert!(err.to_string().contains("launch_missiles"), "{err}");
 }
 
@@ -55,14 +56,18 @@ async fn arguments_must_be_a_json_object() {
     for (args, kind) in [
         (json!(["a.txt"]), "an array"),
         (json!("a.txt"), "a string"),
-        (Value::Null, "null"),
         (json!(7), "a number"),
     ] {
         let err = runner.call("create_file", args).await.unwrap_err();
-        assert_eq!(err.code(), "invalid_arguments");
+        assert_eq!(err.code, "invalid_arguments");
         assert!(err.to_string().contains("must be a JSON object"), "{err}");
         assert!(err.to_string().contains(kind), "{err}");
     }
+    // No arguments at all (null) is an empty object: the tool names what
+    // is missing.
+    let err = runner.call("create_file", Value::Null).await.unwrap_err();
+    assert_eq!(err.code, "invalid_arguments");
+    assert!(err.to_string().contains("missing field `path`"), "{err}");
     assert_eq!(ws.read("a.txt"), "a\n");
 }
 
@@ -95,7 +100,7 @@ async fn every_call_writes_one_audit_entry_with_its_decision() {
         .unwrap();
     assert_eq!(allowed["tool"], "create_file");
     assert_eq!(allowed["sessionId"], "session-42");
-    assert_eq!(allowed["hook"], "toolCall");
+    assert_eq!(allowed["hook"], "toolCall:cli");
     assert_eq!(allowed["decision"], "allow");
     assert_eq!(allowed["output"]["created"], true);
     assert!(allowed["elapsedMs"].is_u64());
@@ -141,7 +146,7 @@ async fn blocked_tools_never_run() {
         .call("create_file", json!({"path": "a.txt", "content": "x"}))
         .await
         .unwrap_err();
-    assert_eq!(err.code(), "policy_denied");
+    assert_eq!(err.code, "policy_denied");
     assert!(!ws.path().join("a.txt").exists());
 }
 
@@ -171,7 +176,7 @@ async fn ask_tools_run_only_when_approved() {
         .call("create_file", json!({"path": "a.txt", "content": "x"}))
         .await
         .unwrap_err();
-    assert_eq!(refused.code(), "policy_denied");
+    assert_eq!(refused.code, "policy_denied");
     assert!(
         refused.to_string().contains("approval required"),
         "{refused}"
@@ -188,7 +193,7 @@ async fn ask_tools_run_only_when_approved() {
         .call("create_file", json!({"path": "a.txt", "content": "x"}))
         .await
         .unwrap_err();
-    assert_eq!(err.code(), "policy_denied");
+    assert_eq!(err.code, "policy_denied");
     assert_eq!(no.asked.load(Ordering::SeqCst), 1);
 
     let yes = Arc::new(CountingApprover {
@@ -249,7 +254,7 @@ async fn no_tool_runs_when_the_audit_log_cannot_be_written() {
         .call("create_file", json!({"path": "new.txt", "content": "hi"}))
         .await
         .unwrap_err();
-    assert_eq!(err.code(), "policy_denied");
+    assert_eq!(err.code, "policy_denied");
     assert!(err.to_string().contains("audit log"), "{err}");
     assert!(
         !ws.path().join("new.txt").exists(),
@@ -283,8 +288,8 @@ async fn errors_are_redacted_like_results() {
         .call("format", json!({"path": "bad.rs"}))
         .await
         .unwrap_err();
-    assert_eq!(err.code(), "failed", "{err}");
-    let shown = format!("{err} {}", err.to_json());
+    assert_eq!(err.code, "failed", "{err}");
+    let shown = format!("{err} {}", serde_json::to_value(&err).unwrap());
     assert!(
         shown.contains("+++"),
         "the error still says what failed: {shown}"
@@ -303,7 +308,7 @@ async fn huge_inputs_quoted_by_errors_are_cut_everywhere() {
         .call("search_code", json!({"query": pattern, "regex": true}))
         .await
         .unwrap_err();
-    assert_eq!(err.code(), "invalid_arguments");
+    assert_eq!(err.code, "invalid_arguments");
     let message = err.to_string();
     assert!(
         message.len() < bridge_tools::MAX_ERROR_TEXT_CHARS * 4 + 200,

@@ -13,7 +13,9 @@ use std::time::{Duration, Instant};
 use bridge_policy::PermissionRules;
 use bridge_testkit::TempWorkspace;
 use bridge_tools::shell::{is_secret_env_name, scrub_env};
-use bridge_tools::{TaskSettings, ToolRunner, ToolSettings};
+use bridge_tools::{TaskSettings, ToolSettings};
+
+use crate::common::Runner;
 use serde_json::{Value, json};
 
 use crate::common::{runner, runner_with};
@@ -35,7 +37,7 @@ fn task(command: &str) -> TaskSettings {
     }
 }
 
-fn with_tasks(ws: &TempWorkspace, tasks: &[(&str, TaskSettings)], cap: usize) -> ToolRunner {
+fn with_tasks(ws: &TempWorkspace, tasks: &[(&str, TaskSettings)], cap: usize) -> Runner {
     let settings = ToolSettings {
         tasks: tasks
             .iter()
@@ -103,13 +105,13 @@ async fn shell_refuses_a_bad_working_directory() {
         .call("shell", json!({"command": "pwd", "cwd": "file.txt"}))
         .await
         .unwrap_err();
-    assert_eq!(not_dir.code(), "invalid_arguments");
+    assert_eq!(not_dir.code, "invalid_arguments");
     assert!(not_dir.to_string().contains("not a directory"), "{not_dir}");
     let outside = runner
         .call("shell", json!({"command": "pwd", "cwd": ".."}))
         .await
         .unwrap_err();
-    assert_eq!(outside.code(), "policy_denied", "{outside}");
+    assert_eq!(outside.code, "policy_denied", "{outside}");
 }
 
 #[tokio::test]
@@ -124,7 +126,7 @@ async fn shell_validates_its_arguments() {
         json!({"cmd": "echo hi"}),
     ] {
         let err = runner.call("shell", args.clone()).await.unwrap_err();
-        assert_eq!(err.code(), "invalid_arguments", "{args}: {err}");
+        assert_eq!(err.code, "invalid_arguments", "{args}: {err}");
         assert!(err.to_string().contains("shell"), "{err}");
     }
 }
@@ -152,7 +154,7 @@ async fn dangerous_commands_are_denied_before_running() {
             .call("shell", json!({"command": command}))
             .await
             .unwrap_err();
-        assert_eq!(err.code(), "policy_denied", "{command}: {err}");
+        assert_eq!(err.code, "policy_denied", "{command}: {err}");
     }
     assert_eq!(ws.read("precious.txt"), "keep");
 }
@@ -164,7 +166,7 @@ async fn commands_needing_approval_are_denied_with_the_hint() {
         .call("shell", json!({"command": "touch made-by-shell.txt"}))
         .await
         .unwrap_err();
-    assert_eq!(err.code(), "policy_denied", "{err}");
+    assert_eq!(err.code, "policy_denied", "{err}");
     assert!(!ws.path().join("made-by-shell.txt").exists());
 
     ws.write(
@@ -209,7 +211,7 @@ async fn run_task_lists_the_configured_names_for_an_unknown_one() {
         .call("run_task", json!({"name": "deploy"}))
         .await
         .unwrap_err();
-    assert_eq!(err.code(), "invalid_arguments");
+    assert_eq!(err.code, "invalid_arguments");
     assert!(err.to_string().contains("\"deploy\""), "{err}");
     assert!(err.to_string().contains("lint, test"), "{err}");
 
@@ -222,7 +224,7 @@ async fn run_task_lists_the_configured_names_for_an_unknown_one() {
     .call("run_task", json!({"name": "test"}))
     .await
     .unwrap_err();
-    assert_eq!(none.code(), "not_configured");
+    assert_eq!(none.code, "not_configured");
     assert!(none.to_string().contains("[tools.tasks"), "{none}");
 }
 
@@ -481,21 +483,30 @@ async fn git_status_does_not_run_a_hostile_fsmonitor_hook() {
     assert!(!marker.exists(), "the bridge's git ran the hook");
 }
 
-/// A command that needs approval is refused by the shell tool, and the
-/// refusal says deny, never "ask": no door may read it as a prompt.
+/// A command that needs approval goes to the session's approver; where
+/// nobody can answer, it is refused with a deny, never an "ask": no door
+/// may read it as a prompt. A person who says yes lets it run.
 #[tokio::test]
-async fn commands_needing_approval_are_denied_not_asked() {
+async fn commands_needing_approval_are_asked_and_denied_without_an_answer() {
     let ws = TempWorkspace::new();
     let err = runner(&ws, false)
-        .call("shell", json!({"command": "cargo build"}))
+        .call("shell", json!({"command": "cargo --version"}))
         .await
         .unwrap_err();
-    assert_eq!(err.code(), "policy_denied");
-    assert_eq!(
-        err.to_json()["details"]["decision"],
-        "deny",
-        "{}",
-        err.to_json()
-    );
+    assert_eq!(err.code, "policy_denied");
     assert!(err.to_string().contains("shell.allow"), "{err}");
+    assert!(err.to_string().contains("approval required"), "{err}");
+
+    struct Yes;
+    impl bridge_policy::Approver for Yes {
+        fn approve(&self, tool: &str, args: &Value, _reason: &str) -> bool {
+            tool == "shell" && args["command"] == "cargo --version"
+        }
+    }
+    let result = runner(&ws, false)
+        .with_approver(std::sync::Arc::new(Yes))
+        .call("shell", json!({"command": "cargo --version"}))
+        .await
+        .unwrap();
+    assert_eq!(result["exitCode"], 0, "{result}");
 }

@@ -6,8 +6,8 @@
     reason = "test helpers outside #[test] functions: a failed setup must stop the test"
 )]
 
+use bridge_engine::ToolFailure;
 use bridge_testkit::TempWorkspace;
-use bridge_tools::ToolError;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
@@ -17,7 +17,7 @@ fn sha256_hex(bytes: &[u8]) -> String {
     hex::encode(Sha256::digest(bytes))
 }
 
-async fn call(ws: &TempWorkspace, tool: &str, args: Value) -> Result<Value, ToolError> {
+async fn call(ws: &TempWorkspace, tool: &str, args: Value) -> Result<Value, ToolFailure> {
     runner(ws, false).call(tool, args).await
 }
 
@@ -88,10 +88,13 @@ async fn create_file_refuses_to_replace_an_existing_file_without_overwrite() {
     .await
     .unwrap_err();
 
-    assert_eq!(err.code(), "conflict");
+    assert_eq!(err.code, "conflict");
     assert!(err.to_string().contains("notes.md already exists"), "{err}");
     assert!(err.to_string().contains("overwrite"), "{err}");
-    assert_eq!(err.to_json()["details"]["sha256"], sha256_hex(b"keep me\n"));
+    assert_eq!(
+        err.details.as_ref().unwrap()["sha256"],
+        sha256_hex(b"keep me\n")
+    );
     assert_eq!(ws.read("notes.md"), "keep me\n");
 }
 
@@ -129,7 +132,7 @@ async fn create_file_refuses_a_directory_target() {
     )
     .await
     .unwrap_err();
-    assert_eq!(err.code(), "conflict");
+    assert_eq!(err.code, "conflict");
     assert!(err.to_string().contains("is a directory"), "{err}");
     assert!(ws.path().join("src").is_dir());
 }
@@ -144,14 +147,14 @@ async fn create_file_rejects_unknown_and_missing_arguments() {
     )
     .await
     .unwrap_err();
-    assert_eq!(unknown.code(), "invalid_arguments");
+    assert_eq!(unknown.code, "invalid_arguments");
     assert!(unknown.to_string().contains("create_file"), "{unknown}");
     assert!(unknown.to_string().contains("mode"), "{unknown}");
 
     let missing = call(&ws, "create_file", json!({"path": "a"}))
         .await
         .unwrap_err();
-    assert_eq!(missing.code(), "invalid_arguments");
+    assert_eq!(missing.code, "invalid_arguments");
     assert!(missing.to_string().contains("content"), "{missing}");
     assert!(!ws.path().join("a").exists());
 }
@@ -169,7 +172,7 @@ async fn create_file_outside_the_workspace_is_denied() {
         let err = call(&ws, "create_file", json!({"path": path, "content": "x"}))
             .await
             .unwrap_err();
-        assert_eq!(err.code(), "policy_denied", "{path}: {err}");
+        assert_eq!(err.code, "policy_denied", "{path}: {err}");
     }
     assert!(!target.exists());
     assert!(!ws.path().parent().unwrap().join("escaped.txt").exists());
@@ -182,7 +185,7 @@ async fn create_file_in_read_only_mode_is_denied_with_the_reason() {
         .call("create_file", json!({"path": "a.txt", "content": "x"}))
         .await
         .unwrap_err();
-    assert_eq!(err.code(), "policy_denied");
+    assert_eq!(err.code, "policy_denied");
     assert!(err.to_string().contains("read-only"), "{err}");
     assert!(!ws.path().join("a.txt").exists());
 }
@@ -222,7 +225,7 @@ async fn edit_file_reports_a_missing_old_string_as_a_conflict() {
     )
     .await
     .unwrap_err();
-    assert_eq!(err.code(), "conflict");
+    assert_eq!(err.code, "conflict");
     assert!(err.to_string().contains("not found"), "{err}");
     assert_eq!(ws.read("a.txt"), "alpha\nbeta\n");
 }
@@ -238,11 +241,11 @@ async fn edit_file_refuses_an_ambiguous_old_string_and_says_where_it_occurs() {
     )
     .await
     .unwrap_err();
-    assert_eq!(err.code(), "conflict");
+    assert_eq!(err.code, "conflict");
     let message = err.to_string();
     assert!(message.contains("occurs 2 times"), "{message}");
     assert!(message.contains("include more context"), "{message}");
-    assert_eq!(err.to_json()["details"]["lines"], json!([1, 3]));
+    assert_eq!(err.details.as_ref().unwrap()["lines"], json!([1, 3]));
     assert_eq!(ws.read("a.txt"), "x = 1\ny = 2\nx = 1\n");
 }
 
@@ -257,7 +260,7 @@ async fn edit_file_rejects_an_empty_old_string() {
     )
     .await
     .unwrap_err();
-    assert_eq!(err.code(), "invalid_arguments");
+    assert_eq!(err.code, "invalid_arguments");
     assert!(
         err.to_string().contains("oldString must not be empty"),
         "{err}"
@@ -278,7 +281,7 @@ async fn edit_file_checks_the_expected_hash() {
     )
     .await
     .unwrap_err();
-    assert_eq!(err.code(), "conflict");
+    assert_eq!(err.code, "conflict");
     assert!(err.to_string().contains("has changed"), "{err}");
     assert_eq!(ws.read("a.txt"), "version 1\n");
 
@@ -318,7 +321,7 @@ async fn edit_file_refuses_binary_and_missing_files() {
     )
     .await
     .unwrap_err();
-    assert_eq!(binary.code(), "binary_file");
+    assert_eq!(binary.code, "binary_file");
     assert_eq!(
         std::fs::read(ws.path().join("blob.bin")).unwrap(),
         b"head\0tail\n"
@@ -331,7 +334,7 @@ async fn edit_file_refuses_binary_and_missing_files() {
     )
     .await
     .unwrap_err();
-    assert_eq!(missing.code(), "not_found");
+    assert_eq!(missing.code, "not_found");
     assert!(!ws.path().join("nope.txt").exists());
 }
 
@@ -357,10 +360,10 @@ async fn edit_file_respects_the_workspace_write_globs() {
     assert_eq!(ws.read("src/ok.rs"), "let a = 2;\n");
 
     let denied = edit("src/generated/out.rs").await.unwrap_err();
-    assert_eq!(denied.code(), "policy_denied");
+    assert_eq!(denied.code, "policy_denied");
     assert!(denied.to_string().contains("writes.deny"), "{denied}");
     let outside_allow = edit("README.md").await.unwrap_err();
-    assert_eq!(outside_allow.code(), "policy_denied");
+    assert_eq!(outside_allow.code, "policy_denied");
     assert!(
         outside_allow.to_string().contains("writes.allow"),
         "{outside_allow}"
@@ -385,7 +388,7 @@ async fn writes_through_a_symlink_that_leaves_the_workspace_are_denied() {
     )
     .await
     .unwrap_err();
-    assert_eq!(create.code(), "policy_denied", "{create}");
+    assert_eq!(create.code, "policy_denied", "{create}");
     let edit = call(
         &ws,
         "edit_file",
@@ -393,7 +396,7 @@ async fn writes_through_a_symlink_that_leaves_the_workspace_are_denied() {
     )
     .await
     .unwrap_err();
-    assert_eq!(edit.code(), "policy_denied", "{edit}");
+    assert_eq!(edit.code, "policy_denied", "{edit}");
     let overwrite = call(
         &ws,
         "create_file",
@@ -401,7 +404,7 @@ async fn writes_through_a_symlink_that_leaves_the_workspace_are_denied() {
     )
     .await
     .unwrap_err();
-    assert_eq!(overwrite.code(), "policy_denied", "{overwrite}");
+    assert_eq!(overwrite.code, "policy_denied", "{overwrite}");
 
     assert_eq!(outside.read("victim.txt"), "original\n");
     assert!(!outside.path().join("new.txt").exists());

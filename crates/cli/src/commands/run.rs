@@ -24,7 +24,9 @@ use bridge_engine::runner::copilot::{
 };
 use bridge_engine::runner::native::{DEFAULT_MAX_TURNS, NativeRunner, NativeSettings};
 use bridge_engine::runner::{RunContext, RunReport, RunRequest, RunStatus, Runner, RunnerKind};
-use bridge_engine::{RegistrySettings, Session, SessionDefaults, SessionRegistry, SessionSpec};
+use bridge_engine::{
+    RegistryError, RegistrySettings, Session, SessionDefaults, SessionRegistry, SessionSpec,
+};
 use bridge_llm::{LlmError, select_backend};
 use bridge_policy::PermissionPolicy;
 use serde_json::{Value, json};
@@ -164,7 +166,7 @@ pub async fn run_task(
     };
     let approver = match attended {
         Attended::Terminal => crate::approver::for_this_terminal(asking.clone()),
-        Attended::Unattended { .. } => Arc::new(bridge_tools::DenyAll),
+        Attended::Unattended { .. } => Arc::new(bridge_policy::DenyAll),
     };
     let session = create_session(config, &cwd, &session_id, "run", approver)?;
     session.set_model(model.clone());
@@ -369,7 +371,7 @@ pub(crate) fn create_session(
     cwd: &std::path::Path,
     id: &str,
     label: &str,
-    approver: Arc<dyn bridge_tools::Approver>,
+    approver: Arc<dyn bridge_policy::Approver>,
 ) -> Result<Arc<Session>, Failure> {
     let permission = PermissionPolicy::compile(&config.permissions)
         .map_err(|err| Failure::new(exit::CONFIG, format!("configuration error: {err}")))?;
@@ -389,7 +391,10 @@ pub(crate) fn create_session(
             cwd: cwd.to_path_buf(),
             foreground: true,
         })
-        .map_err(|err| Failure::usage(err.to_string()))
+        .map_err(|err| match err {
+            RegistryError::WorkspacePolicy(_) => Failure::new(exit::CONFIG, err.to_string()),
+            other => Failure::usage(other.to_string()),
+        })
 }
 
 async fn cancel_on_interrupt(cancel: CancellationToken) {

@@ -1,13 +1,12 @@
 //! `copilot-bridge tool NAME --args JSON [--cwd DIR | --session ID]` and `copilot-bridge tools`.
 
 use std::io::{Read, Write};
-use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
 use bridge_config::BridgeConfig;
-use bridge_policy::{AuditLog, Guard, PermissionPolicy, WorkspacePolicy, WorkspaceRoot};
-use bridge_tools::{ToolContext, ToolError, ToolRegistry, ToolRunner};
+use bridge_engine::{CallOrigin, ToolFailure};
+use bridge_tools::ToolRegistry;
 use serde_json::{Value, json};
 
 use crate::args::{ToolArgs, ToolsArgs};
@@ -21,10 +20,21 @@ pub async fn run(config: &BridgeConfig, args: ToolArgs) -> Result<ExitCode, Fail
     if let Some(session) = &args.session {
         return super::remote::tool(config, session, &args.name, tool_args, args.compact).await;
     }
-    let runner = build_runner(config, args.cwd)?;
+    let dir = match args.cwd {
+        Some(dir) => dir,
+        None => std::env::current_dir()
+            .map_err(|err| Failure::usage(format!("cannot read the current directory: {err}")))?,
+    };
+    // A session of its own, so the call takes the one path every door
+    // takes: the decision, the tool, redaction, the audit log.
+    let asking = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let approver = crate::approver::for_this_terminal(asking);
+    let session = super::run::create_session(config, &dir, "cli", "copilot-bridge tool", approver)?;
     tracing::debug!(tool = %args.name, arguments = %tool_args, "running tool");
-    let outcome = runner.call(&args.name, tool_args).await;
-    match outcome {
+    let outcome = session
+        .call_tool(&args.name, tool_args, CallOrigin::Cli)
+        .await;
+    match outcome.result {
         Ok(value) => {
             print_json(&value, args.compact)?;
             // A patch that did not apply is a result, not an error, but the
@@ -82,37 +92,17 @@ pub(crate) fn parse_arguments(text: &str) -> Result<Value, Failure> {
     Ok(value)
 }
 
-fn build_runner(config: &BridgeConfig, cwd: Option<PathBuf>) -> Result<ToolRunner, Failure> {
-    let dir = match cwd {
-        Some(dir) => dir,
-        None => std::env::current_dir()
-            .map_err(|err| Failure::usage(format!("cannot read the current directory: {err}")))?,
-    };
-    let root = WorkspaceRoot::new(&dir).map_err(|err| Failure::usage(err.to_string()))?;
-    let permission = PermissionPolicy::compile(&config.permissions)
-        .map_err(|err| Failure::new(exit::CONFIG, format!("configuration error: {err}")))?;
-    let workspace = WorkspacePolicy::load(root.path())
-        .map_err(|err| Failure::new(exit::CONFIG, format!("workspace policy error: {err}")))?;
-    let guard = Guard::new(root, permission, workspace, config.read_only);
-    let ctx = ToolContext::new(Arc::new(guard), Arc::new(config.tools.clone()));
-    let runner = ToolRunner::new(ToolRegistry::builtin(), ctx)
-        .with_audit(AuditLog::new(&config.audit_log_dir), "cli");
-    let asking = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let runner = runner.with_approver(crate::approver::for_this_terminal(asking));
-    Ok(runner)
-}
-
-fn tool_failure(err: &ToolError) -> Failure {
-    let code = match err {
-        ToolError::Denied(_) => exit::DENIED,
-        ToolError::UnknownTool(_) | ToolError::InvalidArguments(_) => exit::USAGE,
+fn tool_failure(failure: &ToolFailure) -> Failure {
+    let code = match failure.code.as_str() {
+        "policy_denied" => exit::DENIED,
+        "unknown_tool" | "invalid_arguments" => exit::USAGE,
         _ => exit::FAILED,
     };
-    let hint = match err {
-        ToolError::UnknownTool(_) => " (see `copilot-bridge tools`)",
+    let hint = match failure.code.as_str() {
+        "unknown_tool" => " (see `copilot-bridge tools`)",
         _ => "",
     };
-    Failure::new(code, format!("{err}{hint}")).with_json(json!({"error": err.to_json()}))
+    Failure::new(code, format!("{failure}{hint}")).with_json(json!({ "error": failure }))
 }
 
 pub(crate) fn print_json(value: &Value, compact: bool) -> Result<(), Failure> {

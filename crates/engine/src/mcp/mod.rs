@@ -25,6 +25,7 @@
 mod handler;
 mod http;
 mod naming;
+pub(crate) use naming::exposed_name;
 mod server;
 mod stdio;
 

@@ -6,6 +6,10 @@ use std::fs::{File, Metadata};
 use std::io::Read;
 use std::path::Path;
 
+use std::borrow::Cow;
+
+use bridge_policy::Access;
+use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
@@ -16,6 +20,20 @@ use crate::{ToolContext, ToolError};
 pub(crate) fn parse_args<T: DeserializeOwned>(tool: &str, args: Value) -> Result<T, ToolError> {
     serde_json::from_value(args)
         .map_err(|err| ToolError::InvalidArguments(format!("{tool}: {err}")))
+}
+
+/// The declared access of a tool that writes the one file its `path`
+/// argument names. Only `path` is read here (the tool checks the rest when
+/// it runs), and without copying the other arguments.
+pub(crate) fn writes_its_path(tool: &str, args: &Value) -> Result<Vec<Access>, ToolError> {
+    #[derive(Deserialize)]
+    struct PathOnly<'a> {
+        #[serde(borrow)]
+        path: Cow<'a, str>,
+    }
+    let parsed = PathOnly::deserialize(args)
+        .map_err(|err| ToolError::InvalidArguments(format!("{tool}: {err}")))?;
+    Ok(vec![Access::Write(parsed.path.into_owned())])
 }
 
 /// Runs filesystem work on the blocking pool so a slow disk never stalls the

@@ -123,7 +123,7 @@ async fn malformed_diffs_are_refused_with_the_line_and_nothing_is_written() {
 
     for (patch, expected) in cases {
         let err = apply(&ws, &patch).await.unwrap_err();
-        assert_eq!(err.code(), "invalid_arguments", "{patch}\n{err}");
+        assert_eq!(err.code, "invalid_arguments", "{patch}\n{err}");
         let message = err.to_string();
         assert!(
             message.contains("apply_patch: malformed diff at"),
@@ -145,7 +145,7 @@ async fn rejects_bad_arguments() {
         .call("apply_patch", json!({"diff": "--- a/x"}))
         .await
         .unwrap_err();
-    assert_eq!(err.code(), "invalid_arguments");
+    assert_eq!(err.code, "invalid_arguments");
     assert!(err.to_string().contains("apply_patch"), "{err}");
     assert!(err.to_string().contains("diff"), "{err}");
 }
@@ -162,7 +162,7 @@ async fn absurd_line_numbers_are_refused_or_conflict_without_panicking() {
         "+ONE",
     ]);
     let err = apply(&ws, &overflow).await.unwrap_err();
-    assert_eq!(err.code(), "invalid_arguments");
+    assert_eq!(err.code, "invalid_arguments");
     assert!(
         err.to_string().contains("line 3: malformed hunk header"),
         "{err}"

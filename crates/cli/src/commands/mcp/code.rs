@@ -74,7 +74,7 @@ impl SessionSource for LazySession {
                     &self.cwd,
                     &new_session_id(),
                     "mcp code",
-                    Arc::new(bridge_tools::DenyAll),
+                    Arc::new(bridge_policy::DenyAll),
                 )
                 .map_err(|failure| failure.message)
             })

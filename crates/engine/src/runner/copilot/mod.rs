@@ -22,7 +22,7 @@ mod run;
 
 pub use client::{AuthStatus, CliStatus, CopilotClient, CopilotError, PROTOCOL_VERSIONS};
 pub use config::{AUTH_TOKEN_ENV, ByokProvider, CopilotCliConfig, McpServer};
-pub use policy::{ToolVerdict, check_cli_tool, permission_subject};
+pub use policy::{CliToolNames, check_cli_tool, permission_subject};
 pub use run::run_copilot;
 
 /// The Copilot CLI agent as a [`Runner`](crate::runner::Runner): the task

@@ -11,10 +11,12 @@ use serde_json::{Value, json};
 use super::client::{CopilotClient, CopilotError};
 use super::config::{CopilotCliConfig, session_create_params};
 use super::events::RunState;
-use super::policy::{ToolVerdict, check_cli_tool, permission_subject};
+use super::policy::{CliToolNames, check_cli_tool, permission_subject};
 use super::rpc::Incoming;
+use crate::decide::Verdict;
 use crate::runner::{RunReport, RunRequest, RunStatus};
 use crate::session::Session;
+use crate::tools::ToolOwner;
 
 /// How a run loop ended, before the report is written.
 enum Ending {
@@ -130,6 +132,7 @@ async fn converse(
     if let Err(err) = client.call("session.send", send).await {
         return Ending::Failed(client.fail("the Copilot CLI refused the task", err).await.0);
     }
+    let names = CliToolNames::new(config.mcp_servers.keys());
     let ending = loop {
         let Some(message) = client.process.incoming.recv().await else {
             let reason = client
@@ -167,19 +170,14 @@ async fn converse(
             }
             Incoming::Notification { .. } => {}
             Incoming::Request { id, method, params } => {
-                let answer = answer_request(session, &method, &params).await;
+                let answer = answer_request(session, &names, &method, &params).await;
+                let rpc = &client.process.rpc;
                 let sent = match answer {
-                    Some(result) => client.process.rpc.respond(id, result).await,
-                    None => {
-                        client
-                            .process
-                            .rpc
-                            .respond_error(
-                                id,
-                                -32601,
-                                &format!("copilot-bridge does not handle {method}"),
-                            )
-                            .await
+                    Answer::Result(result) => rpc.respond(id, result).await,
+                    Answer::Refused(reason) => rpc.respond_error(id, REFUSED, &reason).await,
+                    Answer::Unhandled => {
+                        let message = format!("copilot-bridge does not handle {method}");
+                        rpc.respond_error(id, -32601, &message).await
                     }
                 };
                 if let Err(err) = sent {
@@ -198,74 +196,130 @@ async fn converse(
     ending
 }
 
-/// Answers a request the CLI sent; `None` for a method we do not serve.
-async fn answer_request(session: &Session, method: &str, params: &Value) -> Option<Value> {
+/// The JSON-RPC error code of a hook answered with a refusal.
+const REFUSED: i64 = -32000;
+
+/// What we answer a request of the CLI with.
+enum Answer {
+    Result(Value),
+    /// An error response carrying our reason: how a hook whose output has
+    /// no deny (`preMcpToolCall`) refuses.
+    Refused(String),
+    /// A method we do not serve.
+    Unhandled,
+}
+
+/// Answers a request the CLI sent.
+async fn answer_request(
+    session: &Session,
+    names: &CliToolNames,
+    method: &str,
+    params: &Value,
+) -> Answer {
     match method {
-        "hooks.invoke" => Some(json!({"output": answer_hook(session, params).await})),
+        "hooks.invoke" => match answer_hook(session, names, params).await {
+            Ok(output) => Answer::Result(json!({ "output": output })),
+            Err(reason) => Answer::Refused(reason),
+        },
         // Protocol 2: the prompt is a call and the decision its result.
         "permission.request" => {
             let request = params.get("permissionRequest").unwrap_or(params);
-            let verdict = match permission_subject(request) {
-                Some((tool, args)) => {
-                    check_cli_tool(session, "permission", &tool, &args)
-                        .await
-                        .allowed
-                }
-                None => false,
-            };
-            let kind = if verdict {
+            let allowed = answer_permission(session, request).await.allowed();
+            let kind = if allowed {
                 "approved"
             } else {
                 "denied-interactively-by-user"
             };
-            Some(json!({"result": {"kind": kind}}))
+            Answer::Result(json!({"result": {"kind": kind}}))
         }
-        _ => None,
+        _ => Answer::Unhandled,
     }
 }
 
-async fn answer_hook(session: &Session, params: &Value) -> Value {
+/// A permission prompt, decided; one of a kind we do not know is refused.
+async fn answer_permission(session: &Session, request: &Value) -> Verdict {
+    match permission_subject(request) {
+        Some((tool, owner, args)) => {
+            check_cli_tool(session, "permissionRequest", &tool, &owner, &args).await
+        }
+        None => Verdict::denied("copilot-bridge does not know this kind of permission request"),
+    }
+}
+
+/// A hook's output, or the reason to refuse it with an error.
+async fn answer_hook(
+    session: &Session,
+    names: &CliToolNames,
+    params: &Value,
+) -> Result<Value, String> {
     let hook = params
         .get("hookType")
         .and_then(Value::as_str)
         .unwrap_or_default();
     let input = params.get("input").cloned().unwrap_or(Value::Null);
+    let text = |key: &str| {
+        input
+            .get(key)
+            .and_then(Value::as_str)
+            .filter(|text| !text.trim().is_empty())
+    };
     match hook {
         "preToolUse" => {
-            let tool = input
-                .get("toolName")
-                .and_then(Value::as_str)
-                .unwrap_or_default();
-            // Our checks read named fields of an object; anything else is
-            // kept whole under `input`, where blocked patterns still see it.
-            let args = match input.get("toolArgs") {
-                Some(Value::String(raw)) => match serde_json::from_str::<Value>(raw) {
-                    Ok(args @ Value::Object(_)) => args,
-                    _ => json!({"input": raw}),
-                },
-                Some(args @ Value::Object(_)) => args.clone(),
-                None | Some(Value::Null) => json!({}),
-                Some(other) => json!({"input": other}),
-            };
-            let verdict = if tool.trim().is_empty() {
-                ToolVerdict {
-                    allowed: false,
-                    reason: "a preToolUse hook call without a tool name is refused".to_owned(),
-                    context: Vec::new(),
+            let verdict = match text("toolName") {
+                Some(tool) => {
+                    let (tool, owner) = names.subject(tool);
+                    let args = tool_arguments(input.get("toolArgs"));
+                    check_cli_tool(session, hook, &tool, &owner, &args).await
                 }
-            } else {
-                check_cli_tool(session, "preToolUse", tool, &args).await
+                None => Verdict::denied("a preToolUse hook call without a tool name is refused"),
             };
             let mut output = json!({
-                "permissionDecision": if verdict.allowed { "allow" } else { "deny" },
-                "permissionDecisionReason": verdict.reason,
+                "permissionDecision": if verdict.allowed() { "allow" } else { "deny" },
+                "permissionDecisionReason": verdict.reason(),
             });
             if !verdict.context.is_empty() {
                 output["additionalContext"] = json!(verdict.context.join("\n"));
             }
-            output
+            Ok(output)
         }
-        _ => json!({}),
+        // The CLI's last word before it calls an MCP tool, with the server
+        // and tool named apart (so no name splitting can be fooled). Its
+        // answer can only change the request's `_meta`; a deny is reported
+        // as an error, and `preToolUse` has already refused the same call.
+        "preMcpToolCall" => {
+            let verdict = match (text("serverName"), text("toolName")) {
+                (Some(server), Some(tool)) => {
+                    let name = crate::mcp::exposed_name(server, tool);
+                    let owner = ToolOwner::Mcp(server.to_owned());
+                    let args = tool_arguments(input.get("arguments"));
+                    check_cli_tool(session, hook, &name, &owner, &args).await
+                }
+                _ => Verdict::denied(
+                    "a preMcpToolCall hook call without a server and tool name is refused",
+                ),
+            };
+            if verdict.allowed() {
+                Ok(json!({}))
+            } else {
+                Err(verdict.reason().to_owned())
+            }
+        }
+        _ => Ok(json!({})),
+    }
+}
+
+/// A tool's arguments as our checks read them: an object (the CLI sends
+/// them as an object or as a JSON string); anything else is kept whole
+/// under `input`, where blocked patterns still see it.
+fn tool_arguments(raw: Option<&Value>) -> Value {
+    match raw {
+        Some(Value::String(raw)) => match serde_json::from_str::<Value>(raw) {
+            Ok(args @ Value::Object(_)) => args,
+            _ => json!({"input": raw}),
+        },
+        Some(args @ Value::Object(_)) => args.clone(),
+        None | Some(Value::Null) => json!({}),
+        Some(other) => json!({"input": other}),
     }
 }
 
@@ -280,18 +334,11 @@ async fn answer_permission_event(
         return;
     };
     let request = data.get("permissionRequest").unwrap_or(data);
-    let verdict = match permission_subject(request) {
-        Some((tool, args)) => check_cli_tool(session, "permission", &tool, &args).await,
-        None => ToolVerdict {
-            allowed: false,
-            reason: "copilot-bridge does not know this kind of permission request".to_owned(),
-            context: Vec::new(),
-        },
-    };
-    let result = if verdict.allowed {
+    let verdict = answer_permission(session, request).await;
+    let result = if verdict.allowed() {
         json!({"kind": "approve-once"})
     } else {
-        json!({"kind": "reject", "feedback": verdict.reason})
+        json!({"kind": "reject", "feedback": verdict.reason()})
     };
     let params = json!({"sessionId": cli_session, "requestId": request_id, "result": result});
     if let Err(err) = client

@@ -6,7 +6,7 @@ use std::time::Instant;
 use bridge_llm::ToolCall;
 use bridge_policy::audit::summarize_for_audit;
 use bridge_policy::errors::RecoveryAction;
-use bridge_protocol::ToolEffect;
+use bridge_protocol::{ToolEffect, json_kind};
 use futures::StreamExt;
 use serde_json::{Value, json};
 
@@ -120,17 +120,6 @@ fn parse_arguments(text: &str) -> Result<Value, String> {
             json_kind(&other)
         )),
         Err(err) => Err(format!("the arguments are not valid JSON ({err})")),
-    }
-}
-
-fn json_kind(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
     }
 }
 

@@ -34,7 +34,7 @@ impl InboundError {
             code: "invalid_type",
             message: format!(
                 "invalid type for '{param}': expected {expected}, got {}",
-                type_name(got)
+                bridge_protocol::json_kind(got)
             ),
             param,
         }
@@ -46,17 +46,6 @@ impl InboundError {
             param: param.into(),
             message: message.into(),
         }
-    }
-}
-
-fn type_name(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
     }
 }
 

@@ -1,0 +1,159 @@
+//! The one decision every tool call gets, whatever door it came through and
+//! whoever runs the tool: our workspace tools, a provider's or MCP server's
+//! tools, or an agent's own tools (the Copilot CLI's `bash`, answered in its
+//! `preToolUse` hook).
+//!
+//! In order, each step able to end it with a deny:
+//! 1. the permission rules (and, for tools that act on this workspace,
+//!    containment of every path-like argument);
+//! 2. what the call declared it will do ([`Access`]: paths read and
+//!    written, commands run) through the guard: shell analysis, read-only
+//!    mode, the workspace's write globs;
+//! 3. the audit log must be writable, since no tool runs unaudited (checked
+//!    before a person is asked, so nobody approves a call that cannot run);
+//! 4. an "ask" goes to the session's approver (nobody there: deny);
+//! 5. the provider hook rules and gates, in registration order.
+
+use bridge_policy::Access;
+use bridge_protocol::{Decision, DecisionKind};
+use serde_json::Value;
+
+use crate::call::ToolFailure;
+use crate::hooks;
+use crate::session::Session;
+use crate::tools::ToolOwner;
+
+/// What the decision says about one call.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Verdict {
+    /// Allow (its reason says when a person approved) or deny.
+    pub decision: Decision,
+    /// Why the call may not run, as its caller gets it: `policy_denied`, or
+    /// the tool's own error when its arguments could not be checked.
+    /// `None` when it may run.
+    pub refusal: Option<ToolFailure>,
+    /// Text that `context` rules and gates asked to add for the agent.
+    pub context: Vec<String>,
+}
+
+impl Verdict {
+    pub(crate) fn denied(reason: impl Into<String>) -> Self {
+        let reason = reason.into();
+        Self {
+            decision: Decision::deny(reason.clone()),
+            refusal: Some(ToolFailure::denied(reason)),
+            context: Vec::new(),
+        }
+    }
+
+    /// The arguments could not be checked: the caller gets `failure`.
+    fn refused(failure: ToolFailure) -> Self {
+        Self {
+            decision: Decision::deny(failure.message.clone()),
+            refusal: Some(failure),
+            context: Vec::new(),
+        }
+    }
+
+    pub fn allowed(&self) -> bool {
+        self.refusal.is_none()
+    }
+
+    /// The reason a person reads.
+    pub fn reason(&self) -> &str {
+        self.decision.reason_or_default()
+    }
+}
+
+impl Session {
+    /// Decides whether `name`, run by `owner`, may run with `args` (see the
+    /// module documentation for the steps). `args` must be a JSON object.
+    pub async fn decide(&self, name: &str, args: &Value, owner: &ToolOwner) -> Verdict {
+        let accesses = match owner {
+            ToolOwner::Workspace => match self.tool(name) {
+                Some(entry) => entry.handler.accesses(args),
+                None => Err(ToolFailure::new(
+                    "unknown_tool",
+                    format!("unknown tool {name:?} in session {}", self.id()),
+                )),
+            },
+            ToolOwner::Agent(agent) => agent.accesses(name, args).map_err(ToolFailure::denied),
+            ToolOwner::Provider(_) | ToolOwner::Mcp(_) => Ok(Vec::new()),
+        };
+        self.decide_with(name, args, owner, accesses).await
+    }
+
+    /// [`decide`](Self::decide) with the call's accesses already known.
+    pub(crate) async fn decide_with(
+        &self,
+        name: &str,
+        args: &Value,
+        owner: &ToolOwner,
+        accesses: Result<Vec<Access>, ToolFailure>,
+    ) -> Verdict {
+        let guard = self.guard();
+        let rules = match owner {
+            // Our tools declare every path they touch as an access, which
+            // the guard resolves below; resolving the arguments here too
+            // would look each path up twice.
+            ToolOwner::Workspace => guard.check_permission(name, args),
+            // An agent's tools act on this workspace too, but declare only
+            // their writes and commands: contain every path argument.
+            ToolOwner::Agent(_) => guard.check_call(name, args),
+            // Their arguments are not paths of this workspace.
+            ToolOwner::Provider(_) | ToolOwner::Mcp(_) => guard.check_permission(name, args),
+        };
+        if rules.is_deny() {
+            return Verdict::denied(rules.reason_or_default().to_owned());
+        }
+        let accesses = match accesses {
+            Ok(accesses) => accesses,
+            Err(failure) => return Verdict::refused(failure),
+        };
+        let decision = rules.stricter(guard.check_accesses(&accesses));
+        if decision.is_deny() {
+            return Verdict::denied(decision.reason_or_default().to_owned());
+        }
+        if let Some(audit) = self.audit()
+            && let Err(err) = audit.ensure_writable()
+        {
+            return Verdict::denied(format!(
+                "the audit log cannot be written ({err}); no tool runs unaudited"
+            ));
+        }
+        let decision = match decision.decision {
+            DecisionKind::Ask => {
+                let reason = decision.reason_or_default();
+                if !self.approver().approve(name, args, reason) {
+                    return Verdict::denied(format!("approval required and not given: {reason}"));
+                }
+                Decision {
+                    decision: DecisionKind::Allow,
+                    reason: Some(format!("approved: {reason}")),
+                }
+            }
+            _ => decision,
+        };
+        let rules = self.rules_snapshot();
+        let hooks = hooks::evaluate(
+            &rules,
+            self.id_arc(),
+            name,
+            owner,
+            args,
+            self.settings().gate_timeout,
+        )
+        .await;
+        if let Some(reason) = hooks.denied {
+            return Verdict {
+                context: hooks.context,
+                ..Verdict::denied(reason)
+            };
+        }
+        Verdict {
+            decision,
+            refusal: None,
+            context: hooks.context,
+        }
+    }
+}

@@ -1,0 +1,136 @@
+//! The tools coding agents run themselves (the Copilot CLI's `bash`,
+//! `edit`, ...), described as [`Access`]es so the one decision checks them
+//! like our own tools: a command through the shell analysis, a write
+//! through read-only mode and the write globs. Paths in their arguments are
+//! contained by the guard's argument check like any other call's.
+
+use serde_json::Value;
+
+use crate::access::Access;
+
+/// A coding agent whose own tools our decision answers for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Agent {
+    /// GitHub Copilot CLI (`copilot`).
+    CopilotCli,
+}
+
+impl Agent {
+    /// How audit entries and logs name it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::CopilotCli => "copilot-cli",
+        }
+    }
+
+    /// What the agent's own `tool` will do with `args` (see
+    /// [`copilot_cli_accesses`]).
+    pub fn accesses(self, tool: &str, args: &Value) -> Result<Vec<Access>, String> {
+        match self {
+            Self::CopilotCli => copilot_cli_accesses(tool, args),
+        }
+    }
+}
+
+/// The Copilot CLI's tools that run a shell command (`command`), or type
+/// input into a running shell (`input`).
+const COPILOT_SHELL_TOOLS: &[&str] = &[
+    "bash",
+    "shell",
+    "powershell",
+    "write_bash",
+    "write_powershell",
+];
+/// The Copilot CLI's tools that change files.
+const COPILOT_WRITE_TOOLS: &[&str] = &[
+    "write",
+    "create",
+    "edit",
+    "str_replace",
+    "str_replace_editor",
+    "insert",
+    "apply_patch",
+];
+/// Where those tools name the file they change.
+const COPILOT_PATH_KEYS: &[&str] = &["path", "file_path", "fileName", "filename"];
+
+/// What the Copilot CLI's `tool` will do with `args`; `Err` with the reason
+/// when it cannot be told (a shell tool without a command is refused rather
+/// than allowed unchecked). Tools not listed here (view, grep, glob, MCP
+/// tools) declare nothing: the permission rules and path containment
+/// decide them.
+pub fn copilot_cli_accesses(tool: &str, args: &Value) -> Result<Vec<Access>, String> {
+    let text = |keys: &[&str]| {
+        keys.iter()
+            .find_map(|key| args.get(*key).and_then(Value::as_str))
+            .filter(|text| !text.trim().is_empty())
+    };
+    if COPILOT_SHELL_TOOLS.contains(&tool) {
+        return match text(&["command", "input"]) {
+            Some(command) => Ok(vec![Access::Run {
+                command: command.to_owned(),
+                cwd: None,
+            }]),
+            None => Err(format!(
+                "{tool} without a command copilot-bridge can check is refused"
+            )),
+        };
+    }
+    let reads_only =
+        tool == "str_replace_editor" && args.get("command").and_then(Value::as_str) == Some("view");
+    if COPILOT_WRITE_TOOLS.contains(&tool) && !reads_only {
+        return Ok(vec![match text(COPILOT_PATH_KEYS) {
+            Some(path) => Access::Write(path.to_owned()),
+            // A patch names its files inside its text.
+            None => Access::WriteUnnamed {
+                tool: tool.to_owned(),
+            },
+        }]);
+    }
+    Ok(Vec::new())
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn shell_tools_run_their_command_and_refuse_without_one() {
+        assert_eq!(
+            copilot_cli_accesses("bash", &json!({"command": "ls"})),
+            Ok(vec![Access::Run {
+                command: "ls".to_owned(),
+                cwd: None
+            }])
+        );
+        assert!(copilot_cli_accesses("write_bash", &json!({"input": "  "})).is_err());
+        assert!(copilot_cli_accesses("bash", &json!({})).is_err());
+    }
+
+    #[test]
+    fn write_tools_write_their_path_and_views_read() {
+        assert_eq!(
+            copilot_cli_accesses("edit", &json!({"path": "a.rs"})),
+            Ok(vec![Access::Write("a.rs".to_owned())])
+        );
+        assert_eq!(
+            copilot_cli_accesses("apply_patch", &json!({"input": "*** Begin Patch"})),
+            Ok(vec![Access::WriteUnnamed {
+                tool: "apply_patch".to_owned()
+            }])
+        );
+        assert_eq!(
+            copilot_cli_accesses(
+                "str_replace_editor",
+                &json!({"command": "view", "path": "a"})
+            ),
+            Ok(Vec::new())
+        );
+        assert_eq!(
+            copilot_cli_accesses("view", &json!({"path": "a"})),
+            Ok(Vec::new())
+        );
+    }
+}
