@@ -223,11 +223,38 @@ fn push_node(node: Node<'_>, source: &str, env: &Env<'_>, word: &mut Word) {
             }
         }
         "simple_expansion" | "expansion" => push_expansion(node, source, env, word, false),
-        "command_substitution" | "process_substitution" => {
+        "command_substitution" => push_substitution(node, source, env, word, false),
+        "process_substitution" => {
             word.substitution = true;
             word.push_unknown();
         }
         _ => word.push_unknown(),
+    }
+}
+
+/// `$(pwd)` and `` `pwd` `` print the working directory, which is known
+/// here like `$PWD` (so `rm -rf "$(pwd)"` is judged as the deletion of the
+/// workspace it is). Any other substitution is unknown text.
+fn push_substitution(node: Node<'_>, source: &str, env: &Env<'_>, word: &mut Word, quoted: bool) {
+    let text = node_text(node, source);
+    let inner = text
+        .strip_prefix("$(")
+        .and_then(|rest| rest.strip_suffix(')'))
+        .or_else(|| {
+            text.strip_prefix('`')
+                .and_then(|rest| rest.strip_suffix('`'))
+        })
+        .map(str::trim);
+    let prints_cwd = matches!(inner, Some("pwd" | "pwd -L" | "pwd -P"));
+    match env.pwd.and_then(Path::to_str).filter(|_| prints_cwd) {
+        Some(cwd) => {
+            word.expanded = true;
+            word.push_known(cwd, quoted);
+        }
+        None => {
+            word.substitution = true;
+            word.push_unknown();
+        }
     }
 }
 
@@ -268,10 +295,7 @@ fn push_double_quoted(node: Node<'_>, source: &str, env: &Env<'_>, word: &mut Wo
                 word.push_known(&unescape_double_quoted(node_text(child, source)), true);
             }
             "simple_expansion" | "expansion" => push_expansion(child, source, env, word, true),
-            "command_substitution" => {
-                word.substitution = true;
-                word.push_unknown();
-            }
+            "command_substitution" => push_substitution(child, source, env, word, true),
             _ => word.push_unknown(),
         }
         position = child.end_byte();

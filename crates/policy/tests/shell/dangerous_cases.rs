@@ -28,6 +28,23 @@ pub const DANGEROUS_CASES: &[(&str, ShellVerdict, &str)] = &[
     ("rm -rf *", Dangerous, "deletes the whole workspace"),
     ("rm -rf ./", Dangerous, "deletes the whole workspace"),
     ("rm -rf src/..", Dangerous, "deletes the whole workspace"),
+    // The working directory spelled as a command substitution is known
+    // like $PWD: deleting it is deleting the workspace, not a command to
+    // ask about.
+    (
+        "rm -rf \"$(pwd)\"",
+        Dangerous,
+        "deletes the whole workspace",
+    ),
+    ("rm -rf `pwd`", Dangerous, "deletes the whole workspace"),
+    (
+        "rm -rf $(pwd -P)/*",
+        Dangerous,
+        "deletes the whole workspace",
+    ),
+    ("rm -rf ./*", Dangerous, "deletes the whole workspace"),
+    ("rm -rf .*", Dangerous, "deletes the whole workspace"),
+    ("rm -rf -- *", Dangerous, "deletes the whole workspace"),
     ("rm -Rf \"$BUILD_DIR/\"*", Dangerous, "may be empty"),
     ("rm -rf ~someone", Dangerous, "home directory"),
     ("rm /etc/hosts", Dangerous, "deletes outside the workspace"),
