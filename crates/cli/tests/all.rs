@@ -14,6 +14,7 @@ mod cli_run;
 mod cli_serve;
 mod cli_sessions;
 mod cli_status;
+mod cli_swap_race;
 mod cli_tool;
 mod cli_validate;
 mod peers;

@@ -5,4 +5,5 @@
 mod code;
 mod memory;
 mod memory_corpus;
+mod memory_race;
 mod session;

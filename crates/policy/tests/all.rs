@@ -1,6 +1,7 @@
 //! Integration tests of bridge-policy, one binary (see ARCHITECTURE.md).
 
 mod audit;
+mod beneath;
 mod errors;
 mod guard;
 mod paths;

@@ -12,4 +12,5 @@ mod facade_openai_peers;
 mod health;
 mod rpc_bad_input;
 mod support;
+mod swap_race;
 mod toolbus;

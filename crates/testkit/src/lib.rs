@@ -8,9 +8,11 @@
 
 pub mod mock_llm;
 pub mod provider_client;
+pub mod swap_race;
 
 pub use mock_llm::{MockLlm, MockReply, MockToolCall, RecordedRequest};
 pub use provider_client::{ProviderClient, Received};
+pub use swap_race::SwapRace;
 
 use std::fs;
 use std::path::{Path, PathBuf};

@@ -45,6 +45,26 @@ impl ToolError {
         Self::Denied(decision)
     }
 
+    /// Opening `shown` beneath the workspace root failed (see
+    /// [`file_op`](Self::file_op)).
+    pub fn from_open(tool: &str, shown: &str, err: std::io::Error) -> Self {
+        Self::file_op(tool, "open", shown, err)
+    }
+
+    /// A file operation (`action`: "open", "write", ...) on `shown` beneath
+    /// the workspace root failed: missing is `NotFound`, kept from leaving
+    /// the workspace (a symlink swapped since the check) is a policy deny,
+    /// anything else an I/O error.
+    pub fn file_op(tool: &str, action: &str, shown: &str, err: std::io::Error) -> Self {
+        if bridge_policy::paths::is_escape(&err) {
+            return Self::denied(Decision::deny(err.to_string()));
+        }
+        if err.kind() == std::io::ErrorKind::NotFound {
+            return Self::NotFound(shown.to_owned());
+        }
+        Self::io(format!("{tool}: cannot {action} {shown}"), err)
+    }
+
     pub fn io(context: impl Into<String>, source: std::io::Error) -> Self {
         Self::Io {
             context: context.into(),

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use bridge_policy::Access;
+use bridge_policy::{Access, WorkspaceRoot};
 use bridge_protocol::ToolEffect;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -130,7 +130,7 @@ impl Tool for FileCommandTool {
         let path = ctx.resolve_write(&args.path)?;
         let relative = ctx.relative(&path);
         let argv = self.command_for(ctx, &path, &relative)?;
-        let before = file_hash(&path, &relative).await?;
+        let before = file_hash(ctx.guard.root(), &path, &relative).await?;
 
         let timeout_secs = ctx.settings.shell_timeout_secs;
         let (program, rest) = argv.split_first().ok_or_else(|| {
@@ -176,7 +176,7 @@ impl Tool for FileCommandTool {
                 output.trim()
             )));
         }
-        let after = file_hash(&path, &relative).await?;
+        let after = file_hash(ctx.guard.root(), &path, &relative).await?;
         // The command as run, with the file named as the caller knows it.
         let path_text = path.to_string_lossy();
         let shown: Vec<String> = argv
@@ -233,11 +233,15 @@ impl FileCommandTool {
     }
 }
 
-async fn file_hash(path: &Path, relative: &str) -> Result<String, ToolError> {
+/// The file's hash, read beneath the workspace root: before the formatter
+/// runs, and after, which also refuses a file that a swapped symlink moved
+/// out of the workspace meanwhile.
+async fn file_hash(root: &WorkspaceRoot, path: &Path, relative: &str) -> Result<String, ToolError> {
     let path = path.to_path_buf();
     let relative = relative.to_owned();
+    let root = root.clone();
     run_blocking("format", move || {
-        let (handle, _) = open_regular("format", &path, &relative)?;
+        let (handle, _) = open_regular("format", &root, &path, &relative)?;
         sha256_of("format", handle, &relative)
     })
     .await

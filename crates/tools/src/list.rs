@@ -149,6 +149,12 @@ fn list(scope: &WalkScope, filter: Option<&GlobFilter>, limit: usize) -> Listing
         if filter.is_some_and(|filter| !filter.matches(relative)) {
             continue;
         }
+        // Read by path: only a name still reachable beneath the root now is
+        // a name of the workspace (see the walk module).
+        if !scope.workspace().reaches(entry.path()) {
+            unreadable += 1;
+            continue;
+        }
         let display = relative.to_string_lossy().into_owned();
         if relative.to_str().is_none() {
             non_utf8.push(display.clone());

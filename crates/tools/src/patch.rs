@@ -18,7 +18,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use bridge_policy::Access;
+use bridge_policy::{Access, WorkspaceRoot};
 use bridge_protocol::ToolEffect;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -116,7 +116,11 @@ impl Tool for ApplyPatch {
         }
         let limit = ctx.settings.read_max_bytes;
         let verify = args.verify;
-        run_blocking("apply_patch", move || apply_all(targets, verify, limit)).await
+        let root = ctx.guard.root().clone();
+        run_blocking("apply_patch", move || {
+            apply_all(&root, targets, verify, limit)
+        })
+        .await
     }
 }
 
@@ -131,12 +135,17 @@ struct Target {
     relative: String,
 }
 
-fn apply_all(targets: Vec<Target>, verify: bool, limit: u64) -> Result<Value, ToolError> {
+fn apply_all(
+    root: &WorkspaceRoot,
+    targets: Vec<Target>,
+    verify: bool,
+    limit: u64,
+) -> Result<Value, ToolError> {
     let mut plans = Vec::with_capacity(targets.len());
     let mut summaries = Vec::with_capacity(targets.len());
     let mut conflicts = Vec::new();
     for target in targets {
-        match plan_file(&target, verify, limit)? {
+        match plan_file(root, &target, verify, limit)? {
             Ok((plan, offsets)) => {
                 let mut summary = json!({
                     "path": target.relative,
@@ -164,7 +173,7 @@ fn apply_all(targets: Vec<Target>, verify: bool, limit: u64) -> Result<Value, To
         let message = format!("{} conflict(s); nothing was written", conflicts.len());
         return Ok(json!({"ok": false, "files": [], "conflicts": conflicts, "message": message}));
     }
-    commit_all(&plans)?;
+    commit_all(root, &plans)?;
     Ok(json!({"ok": true, "files": summaries, "conflicts": []}))
 }
 
@@ -172,11 +181,16 @@ type Planned = Result<(Option<FileChangePlan>, Vec<(usize, isize)>), Vec<HunkCon
 
 /// The new state of one file, or its conflicts. `None` as plan: the content
 /// does not change, nothing to write.
-fn plan_file(target: &Target, verify: bool, limit: u64) -> Result<Planned, ToolError> {
+fn plan_file(
+    root: &WorkspaceRoot,
+    target: &Target,
+    verify: bool,
+    limit: u64,
+) -> Result<Planned, ToolError> {
     let change = target.file.change();
     let relative = &target.relative;
     let conflict = |reason: String| Ok(Err(vec![HunkConflict::whole_file(reason)]));
-    let original = match (change, std::fs::symlink_metadata(&target.path)) {
+    let original = match (change, root.symlink_metadata(&target.path)) {
         (FileChange::Create, Ok(_)) => {
             return conflict(format!(
                 "{relative} already exists, but the diff creates it (--- /dev/null)"
@@ -186,11 +200,11 @@ fn plan_file(target: &Target, verify: bool, limit: u64) -> Result<Planned, ToolE
         (_, Err(err)) if err.kind() == io::ErrorKind::NotFound => {
             return conflict(format!("{relative} does not exist"));
         }
-        (_, Err(err)) => return Err(ToolError::io(format!("cannot stat {relative}"), err)),
+        (_, Err(err)) => return Err(ToolError::file_op("apply_patch", "stat", relative, err)),
         (_, Ok(_)) => {
             // Whole-file problems are conflicts of this file, reported with
             // every other conflict, not errors that hide them.
-            let (handle, meta) = match open_regular("apply_patch", &target.path, relative) {
+            let (handle, meta) = match open_regular("apply_patch", root, &target.path, relative) {
                 Ok(opened) => opened,
                 Err(ToolError::InvalidArguments(message)) => return conflict(message),
                 Err(err) => return Err(err),

@@ -10,6 +10,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use async_trait::async_trait;
+use bridge_policy::paths::OpenMode;
 use bridge_protocol::ToolEffect;
 use grep_regex::{RegexMatcher, RegexMatcherBuilder};
 use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder};
@@ -329,7 +330,11 @@ impl Worker<'_, '_> {
         {
             return;
         }
-        let file = match File::open(entry.path()) {
+        let file = match request
+            .scope
+            .workspace()
+            .open_file(entry.path(), OpenMode::Read)
+        {
             Ok(file) => file,
             Err(err) => {
                 self.unreadable += 1;

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use bridge_policy::Access;
+use bridge_policy::{Access, WorkspaceRoot};
 use bridge_protocol::ToolEffect;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -30,11 +30,12 @@ pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
 /// Text content of a file the tool will change: refused when it is missing,
 /// over the read limit, or binary (a NUL byte or not UTF-8).
 pub(crate) fn read_text_for_edit(
+    root: &WorkspaceRoot,
     path: &Path,
     relative: &str,
     limit: u64,
 ) -> Result<String, ToolError> {
-    let (handle, meta) = open_regular("edit_file", path, relative)?;
+    let (handle, meta) = open_regular("edit_file", root, path, relative)?;
     if meta.len() > limit {
         return Err(ToolError::TooLarge {
             path: relative.to_owned(),
@@ -101,7 +102,8 @@ impl Tool for CreateFile {
         let overwrite = args.overwrite;
         let created = run_blocking("create_file", {
             let relative = relative.clone();
-            move || create(&path, &relative, &content, overwrite)
+            let root = ctx.guard.root().clone();
+            move || create(&root, &path, &relative, &content, overwrite)
         })
         .await?;
         Ok(json!({"path": relative, "bytes": bytes, "sha256": sha256, "created": created}))
@@ -109,11 +111,17 @@ impl Tool for CreateFile {
 }
 
 /// Writes the file; returns whether it was newly created.
-fn create(path: &Path, relative: &str, content: &[u8], overwrite: bool) -> Result<bool, ToolError> {
-    let existing = match std::fs::symlink_metadata(path) {
+fn create(
+    root: &WorkspaceRoot,
+    path: &Path,
+    relative: &str,
+    content: &[u8],
+    overwrite: bool,
+) -> Result<bool, ToolError> {
+    let existing = match root.symlink_metadata(path) {
         Ok(meta) => Some(meta),
         Err(err) if err.kind() == io::ErrorKind::NotFound => None,
-        Err(err) => return Err(ToolError::io(format!("cannot stat {relative}"), err)),
+        Err(err) => return Err(ToolError::file_op("create_file", "stat", relative, err)),
     };
     if let Some(meta) = &existing {
         if meta.is_dir() {
@@ -123,18 +131,15 @@ fn create(path: &Path, relative: &str, content: &[u8], overwrite: bool) -> Resul
             });
         }
         if !overwrite {
-            return Err(exists_conflict(path, relative));
+            return Err(exists_conflict(root, path, relative));
         }
     }
+    let written = |err| ToolError::file_op("create_file", "write", relative, err);
     if let Some(parent) = path.parent() {
-        std::fs::create_dir_all(parent).map_err(|err| {
-            ToolError::io(format!("cannot create the directory of {relative}"), err)
-        })?;
+        root.create_dir_all(parent).map_err(written)?;
     }
-    let permissions = atomic::existing_permissions(path)
-        .map_err(|err| ToolError::io(format!("cannot stat {relative}"), err))?;
-    let staged = atomic::stage(path, content, permissions)
-        .map_err(|err| ToolError::io(format!("cannot write {relative}"), err))?;
+    let permissions = atomic::existing_permissions(root, path).map_err(written)?;
+    let staged = atomic::stage(root, path, content, permissions).map_err(written)?;
     if existing.is_some() {
         staged.commit()
     } else {
@@ -142,17 +147,17 @@ fn create(path: &Path, relative: &str, content: &[u8], overwrite: bool) -> Resul
         // never replace what nobody asked us to replace.
         match staged.commit_new() {
             Err(err) if err.kind() == io::ErrorKind::AlreadyExists => {
-                return Err(exists_conflict(path, relative));
+                return Err(exists_conflict(root, path, relative));
             }
             other => other,
         }
     }
-    .map_err(|err| ToolError::io(format!("cannot write {relative}"), err))?;
+    .map_err(written)?;
     Ok(existing.is_none())
 }
 
-fn exists_conflict(path: &Path, relative: &str) -> ToolError {
-    let existing_sha = open_regular("create_file", path, relative)
+fn exists_conflict(root: &WorkspaceRoot, path: &Path, relative: &str) -> ToolError {
+    let existing_sha = open_regular("create_file", root, path, relative)
         .and_then(|(handle, _)| sha256_of("create_file", handle, relative))
         .ok();
     ToolError::Conflict {
@@ -223,7 +228,8 @@ impl Tool for EditFile {
         let limit = ctx.settings.read_max_bytes;
         let sha256 = run_blocking("edit_file", {
             let relative = relative.clone();
-            move || edit(path, &relative, &args, limit)
+            let root = ctx.guard.root().clone();
+            move || edit(&root, path, &relative, &args, limit)
         })
         .await?;
         Ok(json!({"path": relative, "sha256": sha256, "replacements": 1}))
@@ -231,12 +237,13 @@ impl Tool for EditFile {
 }
 
 fn edit(
+    root: &WorkspaceRoot,
     path: PathBuf,
     relative: &str,
     args: &EditFileArgs,
     limit: u64,
 ) -> Result<String, ToolError> {
-    let content = read_text_for_edit(&path, relative, limit)?;
+    let content = read_text_for_edit(root, &path, relative, limit)?;
     if let Some(expected) = &args.expected_sha256 {
         let actual = sha256_hex(content.as_bytes());
         if !expected.eq_ignore_ascii_case(&actual) {
@@ -260,8 +267,8 @@ fn edit(
         }),
         [_] => {
             let updated = content.replacen(old.as_str(), &new, 1);
-            atomic::write_atomic(&path, updated.as_bytes())
-                .map_err(|err| ToolError::io(format!("cannot write {relative}"), err))?;
+            atomic::write_atomic(root, &path, updated.as_bytes())
+                .map_err(|err| ToolError::file_op("edit_file", "write", relative, err))?;
             Ok(sha256_hex(updated.as_bytes()))
         }
         several => {

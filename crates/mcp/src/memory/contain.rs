@@ -1,11 +1,18 @@
 //! Which files the memory tools may open. A name a client sends is refused
 //! before it touches the disk when it holds a null byte, is absolute, has a
-//! `..` component or does not end in `.md`; then the file's canonical path
-//! (every symlink resolved) must still lie inside the memory root.
+//! `..` component or does not end in `.md`; then the file's physical path
+//! (every symlink resolved) must still lie inside the memory root, and it is
+//! opened beneath the root in the kernel (bridge-policy's
+//! `WorkspaceRoot::open_file`), so a symlink swapped in after the check
+//! cannot take the read outside.
 //! In a workspace only the memory notes are readable (`MEMORY.md`,
 //! `memory/**`, `USER.md`), not the rest of the agent's workspace.
 
+use std::io::Read;
 use std::path::{Component, Path, PathBuf};
+
+use bridge_policy::paths::{OpenMode, is_escape};
+use bridge_policy::{PathError, WorkspaceRoot};
 
 use super::layout::{LayoutKind, MemoryLayout};
 
@@ -26,6 +33,40 @@ pub struct ResolvedNote {
     pub path: PathBuf,
     /// Relative to the memory root, `/`-separated.
     pub name: String,
+    /// The memory root, whose handle the read starts from.
+    pub root: WorkspaceRoot,
+}
+
+impl ResolvedNote {
+    /// The note's text (lossy UTF-8), read beneath the memory root; a note
+    /// over `max_bytes` is refused.
+    pub fn read(&self, max_bytes: u64) -> Result<String, NoteError> {
+        let unreadable = |reason: String| NoteError::Unreadable {
+            name: self.name.clone(),
+            reason,
+        };
+        let file =
+            self.root
+                .open_file(&self.path, OpenMode::Read)
+                .map_err(|err| match is_escape(&err) {
+                    true => NoteError::Refused(format!("{:?} {err}", self.name)),
+                    false => unreadable(err.to_string()),
+                })?;
+        let size = file
+            .metadata()
+            .map_err(|err| unreadable(err.to_string()))?
+            .len();
+        if size > max_bytes {
+            return Err(unreadable(format!(
+                "it is {size} bytes; at most {max_bytes} are served"
+            )));
+        }
+        let mut bytes = Vec::new();
+        file.take(max_bytes)
+            .read_to_end(&mut bytes)
+            .map_err(|err| unreadable(err.to_string()))?;
+        Ok(String::from_utf8_lossy(&bytes).into_owned())
+    }
 }
 
 /// Resolves `requested` (relative to the memory root) to a readable note.
@@ -68,17 +109,19 @@ pub fn resolve_note(layout: &MemoryLayout, requested: &str) -> Result<ResolvedNo
         })?,
     };
     let name = parts.join("/");
-    let candidate = parts
-        .iter()
-        .fold(layout.root.clone(), |path, part| path.join(part));
     let not_found = || NoteError::NotFound {
         name: name.clone(),
         root: layout.root.display().to_string(),
     };
-    let root = std::fs::canonicalize(&layout.root).map_err(|_| not_found())?;
-    let physical = match std::fs::canonicalize(&candidate) {
+    let root = WorkspaceRoot::new(&layout.root).map_err(|_| not_found())?;
+    let physical = match root.resolve(&name) {
         Ok(path) => path,
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Err(not_found()),
+        Err(PathError::SymlinkEscape { .. } | PathError::OutsideWorkspace { .. }) => {
+            return Err(NoteError::Refused(format!(
+                "{requested:?} leads through a symlink outside the memory root {}",
+                root.path().display()
+            )));
+        }
         Err(err) => {
             return Err(NoteError::Unreadable {
                 name,
@@ -86,20 +129,25 @@ pub fn resolve_note(layout: &MemoryLayout, requested: &str) -> Result<ResolvedNo
             });
         }
     };
-    if !physical.starts_with(&root) {
-        return Err(NoteError::Refused(format!(
-            "{requested:?} leads through a symlink outside the memory root {}",
-            root.display()
-        )));
-    }
-    if !physical.is_file() {
-        return Err(NoteError::Refused(format!(
-            "{requested:?} is not a regular file"
-        )));
+    match root.metadata(&physical) {
+        Ok(meta) if meta.is_file() => {}
+        Ok(_) => {
+            return Err(NoteError::Refused(format!(
+                "{requested:?} is not a regular file"
+            )));
+        }
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Err(not_found()),
+        Err(err) => {
+            return Err(NoteError::Unreadable {
+                name,
+                reason: err.to_string(),
+            });
+        }
     }
     Ok(ResolvedNote {
         path: physical,
         name,
+        root,
     })
 }
 
@@ -120,11 +168,4 @@ fn workspace_note_parts(layout: &MemoryLayout, parts: Vec<String>) -> Option<Vec
         [first, ..] if first == "memory" => Some(parts),
         _ => None,
     }
-}
-
-/// Whether `path` (found by walking the root) really lies inside `root`
-/// once symlinks are resolved; `None` when it does not or cannot be resolved.
-pub fn contained(root: &Path, path: &Path) -> Option<PathBuf> {
-    let physical = std::fs::canonicalize(path).ok()?;
-    physical.starts_with(root).then_some(physical)
 }

@@ -10,10 +10,11 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::SystemTime;
 
-use super::contain::contained;
 use super::layout::MemoryLayout;
 use super::search::tokenize;
 use super::watch::Watcher;
+use bridge_policy::WorkspaceRoot;
+use bridge_policy::paths::OpenMode;
 
 /// Notes larger than this are indexed by their first part only.
 pub const MAX_INDEXED_BYTES: usize = 1024 * 1024;
@@ -108,7 +109,7 @@ impl Index {
         let generation = self.generation;
         let mut changed = false;
         let mut seen = 0usize;
-        let (found, fully_watched) = walk_notes(layout, self.watcher.as_ref());
+        let (root, found, fully_watched) = walk_notes(layout, self.watcher.as_ref());
         self.fully_watched = fully_watched;
         for file in found {
             match self.docs.get_mut(&file.name) {
@@ -118,7 +119,10 @@ impl Index {
                 }
                 _ => {
                     changed = true;
-                    match load(&file, &mut self.terms) {
+                    match root
+                        .as_ref()
+                        .and_then(|root| load(root, &file, &mut self.terms))
+                    {
                         Some(doc) => {
                             self.docs.insert(file.name, (Arc::new(doc), generation));
                             seen += 1;
@@ -203,11 +207,15 @@ fn intern(terms: &mut HashMap<Box<str>, u32>, term: &str) -> u32 {
     id
 }
 
-fn load(file: &Found, terms: &mut HashMap<Box<str>, u32>) -> Option<Doc> {
-    let bytes = std::fs::read(&file.path)
-        .map_err(
-            |err| tracing::debug!(note = %file.name, %err, "cannot read a memory note; skipped"),
-        )
+/// Reads a note beneath the memory root (see `contain`) and indexes it.
+fn load(root: &WorkspaceRoot, file: &Found, terms: &mut HashMap<Box<str>, u32>) -> Option<Doc> {
+    let skipped = |err: std::io::Error| {
+        tracing::debug!(note = %file.name, %err, "cannot read a memory note; skipped");
+    };
+    let mut bytes = Vec::new();
+    root.open_file(&file.path, OpenMode::Read)
+        .and_then(|mut handle| std::io::Read::read_to_end(&mut handle, &mut bytes))
+        .map_err(skipped)
         .ok()?;
     let mut text = String::from_utf8_lossy(&bytes).into_owned();
     if text.len() > MAX_INDEXED_BYTES {
@@ -265,15 +273,20 @@ fn load(file: &Found, terms: &mut HashMap<Box<str>, u32>) -> Option<Doc> {
 /// the root; symlinked directories and hidden entries are not followed.
 /// Also returns whether every directory walked (and every symlinked
 /// note's target) is now watched.
-fn walk_notes(layout: &MemoryLayout, watcher: Option<&Watcher>) -> (Vec<Found>, bool) {
+fn walk_notes(
+    layout: &MemoryLayout,
+    watcher: Option<&Watcher>,
+) -> (Option<WorkspaceRoot>, Vec<Found>, bool) {
+    let Ok(workspace) = WorkspaceRoot::new(&layout.root) else {
+        return (None, Vec::new(), false);
+    };
     let mut walk = Walk {
         found: Vec::new(),
         watcher,
         fully_watched: watcher.is_some(),
+        workspace: workspace.clone(),
     };
-    let Ok(root) = std::fs::canonicalize(&layout.root) else {
-        return (walk.found, false);
-    };
+    let root = workspace.path().to_path_buf();
     walk.watch(&root);
     let scopes = layout.note_scopes();
     for name in scopes.top_files {
@@ -294,13 +307,15 @@ fn walk_notes(layout: &MemoryLayout, watcher: Option<&Watcher>) -> (Vec<Found>, 
             walk.dir(&root, &start, &prefix, 0);
         }
     }
-    (walk.found, walk.fully_watched)
+    (Some(workspace), walk.found, walk.fully_watched)
 }
 
 struct Walk<'a> {
     found: Vec<Found>,
     watcher: Option<&'a Watcher>,
     fully_watched: bool,
+    /// Symlinked notes are followed only to targets inside it.
+    workspace: WorkspaceRoot,
 }
 
 impl Walk<'_> {
@@ -352,23 +367,29 @@ impl Walk<'_> {
         let Ok(link) = std::fs::symlink_metadata(path) else {
             return;
         };
-        let metadata = if link.file_type().is_symlink() {
-            let Some(target) = contained(root, path) else {
+        // A symlinked note is read at its target, which must lie inside.
+        let (path, metadata) = if link.file_type().is_symlink() {
+            let Some(target) = path
+                .strip_prefix(root)
+                .ok()
+                .and_then(Path::to_str)
+                .and_then(|relative| self.workspace.resolve(relative).ok())
+            else {
                 return;
             };
             // Edits to the target do not touch the link's directory.
             self.watch(&target);
-            match std::fs::metadata(target) {
-                Ok(metadata) => metadata,
+            match self.workspace.metadata(&target) {
+                Ok(metadata) => (target, metadata),
                 Err(_) => return,
             }
         } else {
-            link
+            (path.to_path_buf(), link)
         };
         if metadata.is_file() {
             self.found.push(Found {
                 name,
-                path: path.to_path_buf(),
+                path,
                 size: metadata.len(),
                 modified: metadata.modified().ok(),
             });

@@ -13,7 +13,7 @@ use rmcp::transport::streamable_http_server::session::local::LocalSessionManager
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::json;
 
-use super::contain::{NoteError, resolve_note};
+use super::contain::resolve_note;
 use super::index::{Index, MAX_INDEXED_BYTES};
 use super::layout::MemoryLayout;
 use super::search::{Hit, query_terms, rank};
@@ -131,7 +131,7 @@ impl MemoryServer {
     }
 
     fn read_result(&self, file: &str) -> CallToolResult {
-        match resolve_note(&self.layout, file).and_then(|note| read_note(&note.path, &note.name)) {
+        match resolve_note(&self.layout, file).and_then(|note| note.read(MAX_READ_BYTES)) {
             Ok(text) => CallToolResult::success(vec![ContentBlock::text(text)]),
             Err(err) => CallToolResult::error(vec![ContentBlock::text(err.to_string())]),
         }
@@ -149,7 +149,7 @@ impl MemoryServer {
             _ => {
                 let outcome = match self.layout.kind {
                     super::LayoutKind::Workspace => resolve_note(&self.layout, "USER.md")
-                        .and_then(|note| read_note(&note.path, "USER.md")),
+                        .and_then(|note| note.read(MAX_READ_BYTES)),
                     // Beside the memory directory, not in it: its own
                     // containment is "this one file, no symlink out of its
                     // directory".
@@ -157,7 +157,7 @@ impl MemoryServer {
                         let parent = self.layout.user_prefs.parent().unwrap_or(path);
                         let parent_layout = MemoryLayout::memory_dir(parent, "USER.md");
                         resolve_note(&parent_layout, "USER.md")
-                            .and_then(|note| read_note(&note.path, "USER.md"))
+                            .and_then(|note| note.read(MAX_READ_BYTES))
                     }
                 };
                 match outcome {
@@ -167,23 +167,6 @@ impl MemoryServer {
             }
         }
     }
-}
-
-fn read_note(path: &std::path::Path, name: &str) -> Result<String, NoteError> {
-    let unreadable = |reason: String| NoteError::Unreadable {
-        name: name.to_owned(),
-        reason,
-    };
-    let size = std::fs::metadata(path)
-        .map_err(|err| unreadable(err.to_string()))?
-        .len();
-    if size > MAX_READ_BYTES {
-        return Err(unreadable(format!(
-            "it is {size} bytes; at most {MAX_READ_BYTES} are served"
-        )));
-    }
-    let bytes = std::fs::read(path).map_err(|err| unreadable(err.to_string()))?;
-    Ok(String::from_utf8_lossy(&bytes).into_owned())
 }
 
 impl ServerHandler for MemoryServer {

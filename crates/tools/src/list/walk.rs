@@ -2,11 +2,18 @@
 //! ignore files honoured, `.git/` skipped, symlinks never followed, and a
 //! `path` argument narrowing the walk without losing the ignore rules of the
 //! directories above it.
+//!
+//! The walker reads directories by path, so a directory swapped for a
+//! symlink mid-walk could take it outside the workspace. What it yields is
+//! therefore only a candidate: `search_code` opens each file beneath the
+//! root ([`WalkScope::workspace`]), and `list_files` checks each entry is
+//! still reachable beneath it before listing its name.
 
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use bridge_policy::WorkspaceRoot;
 use globset::{GlobBuilder, GlobMatcher};
 use ignore::WalkBuilder;
 
@@ -15,6 +22,7 @@ use crate::{ToolContext, ToolError};
 /// Where a walk starts and what it may yield.
 #[derive(Debug, Clone)]
 pub(crate) struct WalkScope {
+    workspace: WorkspaceRoot,
     root: PathBuf,
     target: PathBuf,
     include_hidden: bool,
@@ -28,23 +36,20 @@ impl WalkScope {
         path: Option<&str>,
         include_hidden: bool,
     ) -> Result<Self, ToolError> {
-        let root = ctx.guard.root().path().to_path_buf();
+        let workspace = ctx.guard.root().clone();
+        let root = workspace.path().to_path_buf();
         let target = match path {
             None => root.clone(),
             Some(path) => {
                 let resolved = ctx.resolve_read(path)?;
-                match std::fs::symlink_metadata(&resolved) {
-                    Ok(_) => resolved,
-                    Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
-                        return Err(ToolError::NotFound(path.to_owned()));
-                    }
-                    Err(err) => {
-                        return Err(ToolError::io(format!("{tool}: cannot stat {path}"), err));
-                    }
-                }
+                workspace
+                    .symlink_metadata(&resolved)
+                    .map_err(|err| ToolError::file_op(tool, "stat", path, err))?;
+                resolved
             }
         };
         Ok(Self {
+            workspace,
             root,
             target,
             include_hidden,
@@ -53,6 +58,11 @@ impl WalkScope {
 
     pub(crate) fn root(&self) -> &Path {
         &self.root
+    }
+
+    /// The workspace root whose handle every open of the walk starts from.
+    pub(crate) fn workspace(&self) -> &WorkspaceRoot {
+        &self.workspace
     }
 
     /// A walker over the scope. It starts at the workspace root and prunes

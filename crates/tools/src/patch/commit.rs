@@ -1,12 +1,14 @@
 //! Writes the files of a patch all or nothing: every new content is staged in
 //! a synced temp file first; only then are they renamed into place, and if a
 //! rename fails midway the files already changed are put back from their
-//! in-memory originals.
+//! in-memory originals. Every file operation happens beneath the workspace
+//! root in the kernel (see bridge-policy's `paths::beneath`).
 
 use std::collections::BTreeSet;
-use std::fs::{self, Permissions};
-use std::io;
+use std::fs::Permissions;
 use std::path::{Path, PathBuf};
+
+use bridge_policy::WorkspaceRoot;
 
 use crate::ToolError;
 use crate::write::atomic::{self, StagedFile};
@@ -24,12 +26,12 @@ pub(crate) struct FileChangePlan {
 }
 
 /// Applies every plan or, on failure, none (as far as the filesystem lets us).
-pub(crate) fn commit_all(plans: &[FileChangePlan]) -> Result<(), ToolError> {
+pub(crate) fn commit_all(root: &WorkspaceRoot, plans: &[FileChangePlan]) -> Result<(), ToolError> {
     let mut created_dirs = Vec::new();
-    let staged = match stage_all(plans, &mut created_dirs) {
+    let staged = match stage_all(root, plans, &mut created_dirs) {
         Ok(staged) => staged,
         Err(err) => {
-            remove_dirs(&created_dirs);
+            remove_dirs(root, &created_dirs);
             return Err(err);
         }
     };
@@ -38,14 +40,14 @@ pub(crate) fn commit_all(plans: &[FileChangePlan]) -> Result<(), ToolError> {
     for plan in plans {
         let result = match staged.next().flatten() {
             Some(file) => file.commit_unsynced(),
-            None => fs::remove_file(&plan.path),
+            None => root.remove_file(&plan.path),
         };
         if let Err(err) = result {
             // Drop (and so delete) the temp files not yet renamed before
             // removing the directories they sit in.
             drop(staged);
-            let unrestored = roll_back(&done);
-            remove_dirs(&created_dirs);
+            let unrestored = roll_back(root, &done);
+            remove_dirs(root, &created_dirs);
             let message = if unrestored.is_empty() {
                 format!(
                     "could not write {}: {err}; nothing was changed (the {} file(s) already written were restored)",
@@ -65,12 +67,13 @@ pub(crate) fn commit_all(plans: &[FileChangePlan]) -> Result<(), ToolError> {
     }
     let dirs: BTreeSet<&Path> = plans.iter().filter_map(|plan| plan.path.parent()).collect();
     for dir in dirs {
-        atomic::sync_dir(dir);
+        atomic::sync_dir(root, dir);
     }
     Ok(())
 }
 
 fn stage_all(
+    root: &WorkspaceRoot,
     plans: &[FileChangePlan],
     created_dirs: &mut Vec<PathBuf>,
 ) -> Result<Vec<Option<StagedFile>>, ToolError> {
@@ -81,59 +84,42 @@ fn stage_all(
             continue;
         };
         if let Some(parent) = plan.path.parent() {
-            create_dirs(parent, created_dirs).map_err(|err| {
-                ToolError::io(
-                    format!("cannot create the directory of {}", plan.relative),
+            let made = root.create_dir_all(parent).map_err(|err| {
+                ToolError::file_op(
+                    "apply_patch",
+                    "create the directory of",
+                    &plan.relative,
                     err,
                 )
             })?;
+            created_dirs.extend(made);
         }
         let permissions = plan.original.as_ref().map(|(_, perms)| perms.clone());
-        let file = atomic::stage(&plan.path, content, permissions)
-            .map_err(|err| ToolError::io(format!("cannot write {}", plan.relative), err))?;
+        let file = atomic::stage(root, &plan.path, content, permissions)
+            .map_err(|err| ToolError::file_op("apply_patch", "write", &plan.relative, err))?;
         staged.push(Some(file));
     }
     Ok(staged)
 }
 
-/// `create_dir_all` that remembers which directories it made, outermost
-/// first, so a failed patch leaves no empty directories behind.
-fn create_dirs(dir: &Path, created: &mut Vec<PathBuf>) -> io::Result<()> {
-    let mut missing = Vec::new();
-    let mut current = Some(dir);
-    while let Some(path) = current {
-        if path.exists() {
-            break;
-        }
-        missing.push(path.to_path_buf());
-        current = path.parent();
-    }
-    for path in missing.into_iter().rev() {
-        match fs::create_dir(&path) {
-            Ok(()) => created.push(path),
-            Err(err) if err.kind() == io::ErrorKind::AlreadyExists => {}
-            Err(err) => return Err(err),
-        }
-    }
-    Ok(())
-}
-
-fn remove_dirs(created: &[PathBuf]) {
+/// Removes the directories a failed patch created, innermost first, so it
+/// leaves no empty directories behind.
+fn remove_dirs(root: &WorkspaceRoot, created: &[PathBuf]) {
     for dir in created.iter().rev() {
-        let _ = fs::remove_dir(dir);
+        let _ = root.remove_empty_dir(dir);
     }
 }
 
 /// Undoes `done` in reverse; returns the files that could not be restored.
-fn roll_back(done: &[&FileChangePlan]) -> Vec<String> {
+fn roll_back(root: &WorkspaceRoot, done: &[&FileChangePlan]) -> Vec<String> {
     let mut unrestored = Vec::new();
     for plan in done.iter().rev() {
         let restored = match &plan.original {
             Some((content, permissions)) => {
-                atomic::stage(&plan.path, content, Some(permissions.clone()))
+                atomic::stage(root, &plan.path, content, Some(permissions.clone()))
                     .and_then(StagedFile::commit)
             }
-            None => fs::remove_file(&plan.path),
+            None => root.remove_file(&plan.path),
         };
         if let Err(err) = restored {
             tracing::error!(path = %plan.relative, error = %err, "apply_patch rollback failed");
@@ -145,6 +131,8 @@ fn roll_back(done: &[&FileChangePlan]) -> Vec<String> {
 
 #[cfg(test)]
 mod tests {
+    use std::fs;
+
     use super::*;
 
     fn plan(path: PathBuf, original: Option<&str>, content: Option<&str>) -> FileChangePlan {
@@ -178,7 +166,8 @@ mod tests {
                 content: None,
             },
         ];
-        let err = commit_all(&plans).expect_err("the deletion fails");
+        let root = WorkspaceRoot::new(dir.path()).expect("root");
+        let err = commit_all(&root, &plans).expect_err("the deletion fails");
         assert!(err.to_string().contains("gone.txt"), "{err}");
         assert_eq!(fs::read_to_string(&modified).expect("a"), "old a\n");
         assert!(!created.exists());
@@ -206,7 +195,8 @@ mod tests {
             plan(deleted.clone(), Some("b\n"), None),
             plan(created.clone(), None, Some("c\n")),
         ];
-        commit_all(&plans).expect("commit");
+        let root = WorkspaceRoot::new(dir.path()).expect("root");
+        commit_all(&root, &plans).expect("commit");
         assert_eq!(fs::read_to_string(&modified).expect("a"), "new a\n");
         assert!(!deleted.exists());
         assert_eq!(fs::read_to_string(&created).expect("c"), "c\n");

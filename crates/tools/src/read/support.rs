@@ -8,7 +8,8 @@ use std::path::Path;
 
 use std::borrow::Cow;
 
-use bridge_policy::Access;
+use bridge_policy::paths::OpenMode;
+use bridge_policy::{Access, WorkspaceRoot};
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -65,7 +66,7 @@ pub(crate) fn resolve_regular_file(
     path: &str,
 ) -> Result<WorkspaceFile, ToolError> {
     let absolute = ctx.resolve_read(path)?;
-    let (handle, metadata) = open_regular(tool, &absolute, path)?;
+    let (handle, metadata) = open_regular(tool, ctx.guard.root(), &absolute, path)?;
     Ok(WorkspaceFile {
         relative: ctx.relative(&absolute),
         handle,
@@ -73,29 +74,21 @@ pub(crate) fn resolve_regular_file(
     })
 }
 
-/// Opens an already resolved path for reading and checks the open handle is
-/// a regular file: a missing file is `NotFound`, a directory or anything else
-/// is a caller mistake (`InvalidArguments`). It is opened non-blocking, so a
-/// FIFO put in a file's place makes the call fail instead of hang.
+/// Opens an already resolved path for reading, beneath the workspace root
+/// in the kernel (a symlink swapped in since the check is refused), and
+/// checks the open handle is a regular file: a missing file is `NotFound`,
+/// a directory or anything else is a caller mistake (`InvalidArguments`).
+/// It is opened non-blocking, so a FIFO put in a file's place makes the
+/// call fail instead of hang.
 pub(crate) fn open_regular(
     tool: &str,
+    root: &WorkspaceRoot,
     absolute: &Path,
     shown: &str,
 ) -> Result<(File, Metadata), ToolError> {
-    let mut options = std::fs::OpenOptions::new();
-    options.read(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        options.custom_flags(libc::O_NONBLOCK);
-    }
-    let handle = match options.open(absolute) {
-        Ok(handle) => handle,
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
-            return Err(ToolError::NotFound(shown.to_owned()));
-        }
-        Err(err) => return Err(ToolError::io(format!("{tool}: cannot open {shown}"), err)),
-    };
+    let handle = root
+        .open_file(absolute, OpenMode::Read)
+        .map_err(|err| ToolError::from_open(tool, shown, err))?;
     let metadata = handle
         .metadata()
         .map_err(|err| ToolError::io(format!("{tool}: cannot stat {shown}"), err))?;

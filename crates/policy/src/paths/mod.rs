@@ -7,12 +7,26 @@
 //! Components that do not exist yet are appended as they are, so a file about
 //! to be created is judged by the real directory it will land in. The
 //! returned path is the physical one; tools must open that path, never the
-//! candidate they were given.
+//! candidate they were given, and only through the root's own methods
+//! ([`WorkspaceRoot::open_file`], [`WorkspaceRoot::parent_dir`], ...), which
+//! let the kernel keep the open beneath the root ([`beneath`]): a symlink
+//! swapped in after the check cannot take it outside.
+
+mod beneath;
+
+#[doc(hidden)]
+pub use beneath::pretend_openat2_is_missing;
+pub use beneath::{ContainedDir, EscapedWorkspace, OpenMode, StagedFile, is_escape};
 
 use std::collections::VecDeque;
 use std::ffi::OsString;
-use std::fs;
+use std::fs::{self, File, Metadata};
+use std::io;
+use std::os::fd::{AsFd, OwnedFd};
 use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
+
+use rustix::fs::{Mode, OFlags};
 
 use serde_json::Value;
 
@@ -52,11 +66,21 @@ pub enum PathError {
     BadRoot { root: String, reason: String },
 }
 
-/// A canonical workspace root.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A canonical workspace root, and a handle of it that every open starts
+/// from.
+#[derive(Debug, Clone)]
 pub struct WorkspaceRoot {
     root: PathBuf,
+    handle: Arc<OwnedFd>,
 }
+
+impl PartialEq for WorkspaceRoot {
+    fn eq(&self, other: &Self) -> bool {
+        self.root == other.root
+    }
+}
+
+impl Eq for WorkspaceRoot {}
 
 impl WorkspaceRoot {
     /// Canonicalizes `root`, which must be an existing directory.
@@ -69,7 +93,103 @@ impl WorkspaceRoot {
         if !canonical.is_dir() {
             return Err(bad_root("not a directory".to_owned()));
         }
-        Ok(Self { root: canonical })
+        let handle = beneath::open_root(&canonical).map_err(|err| bad_root(err.to_string()))?;
+        Ok(Self {
+            root: canonical,
+            handle: Arc::new(handle),
+        })
+    }
+
+    /// `path` (as [`resolve`](Self::resolve) returned it) relative to the
+    /// root; an absolute path outside the root is refused as an escape.
+    fn inside<'a>(&self, path: &'a Path) -> io::Result<&'a Path> {
+        path.strip_prefix(&self.root).map_err(|_| {
+            io::Error::new(
+                io::ErrorKind::PermissionDenied,
+                EscapedWorkspace {
+                    path: path.display().to_string(),
+                },
+            )
+        })
+    }
+
+    fn open_beneath(&self, path: &Path, flags: OFlags) -> io::Result<OwnedFd> {
+        let relative = self.inside(path)?;
+        beneath::open_beneath(self.handle.as_fd(), relative, flags, Mode::empty(), path)
+    }
+
+    /// Opens a resolved path, beneath the root in the kernel.
+    pub fn open_file(&self, path: &Path, mode: OpenMode) -> io::Result<File> {
+        self.open_beneath(path, mode.flags()).map(File::from)
+    }
+
+    /// The metadata of a resolved path, not following a final symlink.
+    pub fn symlink_metadata(&self, path: &Path) -> io::Result<Metadata> {
+        self.open_file(path, OpenMode::Locate)?.metadata()
+    }
+
+    /// The metadata of what a resolved path designates (a final symlink
+    /// followed, beneath the root).
+    pub fn metadata(&self, path: &Path) -> io::Result<Metadata> {
+        self.open_beneath(path, OFlags::PATH | OFlags::CLOEXEC)
+            .map(File::from)?
+            .metadata()
+    }
+
+    /// Whether a resolved path still leads somewhere beneath the root.
+    pub fn reaches(&self, path: &Path) -> bool {
+        self.open_file(path, OpenMode::Locate).is_ok()
+    }
+
+    /// Opens a directory of the workspace to create, rename and remove its
+    /// entries.
+    pub fn open_dir(&self, path: &Path) -> io::Result<Arc<ContainedDir>> {
+        let fd = self.open_beneath(path, OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC)?;
+        Ok(Arc::new(ContainedDir::new(fd, path.to_path_buf())))
+    }
+
+    /// The directory a resolved path is an entry of, open, and the entry's
+    /// name: where a write of that path happens.
+    pub fn parent_dir(&self, path: &Path) -> io::Result<(Arc<ContainedDir>, OsString)> {
+        let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("{} has no parent directory", path.display()),
+            ));
+        };
+        Ok((self.open_dir(parent)?, name.to_owned()))
+    }
+
+    /// Creates `dir` (a resolved path) and its missing parents beneath the
+    /// root; returns the directories it created, outermost first.
+    pub fn create_dir_all(&self, dir: &Path) -> io::Result<Vec<PathBuf>> {
+        let relative = self.inside(dir)?;
+        let mut created = Vec::new();
+        let mut current = self.root.clone();
+        let mut parent = self.open_dir(&self.root)?;
+        for component in relative.components() {
+            let Component::Normal(name) = component else {
+                continue;
+            };
+            current.push(name);
+            if parent.make_dir(name)? {
+                created.push(current.clone());
+            }
+            parent = self.open_dir(&current)?;
+        }
+        Ok(created)
+    }
+
+    /// Removes the empty directory `dir` (a resolved path) beneath the root.
+    pub fn remove_empty_dir(&self, dir: &Path) -> io::Result<()> {
+        let (parent, name) = self.parent_dir(dir)?;
+        parent.remove_empty_dir(&name)
+    }
+
+    /// Removes the file `path` (a resolved path) beneath the root.
+    pub fn remove_file(&self, path: &Path) -> io::Result<()> {
+        let (parent, name) = self.parent_dir(path)?;
+        parent.remove_entry(&name)
     }
 
     pub fn path(&self) -> &Path {
