@@ -373,3 +373,79 @@ async fn the_real_copilot_cli_starts_and_reports_signed_out() {
     assert_eq!(report.status, RunStatus::Failed);
     assert!(report.error.unwrap().contains("signed out"));
 }
+
+/// Runs this test binary again with secrets in its environment (setting
+/// variables in-process is unsafe with threads) and lets the child check
+/// which variables the Copilot CLI it starts can see.
+#[test]
+fn the_cli_gets_the_launcher_environment_and_no_secret_of_ours() {
+    let exe = std::env::current_exe().unwrap();
+    let output = std::process::Command::new(exe)
+        .args([
+            "--ignored",
+            "--exact",
+            "copilot_runner::cli_environment_seen_from_inside",
+            "--test-threads=1",
+        ])
+        .env(
+            "COPILOT_BRIDGE_TOKEN",
+            "cb_0123456789abcdef0123456789abcdef",
+        )
+        .env("OPENAI_API_KEY", "sk-not-a-real-key")
+        .env("GITHUB_TOKEN", format!("ghp_{}", "c".repeat(36)))
+        .env("TAP_PROVIDER_TOKEN", "tap-secret")
+        .env("XDG_CONFIG_HOME", "/tmp/xdg-config")
+        .env("BRIDGE_TEST_VISIBLE", "1")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success() && stdout.contains("1 passed"),
+        "child failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+#[tokio::test]
+#[ignore = "run by the_cli_gets_the_launcher_environment_and_no_secret_of_ours"]
+async fn cli_environment_seen_from_inside() {
+    assert!(
+        std::env::var_os("BRIDGE_TEST_VISIBLE").is_some(),
+        "run through the_cli_gets_the_launcher_environment_and_no_secret_of_ours"
+    );
+    let fixture = fixture();
+    let config = CopilotCliConfig {
+        github_token: Some("gho_explicitly_given".to_owned()),
+        ..config(&fixture, "task")
+    };
+    let report = run_copilot(&fixture.session, &request("read README.md"), &config).await;
+    assert_eq!(report.status, RunStatus::Completed, "{report:?}");
+    let environment = received(&fixture, "_environment");
+    let names: Vec<&str> = environment[0]["params"]["names"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    for expected in [
+        "PATH",
+        "XDG_CONFIG_HOME",
+        "COPILOT_SDK_AUTH_TOKEN",
+        "FAKE_COPILOT_SCRIPT",
+    ] {
+        assert!(names.contains(&expected), "{expected} missing: {names:?}");
+    }
+    for secret in [
+        "COPILOT_BRIDGE_TOKEN",
+        "OPENAI_API_KEY",
+        "GITHUB_TOKEN",
+        "TAP_PROVIDER_TOKEN",
+        "BRIDGE_TEST_VISIBLE",
+        "CARGO_MANIFEST_DIR",
+    ] {
+        assert!(
+            !names.contains(&secret),
+            "{secret} reached the CLI: {names:?}"
+        );
+    }
+}

@@ -24,7 +24,7 @@ use bridge_protocol::ToolEffect;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-pub use env::{git_hardening_env, is_secret_env_name, scrub_env, scrubbed_env};
+pub use env::git_hardening_env;
 pub use process::ProcessOutcome;
 pub(crate) use process::run_process;
 

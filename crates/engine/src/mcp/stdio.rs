@@ -8,17 +8,17 @@
 //! task owns stdout, so `receive` is a channel read and safe to cancel.
 
 use std::collections::VecDeque;
-use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bridge_config::McpServerConfig;
 use bridge_config::mcp::expand_env_references;
+use bridge_launch::{ChildEnv, Launch, Signal, Stderr, describe_exit};
 use rmcp::RoleClient;
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWriteExt, BufReader};
-use tokio::process::{Child, ChildStdin};
+use tokio::process::ChildStdin;
 use tokio::sync::mpsc;
 
 use crate::session::lock;
@@ -29,27 +29,6 @@ const MAX_MESSAGE_BYTES: usize = 16 * 1024 * 1024;
 const MAX_STDERR_LINE: usize = 2000;
 /// Stderr lines kept for error messages.
 const STDERR_KEEP: usize = 5;
-/// Variables a server inherits from the bridge; everything else must be in
-/// its `env` table (the bridge's own tokens never leak to servers).
-const INHERITED_ENV: &[&str] = &[
-    "PATH",
-    "HOME",
-    "USER",
-    "LOGNAME",
-    "SHELL",
-    "TMPDIR",
-    "TMP",
-    "TEMP",
-    "LANG",
-    "LC_ALL",
-    "LC_CTYPE",
-    "TERM",
-    "TZ",
-    "SYSTEMROOT",
-    "APPDATA",
-    "LOCALAPPDATA",
-    "USERPROFILE",
-];
 
 /// What the reader tasks learned about why a connection ended, and the
 /// newest stderr lines.
@@ -74,74 +53,26 @@ impl Diagnostics {
     }
 }
 
-/// The child process; killed with its whole process group when dropped.
+/// The child process (bridge-launch's: killed with its whole process group
+/// when dropped).
 pub(crate) struct ChildGuard {
-    child: tokio::sync::Mutex<Child>,
-    pid: Option<u32>,
+    child: tokio::sync::Mutex<bridge_launch::Child>,
 }
 
 impl ChildGuard {
-    /// Ends the server: close stdin was done by the transport; wait `grace`
+    /// Ends the server: stdin was closed by the transport; wait `grace`
     /// for it to exit, then SIGTERM the group, then SIGKILL. Returns how it
     /// ended, for error messages.
     pub(crate) async fn terminate(&self, grace: Duration) -> String {
         let mut child = self.child.lock().await;
         if let Ok(Ok(status)) = tokio::time::timeout(grace, child.wait()).await {
-            self.kill_group(false);
+            child.signal_group(Signal::Kill);
             return describe_exit(status);
         }
-        self.kill_group(true);
-        let soft = grace.min(Duration::from_secs(1));
-        if let Ok(Ok(status)) = tokio::time::timeout(soft, child.wait()).await {
-            self.kill_group(false);
-            return describe_exit(status);
+        match child.terminate(grace.min(Duration::from_secs(1))).await {
+            Some(status) => describe_exit(status),
+            None => "did not exit after SIGKILL".to_owned(),
         }
-        self.kill_group(false);
-        let _ = child.start_kill();
-        match tokio::time::timeout(Duration::from_secs(5), child.wait()).await {
-            Ok(Ok(status)) => describe_exit(status),
-            _ => "did not exit after SIGKILL".to_owned(),
-        }
-    }
-
-    /// Signals the process group (grandchildren included). `term` sends
-    /// SIGTERM, else SIGKILL; errors mean the group is already gone.
-    fn kill_group(&self, term: bool) {
-        #[cfg(unix)]
-        if let Some(pid) = self.pid.and_then(|pid| i32::try_from(pid).ok())
-            && let Some(pid) = rustix::process::Pid::from_raw(pid)
-        {
-            let signal = if term {
-                rustix::process::Signal::TERM
-            } else {
-                rustix::process::Signal::KILL
-            };
-            let _ = rustix::process::kill_process_group(pid, signal);
-        }
-        #[cfg(not(unix))]
-        let _ = term;
-    }
-}
-
-impl Drop for ChildGuard {
-    fn drop(&mut self) {
-        // The child itself has kill_on_drop (tokio reaps it); its group may
-        // hold grandchildren that would outlive us.
-        self.kill_group(false);
-    }
-}
-
-fn describe_exit(status: std::process::ExitStatus) -> String {
-    #[cfg(unix)]
-    {
-        use std::os::unix::process::ExitStatusExt;
-        if let Some(signal) = status.signal() {
-            return format!("was killed by signal {signal}");
-        }
-    }
-    match status.code() {
-        Some(code) => format!("exited with status {code}"),
-        None => "exited".to_owned(),
     }
 }
 
@@ -171,45 +102,39 @@ pub(crate) fn spawn(
         .command
         .as_deref()
         .ok_or_else(|| fatal("no command configured".to_owned()))?;
-    let mut command = tokio::process::Command::new(program);
-    command
-        .args(&config.args)
-        .env_clear()
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true);
-    for name in INHERITED_ENV {
-        if let Some(value) = lookup_env(name) {
-            command.env(name, value);
-        }
-    }
+    // The minimal environment as the configuration sees it, plus the
+    // server's own `env` table (the bridge's tokens never reach a server
+    // that does not name them).
+    let inherited = bridge_launch::env::BASE_NAMES
+        .iter()
+        .filter_map(|name| Some(((*name).into(), lookup_env(name)?.into())))
+        .collect();
+    let mut env = ChildEnv::minimal().inherited_from(inherited);
     for (name, template) in &config.env {
         let value = expand_env_references(template, lookup_env)
             .map_err(|reason| fatal(format!("env {name}: {reason}")))?;
-        command.env(name, value);
+        env = env.set(name, value);
     }
+    let mut launch = Launch::new(program)
+        .args(&config.args)
+        .env(env)
+        .stdin_piped()
+        .stderr(Stderr::Piped);
     if let Some(cwd) = &config.cwd {
-        command.current_dir(cwd);
+        launch = launch.cwd(cwd);
     }
-    #[cfg(unix)]
-    command.process_group(0);
-    let mut child = command.spawn().map_err(|err| SpawnError {
-        message: format!("cannot start {program:?}: {err}"),
-        fatal: matches!(
-            err.kind(),
-            std::io::ErrorKind::NotFound | std::io::ErrorKind::PermissionDenied
-        ),
+    let mut child = launch.spawn().map_err(|err| SpawnError {
+        fatal: err.is_permanent(),
+        message: format!("cannot start {program:?}: {}", err.source),
     })?;
     let (Some(stdin), Some(stdout), Some(stderr)) =
-        (child.stdin.take(), child.stdout.take(), child.stderr.take())
+        (child.take_stdin(), child.take_stdout(), child.take_stderr())
     else {
         return Err(SpawnError {
             message: "the child process has no stdio pipes".to_owned(),
             fatal: false,
         });
     };
-    let pid = child.id();
     let diagnostics = Arc::new(Diagnostics::default());
     tokio::spawn(read_stderr(server.to_owned(), stderr, diagnostics.clone()));
     let (messages, receiver) = mpsc::channel(64);
@@ -221,7 +146,6 @@ pub(crate) fn spawn(
         },
         child: Arc::new(ChildGuard {
             child: tokio::sync::Mutex::new(child),
-            pid,
         }),
         diagnostics,
     })

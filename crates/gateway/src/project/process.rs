@@ -1,40 +1,22 @@
-//! One spawned provider, supervised: started in its own process group with a
-//! minimal environment, its output forwarded line by line (redacted) to the
-//! daemon log, restarted a bounded number of times if it crashes, and taken
-//! down with its whole group (SIGTERM, SIGKILL after a grace) when asked.
+//! One spawned provider, supervised: started through the one launcher
+//! (bridge-launch: its own process group, the minimal environment plus its
+//! configured `env` and its `TAP_*` variables), its output forwarded line by
+//! line (redacted) to the daemon log, restarted a bounded number of times if
+//! it crashes, and taken down with its whole group (SIGTERM, SIGKILL after a
+//! grace) when asked.
 
-use std::ffi::OsString;
-use std::process::{ExitStatus, Stdio};
+use std::process::ExitStatus;
 use std::sync::Weak;
 use std::time::{Duration, Instant};
 
 use bridge_engine::Session;
+use bridge_launch::{ChildEnv, Signal, Stderr, describe_exit};
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, BufReader};
-use tokio::process::{Child, Command};
 use tokio_util::sync::CancellationToken;
 
 use super::config::Launch;
 use crate::auth;
 use crate::state::GatewayInner;
-
-/// Variables a provider inherits from the daemon (when they hold nothing
-/// that looks like a secret): enough to find programs, a home, a locale
-/// and a temp dir, nothing that carries credentials.
-const INHERITED_ENV: &[&str] = &[
-    "PATH",
-    "HOME",
-    "USER",
-    "LOGNAME",
-    "SHELL",
-    "LANG",
-    "LANGUAGE",
-    "LC_ALL",
-    "LC_CTYPE",
-    "LC_MESSAGES",
-    "TERM",
-    "TZ",
-    "TMPDIR",
-];
 
 /// A provider that ran this long before crashing earns a fresh restart
 /// budget: it is not crash-looping.
@@ -88,9 +70,9 @@ impl Supervisor {
                 }
             };
             // Whatever the provider left behind in its group goes with it.
-            running.group.signal(Signal::Kill);
+            running.child.signal_group(Signal::Kill);
             let described = match &status {
-                Ok(status) => describe(*status),
+                Ok(status) => describe_exit(*status),
                 Err(err) => format!("could not be waited for ({err})"),
             };
             if status.as_ref().is_ok_and(ExitStatus::success) {
@@ -143,38 +125,37 @@ impl Supervisor {
             }
         };
         drop(gw);
-        let mut command = Command::new(&self.launch.program);
-        command
+        let env = ChildEnv::minimal()
+            .set_all(
+                self.launch
+                    .env
+                    .iter()
+                    .map(|(k, v)| (k.as_str(), v.as_str())),
+            )
+            .set("TAP_PROVIDER_TOKEN", token)
+            .set("TAP_GATEWAY_URL", url)
+            .set("TAP_SESSION_ID", &self.session_id);
+        let launched = bridge_launch::Launch::new(&self.launch.program)
             .args(&self.launch.args)
-            .current_dir(&self.launch.cwd)
-            .env_clear()
-            .envs(inherited_env())
-            .envs(&self.launch.env)
-            .env("TAP_PROVIDER_TOKEN", token)
-            .env("TAP_GATEWAY_URL", url)
-            .env("TAP_SESSION_ID", &self.session_id)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            // Backstop should this task be dropped (runtime shutdown).
-            .kill_on_drop(true);
-        #[cfg(unix)]
-        command.process_group(0);
-        let mut child = match command.spawn() {
+            .cwd(&self.launch.cwd)
+            .env(env)
+            .stderr(Stderr::Piped)
+            .spawn();
+        let mut child = match launched {
             Ok(child) => child,
             Err(err) => {
                 self.warn(&format!(
-                    "※ project provider '{name}' could not be started ({} in {}): {err}",
+                    "※ project provider '{name}' could not be started ({} in {}): {}",
                     self.launch.program.display(),
-                    self.launch.cwd.display()
+                    self.launch.cwd.display(),
+                    err.source
                 ));
                 return None;
             }
         };
-        let group = ProcessGroup::of(child.id());
         let readers = [
-            child.stdout.take().map(|out| self.forward(out, "stdout")),
-            child.stderr.take().map(|err| self.forward(err, "stderr")),
+            child.take_stdout().map(|out| self.forward(out, "stdout")),
+            child.take_stderr().map(|err| self.forward(err, "stderr")),
         ];
         self.log(&format!(
             "※ project provider '{name}' started (pid {})",
@@ -184,7 +165,6 @@ impl Supervisor {
         ));
         Some(Running {
             child,
-            group,
             readers: readers.into_iter().flatten().collect(),
         })
     }
@@ -238,10 +218,9 @@ impl Supervisor {
     }
 }
 
-/// One run of the provider process.
+/// One run of the provider process; dropping it kills the group.
 struct Running {
-    child: Child,
-    group: ProcessGroup,
+    child: bridge_launch::Child,
     readers: Vec<tokio::task::JoinHandle<()>>,
 }
 
@@ -249,16 +228,7 @@ impl Running {
     /// SIGTERM to the group, SIGKILL after `grace`; returns once the
     /// provider itself is reaped.
     async fn terminate(&mut self, grace: Duration) {
-        self.group.signal(Signal::Term);
-        if tokio::time::timeout(grace, self.child.wait())
-            .await
-            .is_err()
-        {
-            self.group.signal(Signal::Kill);
-            let _ = self.child.start_kill();
-            let _ = self.child.wait().await;
-        }
-        self.group.signal(Signal::Kill);
+        self.child.terminate(grace).await;
     }
 }
 
@@ -281,75 +251,6 @@ impl Drop for Running {
             });
         }
     }
-}
-
-/// The provider's process group (led by the provider, which was spawned
-/// with `process_group(0)`). Killed on drop, so no path leaves it running.
-struct ProcessGroup {
-    leader: Option<u32>,
-}
-
-#[derive(Debug, Clone, Copy)]
-enum Signal {
-    Term,
-    Kill,
-}
-
-impl ProcessGroup {
-    fn of(leader: Option<u32>) -> Self {
-        Self { leader }
-    }
-
-    fn signal(&self, signal: Signal) {
-        let Some(leader) = self.leader else { return };
-        #[cfg(unix)]
-        if let Some(pid) = i32::try_from(leader)
-            .ok()
-            .and_then(rustix::process::Pid::from_raw)
-        {
-            let signal = match signal {
-                Signal::Term => rustix::process::Signal::TERM,
-                Signal::Kill => rustix::process::Signal::KILL,
-            };
-            // ESRCH (the group is already empty) is the usual outcome.
-            let _ = rustix::process::kill_process_group(pid, signal);
-        }
-        #[cfg(not(unix))]
-        let _ = (leader, signal);
-    }
-}
-
-impl Drop for ProcessGroup {
-    fn drop(&mut self) {
-        self.signal(Signal::Kill);
-    }
-}
-
-/// The inherited part of a provider's environment.
-fn inherited_env() -> Vec<(OsString, OsString)> {
-    INHERITED_ENV
-        .iter()
-        .filter_map(|name| Some((OsString::from(name), std::env::var_os(name)?)))
-        .filter(|(_, value)| {
-            let value = value.to_string_lossy();
-            bridge_policy::redact(&value) == value
-        })
-        .collect()
-}
-
-/// How a run ended, for people.
-fn describe(status: ExitStatus) -> String {
-    if let Some(code) = status.code() {
-        return format!("exited with status {code}");
-    }
-    #[cfg(unix)]
-    {
-        use std::os::unix::process::ExitStatusExt;
-        if let Some(signal) = status.signal() {
-            return format!("was killed by signal {signal}");
-        }
-    }
-    "exited".to_owned()
 }
 
 /// A line of output without its line ending and without control

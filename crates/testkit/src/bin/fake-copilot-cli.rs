@@ -14,7 +14,9 @@
 //! - `old_protocol`: reports protocol version 99.
 //!
 //! Every message received is appended (one JSON per line) to
-//! `FAKE_COPILOT_RECORD` when set, for tests to inspect.
+//! `FAKE_COPILOT_RECORD` when set, for tests to inspect; on `connect` the
+//! names of the variables in its environment are recorded too, as a
+//! message of method `_environment`.
 
 #![allow(clippy::print_stdout)]
 
@@ -44,7 +46,13 @@ fn main() {
         let id = message.get("id").cloned().unwrap_or(Value::Null);
         let params = message.get("params").cloned().unwrap_or(Value::Null);
         match method {
-            "connect" => peer.reply(id, json!({"ok": true, "protocolVersion": protocol, "version": "fake-1.0"})),
+            "connect" => {
+                let names: Vec<String> = std::env::vars_os()
+                    .map(|(name, _)| name.to_string_lossy().into_owned())
+                    .collect();
+                peer.record(&json!({"method": "_environment", "params": {"names": names}}));
+                peer.reply(id, json!({"ok": true, "protocolVersion": protocol, "version": "fake-1.0"}));
+            }
             "ping" => {
                 let text = params.get("message").and_then(Value::as_str).unwrap_or("");
                 peer.reply(id, json!({"message": format!("pong: {text}"), "protocolVersion": protocol}));
@@ -186,6 +194,12 @@ impl Peer {
         let mut body = vec![0; length?];
         self.input.read_exact(&mut body).ok()?;
         let message: Value = serde_json::from_slice(&body).ok()?;
+        self.record(&message);
+        Some(message)
+    }
+
+    /// Appends `message` to the record file, when there is one.
+    fn record(&self, message: &Value) {
         if let Some(path) = &self.record
             && let Ok(mut file) = std::fs::OpenOptions::new()
                 .create(true)
@@ -194,7 +208,6 @@ impl Peer {
         {
             let _ = writeln!(file, "{message}");
         }
-        Some(message)
     }
 
     fn write(&mut self, message: &Value) {

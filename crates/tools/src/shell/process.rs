@@ -1,20 +1,19 @@
-//! Runs one process the way every tool that executes must: scrubbed
-//! environment, no stdin, its own process group (so a timeout takes its
-//! children down too), a timeout, and stdout/stderr read concurrently and
-//! capped.
+//! Runs one process the way every tool that executes must: through the one
+//! launcher (bridge-launch: the scrubbed environment, no stdin, its own
+//! process group, so a timeout takes its children down too), with a
+//! timeout, and stdout/stderr read concurrently and capped.
 
 use std::ffi::OsStr;
 use std::io;
 use std::path::Path;
-use std::process::Stdio;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
+use bridge_launch::{ChildEnv, Launch, Signal, Stderr};
 use serde::Serialize;
 use tokio::io::{AsyncRead, AsyncReadExt};
-use tokio::process::Command;
 
-use super::env::{git_hardening_env, scrubbed_env};
+use super::env::git_hardening_env;
 
 /// How long output is still read after the command ended; a process that
 /// left the process group may hold the pipes open forever.
@@ -50,36 +49,26 @@ pub(crate) async fn run_process<S: AsRef<OsStr>>(
     timeout: Duration,
     output_cap: usize,
 ) -> io::Result<ProcessOutcome> {
-    let mut command = Command::new(program);
-    command
-        .args(args)
-        .current_dir(cwd)
-        .env_clear()
-        .envs(scrubbed_env())
-        .envs(git_hardening_env())
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true);
-    #[cfg(unix)]
-    command.process_group(0);
-
     let started = Instant::now();
-    let mut child = command.spawn()?;
-    let mut group = ProcessGroup::of(child.id());
-    let stdout = Capture::spawn(child.stdout.take(), output_cap);
-    let stderr = Capture::spawn(child.stderr.take(), output_cap);
+    let mut child = Launch::new(program)
+        .args(args)
+        .cwd(cwd)
+        .env(ChildEnv::scrubbed().set_all(git_hardening_env()))
+        .stderr(Stderr::Piped)
+        .spawn()
+        .map_err(|err| err.source)?;
+    let stdout = Capture::spawn(child.take_stdout(), output_cap);
+    let stderr = Capture::spawn(child.take_stderr(), output_cap);
 
     let (status, timed_out) = match tokio::time::timeout(timeout, child.wait()).await {
         Ok(status) => (Some(status?), false),
         Err(_elapsed) => {
-            group.kill();
-            let _ = child.start_kill();
+            child.signal_group(Signal::Kill);
             (child.wait().await.ok(), true)
         }
     };
     // Background children still hold the pipes; they end with the command.
-    group.kill();
+    child.signal_group(Signal::Kill);
     let (stdout, stdout_truncated) = stdout.finish().await;
     let (stderr, stderr_truncated) = stderr.finish().await;
 
@@ -104,40 +93,6 @@ fn signal_of(status: std::process::ExitStatus) -> Option<i32> {
 #[cfg(not(unix))]
 fn signal_of(_status: std::process::ExitStatus) -> Option<i32> {
     None
-}
-
-/// The process group led by the child; killed at the end of the run and,
-/// should the run future be dropped (a cancelled call), on drop.
-struct ProcessGroup {
-    leader: Option<u32>,
-}
-
-impl ProcessGroup {
-    fn of(leader: Option<u32>) -> Self {
-        Self { leader }
-    }
-
-    fn kill(&mut self) {
-        let Some(leader) = self.leader.take() else {
-            return;
-        };
-        #[cfg(unix)]
-        if let Some(pid) = i32::try_from(leader)
-            .ok()
-            .and_then(rustix::process::Pid::from_raw)
-        {
-            // ESRCH (every member already gone) is the usual, fine outcome.
-            let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
-        }
-        #[cfg(not(unix))]
-        let _ = leader;
-    }
-}
-
-impl Drop for ProcessGroup {
-    fn drop(&mut self) {
-        self.kill();
-    }
 }
 
 #[derive(Default)]

@@ -1,26 +1,48 @@
-//! The `copilot` child process in SDK server mode (`--server --stdio`).
+//! The `copilot` child process in SDK server mode (`--server --stdio`),
+//! started through the one launcher (bridge-launch): its own process group,
+//! and the minimal environment plus what the CLI needs to find its
+//! configuration and the network ([`CLI_ENV`], `COPILOT_HOME`), the GitHub
+//! token we give it, and the runner's configured `env`. Our tokens and BYOK
+//! keys never reach it through the environment (the BYOK provider travels
+//! in the session's configuration).
 
-use std::collections::VecDeque;
 use std::path::Path;
-use std::process::Stdio;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tokio::io::{AsyncBufReadExt, BufReader};
-use tokio::process::{Child, Command};
+use bridge_launch::{ChildEnv, Launch, Stderr};
 use tokio::sync::mpsc;
 
 use super::config::{AUTH_TOKEN_ENV, CopilotCliConfig};
 use super::rpc::{Incoming, RpcConnection};
-use crate::session::lock;
 
 /// How many of the CLI's last stderr lines an error message quotes.
 const STDERR_KEEP: usize = 20;
 
-/// A running CLI and our connection to it. Dropping it kills the process.
+/// Variables the CLI inherits beyond the launcher's base (when present and
+/// not secret): where its configuration and caches live, and how to reach
+/// the network (proxies, extra CA certificates).
+const CLI_ENV: &[&str] = &[
+    "XDG_CONFIG_HOME",
+    "XDG_STATE_HOME",
+    "XDG_CACHE_HOME",
+    "XDG_DATA_HOME",
+    "XDG_RUNTIME_DIR",
+    "HTTPS_PROXY",
+    "HTTP_PROXY",
+    "NO_PROXY",
+    "https_proxy",
+    "http_proxy",
+    "no_proxy",
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+    "NODE_EXTRA_CA_CERTS",
+    "COLORTERM",
+];
+
+/// A running CLI and our connection to it. Dropping it kills the process
+/// and its group.
 pub struct CliProcess {
-    child: Child,
-    stderr: Arc<Mutex<VecDeque<String>>>,
+    child: bridge_launch::Child,
     pub rpc: RpcConnection,
     pub incoming: mpsc::UnboundedReceiver<Incoming>,
 }
@@ -33,50 +55,53 @@ pub struct SpawnError(pub String);
 impl CliProcess {
     pub fn spawn(config: &CopilotCliConfig, cwd: &Path) -> Result<Self, SpawnError> {
         let program = config.cli_path.clone().unwrap_or_else(|| "copilot".into());
-        let mut command = Command::new(&program);
-        command.args(["--server", "--stdio", "--no-auto-update"]);
-        for name in &config.env_remove {
-            command.env_remove(name);
+        let mut env = ChildEnv::minimal()
+            .inherit(CLI_ENV.iter().copied())
+            .remove(config.env_remove.iter().cloned());
+        // A path, but under a prefix the policy treats as secret: the CLI
+        // keeps its configuration and sign-in there.
+        if let Some(home) = std::env::var_os("COPILOT_HOME")
+            && !config.env_remove.iter().any(|name| name == "COPILOT_HOME")
+        {
+            env = env.set("COPILOT_HOME", home);
         }
-        command.envs(config.env.iter().map(|(k, v)| (k, v)));
+        let mut args: Vec<&str> = vec!["--server", "--stdio", "--no-auto-update"];
         if let Some(token) = &config.github_token {
-            command.env(AUTH_TOKEN_ENV, token).args([
-                "--auth-token-env",
-                AUTH_TOKEN_ENV,
-                "--no-auto-login",
-            ]);
+            env = env.set(AUTH_TOKEN_ENV, token);
+            args.extend(["--auth-token-env", AUTH_TOKEN_ENV, "--no-auto-login"]);
         }
-        command
+        let env = env.set_all(config.env.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+        let mut child = Launch::new(&program)
+            .args(args)
             .args(&config.extra_args)
-            .current_dir(cwd)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true);
-        let mut child = command.spawn().map_err(|err| {
-            let hint = if err.kind() == std::io::ErrorKind::NotFound {
-                " (install it with `npm install -g @github/copilot`, or set COPILOT_CLI_PATH)"
-            } else {
-                ""
-            };
-            SpawnError(format!(
-                "cannot start the Copilot CLI {}: {err}{hint}",
-                program.display()
-            ))
-        })?;
-        let (Some(stdin), Some(stdout), Some(stderr)) =
-            (child.stdin.take(), child.stdout.take(), child.stderr.take())
-        else {
+            .cwd(cwd)
+            .env(env)
+            .stdin_piped()
+            .stderr(Stderr::Tail {
+                lines: STDERR_KEEP,
+                line_chars: 300,
+            })
+            .spawn()
+            .map_err(|err| {
+                let hint = if err.source.kind() == std::io::ErrorKind::NotFound {
+                    " (install it with `npm install -g @github/copilot`, or set COPILOT_CLI_PATH)"
+                } else {
+                    ""
+                };
+                SpawnError(format!(
+                    "cannot start the Copilot CLI {}: {}{hint}",
+                    program.display(),
+                    err.source
+                ))
+            })?;
+        let (Some(stdin), Some(stdout)) = (child.take_stdin(), child.take_stdout()) else {
             return Err(SpawnError(
                 "the Copilot CLI started without piped stdio".to_owned(),
             ));
         };
-        let tail = Arc::new(Mutex::new(VecDeque::new()));
-        tokio::spawn(keep_stderr_tail(stderr, tail.clone()));
         let (rpc, incoming) = RpcConnection::start(Box::new(stdout), Box::new(stdin));
         Ok(Self {
             child,
-            stderr: tail,
             rpc,
             incoming,
         })
@@ -90,37 +115,20 @@ impl CliProcess {
             Ok(Err(err)) => format!("the Copilot CLI's status is unknown ({err})"),
             Err(_) => "the Copilot CLI is still running".to_owned(),
         };
-        let lines: Vec<String> = lock(&self.stderr).iter().cloned().collect();
-        if lines.is_empty() {
-            status
-        } else {
-            format!("{status}; its last output: {}", lines.join(" | "))
+        match self.child.stderr_tail() {
+            None => status,
+            Some(lines) => format!("{status}; its last output: {lines}"),
         }
     }
 
-    /// Asks the CLI to stop by closing nothing but waiting briefly, then
-    /// kills it: the session is over and nothing of it is kept here.
+    /// Gives the CLI a moment to exit, then ends it and its group: the
+    /// session is over and nothing of it is kept here.
     pub async fn shutdown(mut self) {
         if tokio::time::timeout(Duration::from_millis(200), self.child.wait())
             .await
             .is_err()
         {
-            let _ = self.child.kill().await;
+            self.child.terminate(Duration::from_millis(500)).await;
         }
-    }
-}
-
-async fn keep_stderr_tail(stderr: tokio::process::ChildStderr, tail: Arc<Mutex<VecDeque<String>>>) {
-    let mut lines = BufReader::new(stderr).lines();
-    while let Ok(Some(line)) = lines.next_line().await {
-        let line = bridge_policy::redact(line.trim()).into_owned();
-        if line.is_empty() {
-            continue;
-        }
-        let mut tail = lock(&tail);
-        if tail.len() == STDERR_KEEP {
-            tail.pop_front();
-        }
-        tail.push_back(line.chars().take(300).collect());
     }
 }
