@@ -178,3 +178,26 @@ async fn rmcps_other_refusals_keep_their_status_with_a_json_rpc_error() {
     assert!(message.contains("Session not found"), "{message}");
     daemon.stop().await;
 }
+
+#[tokio::test]
+async fn a_large_valid_request_sent_in_pieces_arrives_whole() {
+    let daemon = TestDaemon::start().await;
+    let request = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "pieces", "version": "1"},
+        "padding": "p".repeat(3 * 1024 * 1024)}})
+    .to_string()
+    .into_bytes();
+    let pieces: Vec<Result<Vec<u8>, std::io::Error>> =
+        request.chunks(64 * 1024).map(|c| Ok(c.to_vec())).collect();
+    let (status, _, body) = post(
+        &daemon,
+        "/mcp/memory",
+        "application/json",
+        reqwest::Body::wrap_stream(futures::stream::iter(pieces)),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains("\"serverInfo\""), "{body}");
+    daemon.stop().await;
+}

@@ -7,14 +7,16 @@
 //! unknown `Mcp-Session-Id`, …) keep their status with a JSON-RPC error
 //! body. Answers rmcp gives in JSON pass untouched.
 
-use axum::body::{Body, Bytes};
+use std::convert::Infallible;
+
+use axum::body::Body;
 use axum::extract::Request;
 use axum::http::{HeaderMap, Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::Response;
 use bridge_protocol::jsonrpc::{INTERNAL_ERROR, INVALID_REQUEST, PARSE_ERROR};
 
-use crate::rpc::body::{json_response, read_bounded};
+use crate::rpc::body::{json_response, read_chunks};
 use crate::rpc::failure;
 
 /// Largest request body: rmcp's own limit, so rmcp never meets a larger one.
@@ -30,12 +32,20 @@ pub(crate) async fn json_rpc_errors(request: Request, next: Next) -> Response {
     let json_body = declares_json(request.headers());
     let (request, sent) = if request.method() == Method::POST {
         let (parts, body) = request.into_parts();
-        let bytes = match read_bounded(&parts.headers, body, MAX_BODY_BYTES).await {
-            Ok(bytes) => bytes,
+        let chunks = match read_chunks(&parts.headers, body, MAX_BODY_BYTES).await {
+            Ok(chunks) => chunks,
             Err(too_large) => return too_large,
         };
-        let request = Request::from_parts(parts, Body::from(bytes.clone()));
-        (request, Some(bytes))
+        // rmcp gets the chunks as they came: a copy of a large body costs
+        // more than the rest of this layer.
+        let body = match chunks.as_slice() {
+            [] => Body::empty(),
+            [whole] => Body::from(whole.clone()),
+            _ => Body::from_stream(futures::stream::iter(
+                chunks.clone().into_iter().map(Ok::<_, Infallible>),
+            )),
+        };
+        (Request::from_parts(parts, body), Some(chunks))
     } else {
         (request, None)
     };
@@ -49,8 +59,8 @@ pub(crate) async fn json_rpc_errors(request: Request, next: Next) -> Response {
     match sent {
         // rmcp checks the content type before reading the body: with a JSON
         // content type, its 415 is about the body.
-        Some(body) if status == StatusCode::UNSUPPORTED_MEDIA_TYPE && json_body => {
-            unreadable(&body, &text)
+        Some(chunks) if status == StatusCode::UNSUPPORTED_MEDIA_TYPE && json_body => {
+            unreadable(&chunks.concat(), &text)
         }
         _ => {
             let code = if status.is_server_error() {
@@ -76,7 +86,7 @@ fn declares_json(headers: &HeaderMap) -> bool {
 
 /// A body rmcp could not read as a message: not JSON at all, or JSON that
 /// is not one JSON-RPC message MCP takes (a batch, a missing `method`, …).
-fn unreadable(body: &Bytes, refusal: &str) -> Response {
+fn unreadable(body: &[u8], refusal: &str) -> Response {
     let answer = match serde_json::from_slice::<serde::de::IgnoredAny>(body) {
         Err(err) => failure(
             None,

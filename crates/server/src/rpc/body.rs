@@ -15,13 +15,28 @@ use super::failure;
 const DRAIN_FACTOR: usize = 4;
 const MAX_DRAIN_TIME: std::time::Duration = std::time::Duration::from_secs(2);
 
-/// The whole body, or (over `limit` bytes, declared or sent, or cut off)
-/// the 413 answer with a JSON-RPC error object.
+/// The whole body in one buffer (copied only when it came in pieces), or
+/// (over `limit` bytes, declared or sent, or cut off) the 413 answer with a
+/// JSON-RPC error object.
 pub(crate) async fn read_bounded(
     headers: &HeaderMap,
     body: Body,
     limit: usize,
 ) -> Result<Bytes, Response> {
+    let chunks = read_chunks(headers, body, limit).await?;
+    Ok(match <[Bytes; 1]>::try_from(chunks) {
+        Ok([whole]) => whole,
+        Err(chunks) => Bytes::from(chunks.concat()),
+    })
+}
+
+/// [`read_bounded`], leaving the body in the chunks it came in: nothing is
+/// copied.
+pub(crate) async fn read_chunks(
+    headers: &HeaderMap,
+    body: Body,
+    limit: usize,
+) -> Result<Vec<Bytes>, Response> {
     let declared = headers
         .get(header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
@@ -30,18 +45,21 @@ pub(crate) async fn read_bounded(
     if declared.is_some_and(|len| len > limit as u64) {
         return Err(too_large(body, limit).await);
     }
-    let capacity = declared.map_or(0, |len| usize::try_from(len).unwrap_or(limit));
-    let mut bytes = Vec::with_capacity(capacity);
+    let mut chunks = Vec::new();
+    let mut total = 0usize;
     while let Some(chunk) = body.next().await {
         let Ok(chunk) = chunk else {
             return Err(too_large(body, limit).await);
         };
-        if bytes.len() + chunk.len() > limit {
+        total += chunk.len();
+        if total > limit {
             return Err(too_large(body, limit).await);
         }
-        bytes.extend_from_slice(&chunk);
+        if !chunk.is_empty() {
+            chunks.push(chunk);
+        }
     }
-    Ok(Bytes::from(bytes))
+    Ok(chunks)
 }
 
 /// The 413 answer, after reading (and dropping) a bounded amount of what
