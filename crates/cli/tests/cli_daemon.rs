@@ -206,13 +206,23 @@ async fn after_a_restart_providers_reauthenticate_with_the_new_token() {
     let error = stale.expect("error").await.unwrap();
     assert_eq!(error["code"], "AUTH_FAILED", "{error}");
 
-    // A fresh registration with the new token, even quoting the old
-    // reconnectToken, starts clean.
+    // Following the reconnect flow (the old reconnectToken, nothing
+    // declared) restores nothing, and says so instead of registering a
+    // provider without tools.
     let mut provider = ProviderClient::connect(&second.ws_url()).await.unwrap();
     provider
         .authenticate(&second.provider_token())
         .await
         .unwrap();
+    provider
+        .send(json!({"type": "hello", "name": "greeter", "protocolVersion": 2, "reconnectToken": reconnect}))
+        .await
+        .unwrap();
+    let error = provider.expect("error").await.unwrap();
+    assert_eq!(error["code"], "RECONNECT_EXPIRED", "{error}");
+
+    // A fresh registration on the same connection, even quoting the old
+    // reconnectToken, starts clean.
     let ack = provider
         .hello(
             "greeter",

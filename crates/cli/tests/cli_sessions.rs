@@ -1,12 +1,14 @@
 //! `copilot-bridge sessions list|show|rm|resume` on real session files.
 
 use std::path::PathBuf;
+use std::process::Stdio;
 
 use bridge_engine::log::{replay, session_file};
 use bridge_testkit::{MockLlm, MockReply, TempWorkspace};
 use predicates::str::contains;
 use serde_json::{Value, json};
 
+use crate::cli_serve::{ChildGuard, command, wait_until};
 use crate::support::{Bridge, stdout_json};
 
 fn line(seq: u64, kind: &str, data: Value) -> String {
@@ -150,6 +152,57 @@ fn list_shows_status_events_and_first_prompt() {
         done_row.contains("idle") && done_row.contains("fix the failing test"),
         "{table}"
     );
+}
+
+/// The mock serves on the runtime's workers while this thread waits.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_killed_right_after_its_start_is_listed_interrupted() {
+    let mock = MockLlm::start(vec![MockReply::text("never asked")]).await;
+    let bridge = Bridge::new();
+    let workspace = TempWorkspace::new();
+    // An MCP server that never answers its handshake holds the run between
+    // `session.start` and its first prompt; it exits once its stdin closes
+    // (when the run dies).
+    std::fs::write(
+        bridge.state.path().join("config.toml"),
+        "[mcp.servers.stuck]\ncommand = \"sh\"\nargs = [\"-c\", \"cat > /dev/null\"]\n",
+    )
+    .unwrap();
+    let mut run = command(bridge.state.path());
+    run.env("COPILOT_BRIDGE_NO_GH", "1")
+        .env("OLLAMA_HOST", "http://127.0.0.1:9")
+        .env("COPILOT_BYOK_PROVIDER", "openai")
+        .env("COPILOT_BYOK_BASE_URL", format!("{}/v1", mock.base_url()))
+        .env("COPILOT_BYOK_API_KEY", "x")
+        .env("COPILOT_BYOK_MODEL", "m")
+        .args(["run", "a task that never starts", "--cwd"])
+        .arg(workspace.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    let mut run = ChildGuard(run.spawn().unwrap());
+    let dir = sessions_dir(&bridge);
+    let started = || {
+        let logs = std::fs::read_dir(&dir).into_iter().flatten().flatten();
+        logs.filter_map(|entry| std::fs::read_to_string(entry.path()).ok())
+            .any(|text| text.contains("\"session.start\""))
+    };
+    wait_until("the run logs session.start", started);
+    run.kill().unwrap();
+    run.wait().unwrap();
+
+    let output = bridge
+        .cmd()
+        .args(["sessions", "list", "--json"])
+        .output()
+        .unwrap();
+    assert!(output.status.success());
+    let list = stdout_json(&output);
+    assert_eq!(list.as_array().unwrap().len(), 1, "{list}");
+    assert_eq!(list[0]["events"], 1, "killed before its prompt: {list}");
+    assert_eq!(list[0]["status"], "interrupted", "{list}");
+    let chats = mock.requests().into_iter();
+    let mut chats = chats.filter(|r| r.path == "/v1/chat/completions");
+    assert!(chats.next().is_none(), "the model was never asked");
 }
 
 #[test]

@@ -43,11 +43,20 @@ pub fn random_hex(bytes: usize) -> String {
     out
 }
 
-/// A 6-digit pairing code, uniformly drawn.
-pub fn pairing_code() -> String {
+/// A 6-digit pairing code, uniformly drawn from the OS random source. Fails
+/// rather than hand out a code that source did not make (all zero bytes
+/// would be "000000").
+pub fn pairing_code() -> Result<String, getrandom::Error> {
+    pairing_code_from(getrandom::fill)
+}
+
+/// [`pairing_code`] with `fill` as the random source.
+pub fn pairing_code_from(
+    fill: impl FnOnce(&mut [u8]) -> Result<(), getrandom::Error>,
+) -> Result<String, getrandom::Error> {
     let mut buffer = [0u8; 8];
-    let _ = getrandom::fill(&mut buffer);
-    format!("{:06}", u64::from_le_bytes(buffer) % 1_000_000)
+    fill(&mut buffer)?;
+    Ok(format!("{:06}", u64::from_le_bytes(buffer) % 1_000_000))
 }
 
 /// Compares secrets in time independent of where they differ.
@@ -72,7 +81,30 @@ mod tests {
         let t = token("ptk");
         assert_eq!(t.len(), 4 + 32);
         assert_ne!(t, token("ptk"));
-        assert_eq!(pairing_code().len(), 6);
         assert!(constant_time_eq("abc", "abc") && !constant_time_eq("abc", "abd"));
+    }
+
+    #[test]
+    fn pairing_codes_are_six_digits_and_vary() {
+        let codes: std::collections::HashSet<String> =
+            (0..8).map(|_| pairing_code().unwrap()).collect();
+        assert!(
+            codes
+                .iter()
+                .all(|c| c.len() == 6 && c.bytes().all(|b| b.is_ascii_digit()))
+        );
+        assert!(codes.len() > 1, "{codes:?}");
+    }
+
+    #[test]
+    fn a_failing_random_source_hands_out_no_pairing_code() {
+        let failed = pairing_code_from(|_| Err(getrandom::Error::UNEXPECTED));
+        assert_eq!(failed, Err(getrandom::Error::UNEXPECTED));
+        // The source's bytes are used, not what the buffer held before.
+        let all_ones = pairing_code_from(|buffer| {
+            buffer.fill(0xff);
+            Ok(())
+        });
+        assert_eq!(all_ones.unwrap(), format!("{:06}", u64::MAX % 1_000_000));
     }
 }

@@ -102,7 +102,18 @@ fn begin_pairing(conn: &mut Connection, auth: &Auth) -> Flow {
             "auth",
         );
     };
-    let code = ids::pairing_code();
+    let code = match ids::pairing_code() {
+        Ok(code) => code,
+        Err(err) => {
+            // Fail closed: a code the OS did not draw could be guessed.
+            tracing::error!(error = %err, peer = %conn.peer, "no pairing code issued: the OS random source failed");
+            return conn.reject(
+                ErrorCode::AuthFailed,
+                "the gateway cannot draw a pairing code (its random source failed); no code was issued, try again later",
+                "auth",
+            );
+        }
+    };
     let who = match &auth.name {
         Some(name) => format!("Provider '{}' ({})", clean(name), conn.peer),
         None => format!("A provider ({})", conn.peer),

@@ -164,11 +164,28 @@ fn register(
         trust,
         previous.as_ref(),
     )?;
+    if claim.restored.is_none() && hello.reconnect_token.is_some() && !declares_state(&hello) {
+        // Registering it with nothing would look like a successful
+        // reconnect to a provider that then never sees a call.
+        identity::release(gw, &identity, claim);
+        return Err(reconnect_expired(gw.settings.reconnect_token_ttl));
+    }
     let bound = bind_claimed(conn, trust, &hello, &claim, requested, persist_dir);
     if bound.is_err() {
         identity::release(gw, &identity, claim);
     }
     bound
+}
+
+/// The answer to a `hello` that relies on a reconnect token the gateway
+/// does not know (docs/providers.md, "Reconnecting").
+fn reconnect_expired(ttl: Duration) -> ErrorMessage {
+    ErrorMessage::new(
+        ErrorCode::ReconnectExpired,
+        format!(
+            "the reconnectToken is unknown or expired (it lives {ttl:?} after a disconnect and never across a gateway restart), so there is nothing to restore and nothing was registered; send hello again with your tools, hooks and context"
+        ),
+    )
 }
 
 fn bind_claimed(

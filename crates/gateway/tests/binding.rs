@@ -326,7 +326,13 @@ async fn a_reconnect_token_takes_over_a_live_connection_and_restores_the_binding
     assert_eq!(call.await.unwrap().result.unwrap(), json!("new"));
 }
 
-async fn reconnect_after_drop(ttl: Duration, wait: Duration) -> (Value, Value, TestGateway) {
+/// A provider with `l_tool` crashes; `wait` later a new connection sends
+/// `hello` with only its `reconnectToken`. The old ack, the new connection
+/// and the gateway's answer to that `hello`.
+async fn reconnect_after_drop(
+    ttl: Duration,
+    wait: Duration,
+) -> (Value, ProviderClient, Value, TestGateway) {
     let settings = bridge_gateway::GatewaySettings {
         reconnect_token_ttl: ttl,
         ..fast_settings()
@@ -349,26 +355,86 @@ async fn reconnect_after_drop(ttl: Duration, wait: Duration) -> (Value, Value, T
     new.authenticate(&gw.project_token("default"))
         .await
         .unwrap();
-    let restored = new
-        .hello("lazarus", json!({"reconnectToken": ack["reconnectToken"]}))
+    new.send(json!({"type": "hello", "name": "lazarus", "protocolVersion": 2, "reconnectToken": ack["reconnectToken"]}))
         .await
         .unwrap();
+    let answer = new.recv().await.unwrap();
     // Nothing is replayed to the new connection.
     new.expect_silence(Duration::from_millis(50)).await.unwrap();
-    (ack, restored, gw)
+    (ack, new, answer, gw)
 }
 
 #[tokio::test]
 async fn a_reconnect_within_the_ttl_restores_identity_and_tools() {
-    let (ack, restored, gw) = reconnect_after_drop(Duration::from_secs(5), Duration::ZERO).await;
+    let (ack, _new, restored, gw) =
+        reconnect_after_drop(Duration::from_secs(5), Duration::ZERO).await;
+    assert_eq!(restored["type"], "hello.ack", "{restored}");
     assert_eq!(restored["providerId"], ack["providerId"]);
     assert!(gw.session("default").tool("l_tool").is_some());
 }
 
 #[tokio::test]
-async fn a_reconnect_after_the_ttl_is_a_fresh_registration() {
-    let (ack, restored, gw) =
+async fn a_reconnect_after_the_ttl_is_refused_and_a_fresh_hello_registers() {
+    let (ack, mut new, answer, gw) =
         reconnect_after_drop(Duration::from_millis(100), Duration::from_millis(150)).await;
-    assert_ne!(restored["providerId"], ack["providerId"]);
-    assert!(gw.session("default").tool("l_tool").is_none());
+    // Not a registration with no tools that looks like a reconnect.
+    assert_error(&answer, "RECONNECT_EXPIRED", "hello");
+    assert!(
+        answer["message"]
+            .as_str()
+            .unwrap()
+            .contains("send hello again"),
+        "{answer}"
+    );
+    assert!(
+        gw.gateway.status().providers.is_empty(),
+        "nothing registered"
+    );
+    // The connection stays open, unbound: a hello with the tools registers.
+    let fresh = new
+        .hello("lazarus", json!({"tools": [tool("l_tool")]}))
+        .await
+        .unwrap();
+    assert_ne!(fresh["providerId"], ack["providerId"]);
+    let call = gw.call("default", "l_tool", json!({}));
+    serve_one(&mut new, json!("back")).await;
+    assert_eq!(call.await.unwrap().result.unwrap(), json!("back"));
+}
+
+#[tokio::test]
+async fn an_unknown_reconnect_token_restores_nothing_and_says_so() {
+    let gw = TestGateway::start().await;
+    let mut client = ProviderClient::connect(&gw.url).await.unwrap();
+    client
+        .authenticate(&gw.project_token("default"))
+        .await
+        .unwrap();
+    let error = rejected(
+        &mut client,
+        json!({"type": "hello", "name": "stranger", "protocolVersion": 2, "session": "default", "reconnectToken": "tok-never-issued"}),
+    )
+    .await;
+    assert_error(&error, "RECONNECT_EXPIRED", "hello");
+    // The identity was not kept reserved by the refused hello...
+    let ack = client
+        .hello("stranger", json!({"tools": [tool("s_tool")]}))
+        .await
+        .unwrap();
+    assert_eq!(ack["sessions"], json!(["default"]));
+    // ...and a hello that declares its state with an unknown token (the
+    // spec's browser provider does so) is a fresh registration.
+    let mut other = ProviderClient::connect(&gw.url).await.unwrap();
+    other
+        .authenticate(&gw.project_token("default"))
+        .await
+        .unwrap();
+    other
+        .hello(
+            "other",
+            json!({"tools": [tool("o_tool")], "reconnectToken": "tok-never-issued"}),
+        )
+        .await
+        .unwrap();
+    assert!(gw.session("default").tool("o_tool").is_some());
+    assert!(gw.session("default").tool("s_tool").is_some());
 }

@@ -327,11 +327,17 @@ impl Daemon {
         let app = crate::app::router(ctx.clone(), rpc::methods::builtin());
         let graceful = shutdown.clone();
         let mut server = tokio::spawn(crate::http::serve(listener, app, limits, graceful));
+        // Biased: the server loop returns as soon as `shutdown` is
+        // cancelled, so both branches are often ready at once, and only the
+        // first is a normal stop.
         tokio::select! {
+            biased;
             () = shutdown.cancelled() => {}
             finished = &mut server => {
-                // The server loop only returns after `shutdown`; this is a panic.
-                tracing::error!(outcome = ?finished.map_err(|e| e.to_string()), "the server stopped unexpectedly");
+                match finished {
+                    Err(err) => tracing::error!(error = %err, "the HTTP server task failed; stopping"),
+                    Ok(()) => tracing::error!("the HTTP server stopped before a shutdown was asked for; stopping"),
+                }
                 shutdown.cancel();
             }
         }

@@ -1,5 +1,8 @@
 //! Our MCP servers over streamable HTTP: `/mcp/code`, `/mcp/memory` and
-//! `/mcp/session`, behind the daemon's bearer token.
+//! `/mcp/session`, behind the daemon's bearer token, with bad input
+//! answered as JSON-RPC errors ([`errors`]).
+
+mod errors;
 
 use axum::Router;
 use axum::extract::{Request, State};
@@ -11,11 +14,13 @@ use crate::app::ServerContext;
 /// The MCP routes, behind the token check.
 pub(crate) fn routes(ctx: ServerContext) -> Router {
     // Each server adds its `.nest_service(path, service)` line here; the
-    // token check must follow them (axum refuses a route layer on no routes).
+    // layers must follow them (axum refuses a route layer on no routes).
+    // The last layer runs first: no body is read before the token passed.
     Router::new()
         .nest_service("/mcp/code", crate::mcp_code::service(ctx.clone()))
         .nest_service("/mcp/session", session_service(ctx.clone()))
         .nest_service("/mcp/memory", memory_service())
+        .route_layer(middleware::from_fn(errors::json_rpc_errors))
         .route_layer(middleware::from_fn_with_state(ctx, require_token))
 }
 

@@ -30,8 +30,9 @@ pub enum SessionStatus {
     Active,
     /// The last run ended (its last event closes a turn or a run).
     Idle,
-    /// The log ends mid-turn or with a torn line (the process stopped while
-    /// working), or the last run was cancelled.
+    /// The log ends mid-turn, before the run's first event (right after
+    /// `session.start` or `session.resume`) or with a torn line (the process
+    /// stopped while working), or the last run was cancelled.
     Interrupted,
     /// The last event is a `session.error`, or the last run failed or
     /// timed out.
@@ -238,7 +239,12 @@ fn status_after(last: &LoggedEvent, torn: bool) -> SessionStatus {
             Some("cancelled") => SessionStatus::Interrupted,
             _ => SessionStatus::Idle,
         },
-        types::USER_MESSAGE
+        // Every run ends with an event of its own (`session.idle`,
+        // `session.error`, or the Copilot runner's usage): a log that stops
+        // at its (re)start was killed before its run began.
+        types::SESSION_START
+        | types::SESSION_RESUME
+        | types::USER_MESSAGE
         | types::ASSISTANT_TURN_START
         | types::TOOL_EXECUTION_START
         | types::TOOL_EXECUTION_PARTIAL_RESULT

@@ -167,3 +167,27 @@ async fn list_reads_the_tail_past_a_huge_last_line() {
     assert_eq!(summary.status, SessionStatus::Interrupted);
     assert_eq!(summary.first_prompt.as_deref(), Some("read it"));
 }
+
+#[tokio::test]
+async fn a_log_that_stops_at_its_start_or_resume_is_interrupted() {
+    let (_temp, dir) = sessions_dir();
+    // Killed between `session.start` and the run's first event.
+    let log = EventLog::create(&dir, "started", Value::Null)
+        .await
+        .unwrap();
+    log.close().await.unwrap();
+    // A finished run, resumed, killed before the new run began.
+    let log = EventLog::create(&dir, "resumed", Value::Null)
+        .await
+        .unwrap();
+    log.append(types::USER_MESSAGE, types::user_message("go"), None);
+    log.append(types::SESSION_IDLE, json!({"status": "completed"}), None);
+    log.close().await.unwrap();
+    let (log, _) = EventLog::resume(&dir, "resumed").await.unwrap();
+    log.close().await.unwrap();
+
+    let sessions = list(&dir).unwrap();
+    let status = |id: &str| sessions.iter().find(|s| s.id == id).unwrap().status;
+    assert_eq!(status("started"), SessionStatus::Interrupted);
+    assert_eq!(status("resumed"), SessionStatus::Interrupted);
+}

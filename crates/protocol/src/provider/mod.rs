@@ -34,6 +34,12 @@ pub enum ErrorCode {
     PayloadTooLarge,
     UnsupportedVersion,
     Unauthorized,
+    /// Ours, not in the spec's list: a `hello` that declares nothing and
+    /// leaves it to its `reconnectToken` to restore the registration, with
+    /// a token the gateway does not know (expired, or from before a
+    /// restart). Nothing is registered; the provider sends `hello` again
+    /// with its tools.
+    ReconnectExpired,
 }
 
 impl ErrorCode {
@@ -54,6 +60,7 @@ impl ErrorCode {
             Self::PayloadTooLarge => "PAYLOAD_TOO_LARGE",
             Self::UnsupportedVersion => "UNSUPPORTED_VERSION",
             Self::Unauthorized => "UNAUTHORIZED",
+            Self::ReconnectExpired => "RECONNECT_EXPIRED",
         }
     }
 }

@@ -154,4 +154,9 @@ fn gateway_messages_serialize_to_the_specs_shapes() {
     );
     assert!(ErrorCode::AuthFailed.is_fatal() && ErrorCode::UnsupportedVersion.is_fatal());
     assert!(!ErrorCode::RateLimited.is_fatal());
+    assert!(!ErrorCode::ReconnectExpired.is_fatal());
+    assert_eq!(
+        serde_json::to_value(ErrorCode::ReconnectExpired).unwrap(),
+        ErrorCode::ReconnectExpired.as_str()
+    );
 }

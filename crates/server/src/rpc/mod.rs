@@ -3,6 +3,7 @@
 //! transports ([`transport`]) hand text in and get text out; methods
 //! ([`methods`]) see only validated [`Params`].
 
+pub(crate) mod body;
 pub mod methods;
 mod params;
 pub mod status;

@@ -7,25 +7,22 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::body::{Body, BodyDataStream};
+use axum::body::Body;
 use axum::extract::ws::{CloseFrame, Message, WebSocket, WebSocketUpgrade};
 use axum::extract::{Query, State};
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
-use bridge_protocol::jsonrpc::{INVALID_REQUEST, PARSE_ERROR};
+use bridge_protocol::jsonrpc::PARSE_ERROR;
 use futures::{SinkExt, StreamExt};
-use serde_json::Value;
 use tokio::sync::{Semaphore, mpsc};
 use tokio::task::JoinSet;
 
+use super::body::{json_response, read_bounded};
 use super::{RpcState, failure};
 use crate::guard::{presented_token, unauthorized};
 
 /// Largest request body or WebSocket message.
 pub const MAX_REQUEST_BYTES: usize = 16 * 1024 * 1024;
-/// How much of an oversized body is read and dropped before answering 413.
-const MAX_DRAINED_BYTES: usize = 4 * MAX_REQUEST_BYTES;
-const MAX_DRAIN_TIME: Duration = Duration::from_secs(2);
 /// Requests one WebSocket connection may have in flight; more wait.
 const MAX_IN_FLIGHT_PER_CONNECTION: usize = 32;
 /// Answers queued for a slow reader before requests wait.
@@ -40,24 +37,10 @@ pub async fn http_post(State(state): State<RpcState>, headers: HeaderMap, body: 
     if !authorized(&state, &headers, &HashMap::new()) {
         return unauthorized();
     }
-    let declared = headers
-        .get(header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<u64>().ok());
-    let mut body = body.into_data_stream();
-    if declared.is_some_and(|len| len > MAX_REQUEST_BYTES as u64) {
-        return too_large(body).await;
-    }
-    let mut bytes = Vec::new();
-    while let Some(chunk) = body.next().await {
-        let Ok(chunk) = chunk else {
-            return too_large(body).await;
-        };
-        if bytes.len() + chunk.len() > MAX_REQUEST_BYTES {
-            return too_large(body).await;
-        }
-        bytes.extend_from_slice(&chunk);
-    }
+    let bytes = match read_bounded(&headers, body, MAX_REQUEST_BYTES).await {
+        Ok(bytes) => bytes,
+        Err(too_large) => return too_large,
+    };
     let Ok(text) = std::str::from_utf8(&bytes) else {
         return json_response(
             StatusCode::OK,
@@ -68,42 +51,6 @@ pub async fn http_post(State(state): State<RpcState>, headers: HeaderMap, body: 
         Some(answer) => json_response(StatusCode::OK, &answer),
         None => StatusCode::NO_CONTENT.into_response(),
     }
-}
-
-/// The 413 answer, after reading (and dropping) a bounded amount of what
-/// the client is still sending: a socket closed with unread data is reset,
-/// and the client would see "connection reset" instead of this answer.
-async fn too_large(mut rest: BodyDataStream) -> Response {
-    let drain = async {
-        let mut drained = 0usize;
-        while let Some(Ok(chunk)) = rest.next().await {
-            drained += chunk.len();
-            if drained > MAX_DRAINED_BYTES {
-                break;
-            }
-        }
-    };
-    let _ = tokio::time::timeout(MAX_DRAIN_TIME, drain).await;
-    json_response(
-        StatusCode::PAYLOAD_TOO_LARGE,
-        &failure(
-            None,
-            INVALID_REQUEST,
-            format!(
-                "invalid request: the body is larger than {} MiB (or was cut off)",
-                MAX_REQUEST_BYTES / (1024 * 1024)
-            ),
-        ),
-    )
-}
-
-fn json_response(status: StatusCode, value: &Value) -> Response {
-    (
-        status,
-        [(header::CONTENT_TYPE, "application/json")],
-        value.to_string(),
-    )
-        .into_response()
 }
 
 pub async fn websocket(
