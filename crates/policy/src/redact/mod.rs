@@ -3,11 +3,16 @@
 //! `key=value` secrets, passwords in URLs, `.netrc`, `.npmrc`, docker and
 //! Azure credentials, curl `-u` passwords and cookies become [`REDACTED`].
 //!
+//! Text cut to a size is redacted before it is cut ([`redact_and_cut`],
+//! [`redact_excerpt`]), so that no secret is shown in part.
+//!
 //! All rules are compiled into one regex, so clean text costs one scan and
 //! is returned borrowed; what a regex cannot judge cheaply (is this value
 //! code? random? does this line run curl?) is judged on the match only.
 //! Redaction is idempotent: [`REDACTED`] is never taken for a secret.
 
+mod armor;
+mod cut;
 mod keys;
 mod rules;
 mod values;
@@ -18,6 +23,7 @@ use std::sync::LazyLock;
 use regex::bytes::{CaptureLocations, Regex, RegexBuilder};
 use serde_json::Value;
 
+pub use cut::{CUT_CONTEXT_BYTES, Cut, redact_and_cut, redact_excerpt};
 pub use keys::is_secret_key;
 use rules::Kind;
 
@@ -111,32 +117,47 @@ const MAX_NESTING: u8 = 4;
 /// Should the rules fail to compile (a bug caught by the tests), the whole
 /// text is withheld rather than passed through unredacted.
 pub fn redact(text: &str) -> Cow<'_, str> {
-    let Ok(engine) = ENGINE.as_ref() else {
-        return Cow::Owned(REDACTED.to_owned());
-    };
+    redact_excerpt(text, 0..text.len())
+}
+
+/// The spans of `text` to replace, ordered, possibly overlapping; `None`
+/// when the rules do not compile.
+fn secret_spans(text: &str) -> Option<Vec<(usize, usize)>> {
+    let engine = ENGINE.as_ref().ok()?;
     let mut locations = engine.regex.capture_locations();
     let mut spans = Vec::new();
     collect_spans(engine, text, 0, MAX_NESTING, &mut locations, &mut spans);
-    if spans.is_empty() {
-        return Cow::Borrowed(text);
-    }
     // Spans found inside a match's context come before it, and a resumed
-    // search may overlap an earlier one: order, then merge.
+    // search may overlap an earlier one.
     spans.sort_unstable();
-    let mut output = String::with_capacity(text.len());
-    let mut copied = 0;
-    for (start, end) in spans {
-        if end <= copied {
-            continue;
+    Some(spans)
+}
+
+/// What one scan has learned about the text so far.
+#[derive(Debug, Default)]
+struct ScanState {
+    /// Body lines before this offset belong to a public armored block.
+    public_until: usize,
+    /// The last search for `-----END`: from where, and where it was found
+    /// (or the end of the text). Reused by the headers before it, so that
+    /// many headers without a footer cost one search, not one each.
+    next_footer: Option<(usize, usize)>,
+}
+
+impl ScanState {
+    fn next_footer(&mut self, text: &str, from: usize) -> usize {
+        if let Some((searched_from, found)) = self.next_footer
+            && (searched_from..=found).contains(&from)
+        {
+            return found;
         }
-        if start >= copied {
-            output.push_str(&text[copied..start]);
-            output.push_str(REDACTED);
-        }
-        copied = end;
+        let found = text
+            .get(from..)
+            .and_then(|rest| rest.find("-----END"))
+            .map_or(text.len(), |at| from + at);
+        self.next_footer = Some((from, found));
+        found
     }
-    output.push_str(&text[copied..]);
-    Cow::Owned(output)
 }
 
 /// Finds the spans to replace in `text` from `from` on, appending them to
@@ -155,17 +176,22 @@ fn collect_spans(
     spans: &mut Vec<(usize, usize)>,
 ) {
     let haystack = text.as_bytes();
+    let mut state = ScanState::default();
     let mut at = from;
     while at <= haystack.len() {
         let Some(found) = engine.regex.captures_read_at(locations, haystack, at) else {
             break;
         };
-        let (secret_start, outcome) = judge(engine, locations, text);
+        let (secret_start, outcome) = judge(engine, locations, text, &mut state);
         at = match outcome {
             Outcome::Replace { start, end } => {
                 spans.push(widen_to_char_boundaries(text, start, end));
                 // A private key block reaches past the match.
                 end.max(found.end()).max(found.start() + 1)
+            }
+            Outcome::ReplaceAndSearchFrom { start, end } => {
+                spans.push(widen_to_char_boundaries(text, start, end));
+                end.max(found.start() + 1)
             }
             Outcome::Keep => found.end().max(found.start() + 1),
             // A value that is not a secret as a whole (`"<ghp_...>"`) may
@@ -191,13 +217,25 @@ enum Outcome {
         start: usize,
         end: usize,
     },
+    /// Replace, then search again from the end of the replaced span, even
+    /// when the match went further: a key body line's match takes the line
+    /// break the next line's match starts with.
+    ReplaceAndSearchFrom {
+        start: usize,
+        end: usize,
+    },
     Keep,
     /// Keep the match, but look for secrets again from this offset.
     KeepAndSearchFrom(usize),
 }
 
 /// Where the current match's secret starts, and what to do with the match.
-fn judge(engine: &Engine, locations: &CaptureLocations, text: &str) -> (Option<usize>, Outcome) {
+fn judge(
+    engine: &Engine,
+    locations: &CaptureLocations,
+    text: &str,
+    state: &mut ScanState,
+) -> (Option<usize>, Outcome) {
     let Some(rule) = engine
         .rules
         .iter()
@@ -217,7 +255,14 @@ fn judge(engine: &Engine, locations: &CaptureLocations, text: &str) -> (Option<u
     };
     let span = match rule.kind {
         Kind::Token => Some((start, end)),
-        Kind::PrivateKeyBlock => Some((start, values::private_key_block_end(text, end))),
+        Kind::PrivateKeyBlock => Some((start, armor::private_key_block_end(text, end))),
+        Kind::PrivateKeyFooter => armor::last_body_line_before(text, start),
+        Kind::PublicBlockHeader => {
+            state.public_until = state.next_footer(text, end);
+            None
+        }
+        Kind::KeyBodyLine => (start >= state.public_until && armor::looks_like_key_body(secret))
+            .then(|| armor::body_lines_span(text, start, end)),
         Kind::Bearer => values::looks_like_token(secret).then_some((start, end)),
         Kind::UrlPassword => (secret != REDACTED).then_some((start, end)),
         Kind::CurlPassword => {
@@ -238,11 +283,20 @@ fn judge(engine: &Engine, locations: &CaptureLocations, text: &str) -> (Option<u
         }
     };
     let outcome = match (span, rule.kind) {
+        (Some((start, end)), Kind::KeyBodyLine) => Outcome::ReplaceAndSearchFrom { start, end },
         (Some((start, end)), _) => Outcome::Replace { start, end },
-        (None, Kind::Token | Kind::PrivateKeyBlock | Kind::Bearer | Kind::UrlPassword) => {
-            Outcome::Keep
-        }
-        (None, _) => Outcome::KeepAndSearchFrom(start + 1),
+        (
+            None,
+            Kind::Token
+            | Kind::PrivateKeyBlock
+            | Kind::PrivateKeyFooter
+            | Kind::PublicBlockHeader
+            | Kind::Bearer
+            | Kind::UrlPassword,
+        ) => Outcome::Keep,
+        // From the value's start, not after it: the value may begin with a
+        // secret of its own (`TLS_KEY=-----BEGIN … PRIVATE KEY-----`).
+        (None, _) => Outcome::KeepAndSearchFrom(start),
     };
     (Some(start), outcome)
 }

@@ -22,6 +22,18 @@ pub(super) enum Kind {
     /// "anything up to the footer" in the regex rescans the rest of the text
     /// for every header that has no footer.
     PrivateKeyBlock,
+    /// A `-----END … PRIVATE KEY-----` footer: replace the last line of the
+    /// key body before it (shorter than the others, so not a
+    /// [`Kind::KeyBodyLine`]), when the header was not seen.
+    PrivateKeyFooter,
+    /// The header of an armored block that is not a private key
+    /// (`CERTIFICATE`, `PUBLIC KEY`): its body lines, up to its footer, are
+    /// public and kept.
+    PublicBlockHeader,
+    /// One full-width line of a key body (`secret`), seen without its
+    /// header: replaced with the body lines of the same shape after it,
+    /// when it looks like key material.
+    KeyBodyLine,
     /// `Bearer <token>`: keep the scheme; only token-like words count.
     Bearer,
     /// `key=value` and friends: replace the value (inside its quotes),
@@ -55,6 +67,17 @@ pub(super) fn rules() -> Vec<Rule> {
             // Only the header: the body and footer are found by code (see
             // `Kind::PrivateKeyBlock`).
             pattern: r"(?P<secret>-----BEGIN[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----)",
+        },
+        Rule {
+            name: "private key footer",
+            kind: Kind::PrivateKeyFooter,
+            pattern: r"(?P<secret>-----END[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----)",
+        },
+        Rule {
+            name: "public armored block header",
+            kind: Kind::PublicBlockHeader,
+            // After the private key header, which wins at the same start.
+            pattern: r"(?P<secret>-----BEGIN [A-Z0-9 ]{1,40}-----)",
         },
         Rule {
             name: "GitHub token",
@@ -137,6 +160,16 @@ pub(super) fn rules() -> Vec<Rule> {
             name: "Bearer token",
             kind: Kind::Bearer,
             pattern: r"\b(?i:bearer)\s+(?P<secret>[A-Za-z0-9._~+/-]{8,}=*)",
+        },
+        Rule {
+            name: "private key body line",
+            kind: Kind::KeyBodyLine,
+            // A base64 run of exactly 64 (PEM) or 70 (OpenSSH) characters
+            // alone on its line: after the line's start, a blank, a comment
+            // or quote marker, `:` of `grep -n`, or an escaped line break;
+            // before closing quotes and the line's end. Not after `-`, `,`
+            // or `=` (`sha384-…`, `base64,…`, `KEY=…`).
+            pattern: r#"(?:(?m:^)|[ \t#"'>*;|!%:]|\\+[nrt])(?P<secret>[A-Za-z0-9+/=]{64}(?:[A-Za-z0-9+/=]{6})?)[ \t"',;)\]}]*\\?(?:\r?\n|\\+[nr]|\z)"#,
         },
     ]
 }
