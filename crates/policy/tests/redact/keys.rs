@@ -2,127 +2,20 @@
 //! a line prefix, blocks inside JSON strings, body lines without their
 //! header (a line range, a search hit), and the look-alikes that must stay
 //! (digests, integrity hashes, certificates, identifiers, minified code).
-//! Key material is generated at run time: random bytes, base64-encoded and
-//! wrapped the way OpenSSL and OpenSSH wrap it.
+//! Key material is generated at run time ([`bridge_testkit::fake_keys`]).
 
 use std::borrow::Cow;
 
 use bridge_policy::redact::{REDACTED, redact};
-
-/// Deterministic pseudo-random bytes (an LCG).
-fn random_bytes(length: usize, seed: u64) -> Vec<u8> {
-    let mut state = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(7);
-    (0..length)
-        .map(|_| {
-            state = state
-                .wrapping_mul(6_364_136_223_846_793_005)
-                .wrapping_add(1_442_695_040_888_963_407);
-            (state >> 56) as u8
-        })
-        .collect()
-}
-
-fn base64(bytes: &[u8]) -> String {
-    const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut out = String::new();
-    for chunk in bytes.chunks(3) {
-        let word = (u32::from(chunk[0]) << 16)
-            | (u32::from(*chunk.get(1).unwrap_or(&0)) << 8)
-            | u32::from(*chunk.get(2).unwrap_or(&0));
-        for index in 0..4 {
-            if index <= chunk.len() {
-                out.push(ALPHABET[(word >> (18 - 6 * index) & 63) as usize] as char);
-            } else {
-                out.push('=');
-            }
-        }
-    }
-    out
-}
-
-fn wrap(text: &str, width: usize) -> Vec<String> {
-    text.as_bytes()
-        .chunks(width)
-        .map(|line| String::from_utf8(line.to_vec()).unwrap())
-        .collect()
-}
-
-/// A key in PEM or OpenSSH form: header, body lines, footer.
-struct Key {
-    header: String,
-    body: Vec<String>,
-    footer: String,
-}
-
-impl Key {
-    /// An RSA key as OpenSSL writes it: DER (`30 82 …`) in base64, 64 wide.
-    fn pem(seed: u64) -> Self {
-        let mut der = vec![
-            0x30, 0x82, 0x04, 0xa4, 0x02, 0x01, 0x00, 0x02, 0x82, 0x01, 0x01,
-        ];
-        der.extend(random_bytes(1180, seed));
-        Self::armored("RSA PRIVATE KEY", wrap(&base64(&der), 64))
-    }
-
-    /// An ed25519 key as OpenSSH writes it: its structure (runs of zero
-    /// bytes, names) in base64, 70 wide.
-    fn openssh(seed: u64) -> Self {
-        let mut blob = b"openssh-key-v1\0".to_vec();
-        for part in [&b"none"[..], b"none", b""] {
-            blob.extend((part.len() as u32).to_be_bytes());
-            blob.extend(part);
-        }
-        blob.extend(1u32.to_be_bytes());
-        blob.extend(51u32.to_be_bytes());
-        blob.extend(11u32.to_be_bytes());
-        blob.extend(b"ssh-ed25519");
-        blob.extend(32u32.to_be_bytes());
-        blob.extend(random_bytes(32, seed));
-        blob.extend(144u32.to_be_bytes());
-        blob.extend(random_bytes(8, seed + 1));
-        blob.extend(11u32.to_be_bytes());
-        blob.extend(b"ssh-ed25519");
-        blob.extend(random_bytes(100, seed + 2));
-        Self::armored("OPENSSH PRIVATE KEY", wrap(&base64(&blob), 70))
-    }
-
-    fn armored(label: &str, body: Vec<String>) -> Self {
-        Self {
-            header: format!("-----BEGIN {label}-----"),
-            body,
-            footer: format!("-----END {label}-----"),
-        }
-    }
-
-    /// Every line, each after `prefix`.
-    fn lines_with(&self, prefix: &str) -> Vec<String> {
-        std::iter::once(&self.header)
-            .chain(&self.body)
-            .chain(std::iter::once(&self.footer))
-            .map(|line| format!("{prefix}{line}"))
-            .collect()
-    }
-
-    fn text_with(&self, prefix: &str) -> String {
-        self.lines_with(prefix).join("\n")
-    }
-
-    /// The body lines, long enough to be recognised when a part of them shows.
-    fn secrets(&self) -> Vec<&str> {
-        self.body.iter().map(String::as_str).collect()
-    }
-}
+use bridge_testkit::FakeKey as Key;
+use bridge_testkit::fake_keys::{base64, random_bytes, wrap};
 
 /// Checks that no body line (nor its first half) of `key` survives in the
 /// redaction of `text`, and that a second pass changes nothing.
 fn assert_no_key_material(text: &str, key: &Key) -> String {
     let once = redact(text).into_owned();
-    for line in key.secrets() {
-        let half = &line[..line.len().min(12)];
-        assert!(
-            !once.contains(half),
-            "key material {half:?} of {line:?} leaked from\n{text}\n->\n{once}"
-        );
+    if let Some(leak) = key.leaks_into(&once) {
+        panic!("key material {leak:?} leaked from\n{text}\n->\n{once}");
     }
     assert!(once.contains(REDACTED), "nothing redacted in {text}");
     let twice = redact(&once);
