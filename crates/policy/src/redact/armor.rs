@@ -1,28 +1,20 @@
-//! Private key material in the shapes tool output shows it: whole PEM and
+//! Private key blocks in the shapes tool output shows them: whole PEM and
 //! OpenSSH blocks, also with every line behind a common prefix (a comment
-//! marker, an indent, a line number) or inside a JSON string with escaped
-//! line breaks, and the body lines of a key seen without their header (a
-//! line range or a search hit inside a key file).
-//!
-//! A body line is judged by its shape: one run of base64 at the PEM (64)
-//! or OpenSSH (70) width, alone on its line, mixed case with digits and
-//! alternating character classes like random data. Hex digests (no upper
-//! case), integrity hashes (`sha512-…`, not alone on the line) and
-//! identifiers (no digits inside) keep their shape and are left alone.
+//! marker, an indent, a line number, a YAML key) or inside a JSON string
+//! with escaped line breaks; and the line-by-line reading of a key body
+//! that [`super::body_lines`] shares.
 //!
 //! Every scan here looks at a bounded part of a line before it decides, so
 //! hostile text (a header followed by a megabyte-long line) costs no more
 //! than ordinary text.
 
-use super::values::looks_random;
-
 /// Longest prefix a body line may carry: `# `, `// `, an indent, `  12\t`
 /// of `cat -n`, `key.pem:12:` of `grep -n`.
-const MAX_PREFIX: usize = 40;
+pub(super) const MAX_PREFIX: usize = 40;
 /// Longest base64 run of a body line (MIME wraps at 76).
-const MAX_RUN: usize = 76;
+pub(super) const MAX_RUN: usize = 76;
 /// Most of a line looked at to judge it: prefix, run and closing quotes.
-const MAX_LINE_VIEW: usize = MAX_PREFIX + MAX_RUN + 8;
+pub(super) const MAX_LINE_VIEW: usize = MAX_PREFIX + MAX_RUN + 8;
 /// Shortest first body line after a header: a key body does not start with
 /// a word.
 const MIN_FIRST_RUN: usize = 16;
@@ -33,13 +25,26 @@ const MAX_PREAMBLE_LINES: usize = 4;
 /// (`-----END ENCRYPTED PRIVATE KEY BLOCK-----`).
 const MAX_FOOTER_LENGTH: usize = 64;
 
-fn is_base64(byte: u8) -> bool {
-    byte.is_ascii_alphanumeric() || byte == b'+' || byte == b'/' || byte == b'='
+/// Which bytes are base64 characters (padding included): a table, as the
+/// body line pass asks for every probed byte.
+static BASE64: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut byte = 0;
+    while byte < 256 {
+        let b = byte as u8;
+        table[byte] = b.is_ascii_alphanumeric() || b == b'+' || b == b'/' || b == b'=';
+        byte += 1;
+    }
+    table
+};
+
+pub(super) fn is_base64(byte: u8) -> bool {
+    BASE64[usize::from(byte)]
 }
 
 /// Characters that close a line of a key quoted in code or data:
 /// `"MIIE…",`, `'…');`, `…"}`, a trailing `\`.
-fn is_line_closer(byte: u8) -> bool {
+pub(super) fn is_line_closer(byte: u8) -> bool {
     matches!(
         byte,
         b' ' | b'\t' | b'\r' | b'"' | b'\'' | b',' | b';' | b'\\' | b')' | b']' | b'}'
@@ -58,17 +63,17 @@ fn is_decoration(byte: u8) -> bool {
 /// One line of text: a real line, or one between escaped line breaks
 /// (`\n`, `\\n`, `\r\n` inside JSON strings).
 #[derive(Debug, Clone, Copy)]
-struct Line {
-    start: usize,
+pub(super) struct Line {
+    pub start: usize,
     /// End of the content (before the line break); `None` when the line is
     /// longer than [`MAX_LINE_VIEW`] (it is then no body line).
-    end: Option<usize>,
+    pub end: Option<usize>,
     /// Start of the next line; `None` at the end of the text.
-    next: Option<usize>,
+    pub next: Option<usize>,
 }
 
 /// The line starting at `start`, looking at most [`MAX_LINE_VIEW`] bytes.
-fn line_at(bytes: &[u8], start: usize) -> Option<Line> {
+pub(super) fn line_at(bytes: &[u8], start: usize) -> Option<Line> {
     if start >= bytes.len() {
         return None;
     }
@@ -124,7 +129,7 @@ fn line_at(bytes: &[u8], start: usize) -> Option<Line> {
 /// Where the line holding `pos` starts, when that is at most `max` bytes
 /// back (after a real or an escaped line break, or at the start of the
 /// text).
-fn line_start_before(bytes: &[u8], pos: usize, max: usize) -> Option<usize> {
+pub(super) fn line_start_before(bytes: &[u8], pos: usize, max: usize) -> Option<usize> {
     let floor = pos.saturating_sub(max + 1);
     let mut at = pos;
     while at > floor {
@@ -240,7 +245,7 @@ fn classify(bytes: &[u8], line: &Line) -> LineKind {
     }
 }
 
-fn padding_only_at_end(run: &[u8]) -> bool {
+pub(super) fn padding_only_at_end(run: &[u8]) -> bool {
     let body = run.len() - run.iter().rev().take_while(|&&b| b == b'=').count();
     body > 0 && run.len() - body <= 2 && !run[..body].contains(&b'=')
 }
@@ -281,20 +286,20 @@ fn prefix_token(bytes: &[u8], at: &mut usize) -> Option<u8> {
 
 /// The prefix and width every line of one key body shares.
 #[derive(Debug, Clone, Copy)]
-struct Shape {
-    prefix: (usize, usize),
-    width: usize,
+pub(super) struct Shape {
+    pub prefix: (usize, usize),
+    pub width: usize,
     /// Whether the prefix is known, or to be taken from the next full
     /// line: the first line of a slice carries what came before it on its
     /// line (`{"content":"` of a JSON string).
-    prefix_known: bool,
+    pub prefix_known: bool,
 }
 
-struct BodyScan {
+pub(super) struct BodyScan {
     /// End of the last body line.
-    end: usize,
+    pub end: usize,
     /// End of the footer, when the body was followed by one.
-    footer_end: Option<usize>,
+    pub footer_end: Option<usize>,
 }
 
 /// Follows body lines from the line starting at `at`: lines of `shape`
@@ -302,7 +307,7 @@ struct BodyScan {
 /// shorter last one, then possibly the footer. A blank line may come
 /// between body lines (a key quoted line by line in code: `"MIIE…\n"`
 /// then a line break), but not two.
-fn scan_body(
+pub(super) fn scan_body(
     bytes: &[u8],
     mut at: Option<usize>,
     mut shape: Option<Shape>,
@@ -404,57 +409,6 @@ fn plain_body_end(bytes: &[u8], body_start: usize) -> (usize, bool) {
         at += 1;
     }
     (at, false)
-}
-
-/// Whether `run` looks like a line of a key body rather than a digest or a
-/// name: upper and lower case, digits (or `+`, `/`) more than once,
-/// character classes alternating like random data, and not made of words.
-pub(super) fn looks_like_key_body(run: &str) -> bool {
-    let bytes = run.as_bytes();
-    padding_only_at_end(bytes)
-        && !reads_like_words(bytes)
-        && bytes.iter().any(u8::is_ascii_uppercase)
-        && bytes.iter().any(u8::is_ascii_lowercase)
-        && bytes
-            .iter()
-            .filter(|&&byte| byte.is_ascii_digit() || byte == b'+' || byte == b'/')
-            .count()
-            >= 2
-        && looks_random(run)
-}
-
-/// Whether a run is a camel-case name (`parseConfigurationFromServiceV2…`):
-/// capitals rarely next to each other and vowels as frequent as in words
-/// (three letters in ten; base64 has two in ten). Generated keys of
-/// OpenSSL and OpenSSH never read so; about one random line in 30,000 does,
-/// and the lines around it still give the key away.
-fn reads_like_words(run: &[u8]) -> bool {
-    let adjacent_capitals = run
-        .windows(2)
-        .filter(|pair| pair[0].is_ascii_uppercase() && pair[1].is_ascii_uppercase())
-        .count();
-    let letters = run.iter().filter(|byte| byte.is_ascii_alphabetic()).count();
-    let vowels = run
-        .iter()
-        .filter(|byte| b"aeiouAEIOU".contains(byte))
-        .count();
-    adjacent_capitals <= 1 && vowels * 10 >= letters * 3
-}
-
-/// For a full-width body line whose run is `run_start..run_end`: the span
-/// to withhold, over the body lines of the same shape that follow (not the
-/// footer; the key's header and footer hold no secret).
-pub(super) fn body_lines_span(text: &str, run_start: usize, run_end: usize) -> (usize, usize) {
-    let bytes = text.as_bytes();
-    let line_start = line_start_before(bytes, run_start, MAX_PREFIX).unwrap_or(run_start);
-    let shape = Shape {
-        prefix: (line_start, run_start),
-        width: run_end - run_start,
-        prefix_known: false,
-    };
-    let next = line_at(bytes, line_start).and_then(|line| line.next);
-    let scan = scan_body(bytes, next, Some(shape), run_end);
-    (run_start, scan.end)
 }
 
 /// For a `-----END … PRIVATE KEY-----` footer at `footer_start`: the run of

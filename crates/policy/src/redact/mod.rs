@@ -12,6 +12,7 @@
 //! Redaction is idempotent: [`REDACTED`] is never taken for a secret.
 
 mod armor;
+mod body_lines;
 mod cut;
 mod keys;
 mod rules;
@@ -126,18 +127,31 @@ fn secret_spans(text: &str) -> Option<Vec<(usize, usize)>> {
     let engine = ENGINE.as_ref().ok()?;
     let mut locations = engine.regex.capture_locations();
     let mut spans = Vec::new();
-    collect_spans(engine, text, 0, MAX_NESTING, &mut locations, &mut spans);
+    let mut state = ScanState::default();
+    let scan = Scan {
+        engine,
+        text,
+        from: 0,
+        depth: MAX_NESTING,
+    };
+    collect_spans(&scan, &mut locations, &mut spans, &mut state);
     // Spans found inside a match's context come before it, and a resumed
     // search may overlap an earlier one.
     spans.sort_unstable();
+    let body_lines = body_lines::key_body_lines(text, &spans, &state.public_blocks);
+    if !body_lines.is_empty() {
+        spans.extend(body_lines);
+        spans.sort_unstable();
+    }
     Some(spans)
 }
 
 /// What one scan has learned about the text so far.
 #[derive(Debug, Default)]
 struct ScanState {
-    /// Body lines before this offset belong to a public armored block.
-    public_until: usize,
+    /// The bodies of public armored blocks (certificates, public keys), in
+    /// order: their lines are not key material.
+    public_blocks: Vec<(usize, usize)>,
     /// The last search for `-----END`: from where, and where it was found
     /// (or the end of the text). Reused by the headers before it, so that
     /// many headers without a footer cost one search, not one each.
@@ -160,7 +174,16 @@ impl ScanState {
     }
 }
 
-/// Finds the spans to replace in `text` from `from` on, appending them to
+/// One (possibly nested) search: the text, where to start, how much
+/// deeper a match's context may be searched.
+struct Scan<'a> {
+    engine: &'a Engine,
+    text: &'a str,
+    from: usize,
+    depth: u8,
+}
+
+/// Finds the spans to replace in the scan's text from its start, appending them to
 /// `spans` (on char boundaries, possibly overlapping).
 ///
 /// A match reaches from its context (`machine … login … password`,
@@ -168,30 +191,29 @@ impl ScanState {
 /// it; the context is searched on its own, so that a token in it (`curl -u
 /// ghp_…:x`) is not passed over.
 fn collect_spans(
-    engine: &Engine,
-    text: &str,
-    from: usize,
-    depth: u8,
+    scan: &Scan<'_>,
     locations: &mut CaptureLocations,
     spans: &mut Vec<(usize, usize)>,
+    state: &mut ScanState,
 ) {
+    let Scan {
+        engine,
+        text,
+        from,
+        depth,
+    } = *scan;
     let haystack = text.as_bytes();
-    let mut state = ScanState::default();
     let mut at = from;
     while at <= haystack.len() {
         let Some(found) = engine.regex.captures_read_at(locations, haystack, at) else {
             break;
         };
-        let (secret_start, outcome) = judge(engine, locations, text, &mut state);
+        let (secret_start, outcome) = judge(engine, locations, text, state);
         at = match outcome {
             Outcome::Replace { start, end } => {
                 spans.push(widen_to_char_boundaries(text, start, end));
                 // A private key block reaches past the match.
                 end.max(found.end()).max(found.start() + 1)
-            }
-            Outcome::ReplaceAndSearchFrom { start, end } => {
-                spans.push(widen_to_char_boundaries(text, start, end));
-                end.max(found.start() + 1)
             }
             Outcome::Keep => found.end().max(found.start() + 1),
             // A value that is not a secret as a whole (`"<ghp_...>"`) may
@@ -205,8 +227,14 @@ fn collect_spans(
             if depth == 0 {
                 spans.push((context_start, context_end));
             } else {
-                let context = &text[..context_end];
-                collect_spans(engine, context, context_start, depth - 1, locations, spans);
+                let context = Scan {
+                    engine,
+                    text: &text[..context_end],
+                    from: context_start,
+                    depth: depth - 1,
+                };
+                // The context's own state: it is a part already scanned.
+                collect_spans(&context, locations, spans, &mut ScanState::default());
             }
         }
     }
@@ -214,13 +242,6 @@ fn collect_spans(
 
 enum Outcome {
     Replace {
-        start: usize,
-        end: usize,
-    },
-    /// Replace, then search again from the end of the replaced span, even
-    /// when the match went further: a key body line's match takes the line
-    /// break the next line's match starts with.
-    ReplaceAndSearchFrom {
         start: usize,
         end: usize,
     },
@@ -258,11 +279,10 @@ fn judge(
         Kind::PrivateKeyBlock => Some((start, armor::private_key_block_end(text, end))),
         Kind::PrivateKeyFooter => armor::last_body_line_before(text, start),
         Kind::PublicBlockHeader => {
-            state.public_until = state.next_footer(text, end);
+            let footer = state.next_footer(text, end);
+            state.public_blocks.push((end, footer));
             None
         }
-        Kind::KeyBodyLine => (start >= state.public_until && armor::looks_like_key_body(secret))
-            .then(|| armor::body_lines_span(text, start, end)),
         Kind::Bearer => values::looks_like_token(secret).then_some((start, end)),
         Kind::UrlPassword => (secret != REDACTED).then_some((start, end)),
         Kind::CurlPassword => {
@@ -283,7 +303,6 @@ fn judge(
         }
     };
     let outcome = match (span, rule.kind) {
-        (Some((start, end)), Kind::KeyBodyLine) => Outcome::ReplaceAndSearchFrom { start, end },
         (Some((start, end)), _) => Outcome::Replace { start, end },
         (
             None,

@@ -23,17 +23,14 @@ pub(super) enum Kind {
     /// for every header that has no footer.
     PrivateKeyBlock,
     /// A `-----END … PRIVATE KEY-----` footer: replace the last line of the
-    /// key body before it (shorter than the others, so not a
-    /// [`Kind::KeyBodyLine`]), when the header was not seen.
+    /// key body before it (shorter than the others, so not found as a body
+    /// line), when the header was not seen.
     PrivateKeyFooter,
     /// The header of an armored block that is not a private key
     /// (`CERTIFICATE`, `PUBLIC KEY`): its body lines, up to its footer, are
-    /// public and kept.
+    /// public and kept. (Body lines are found by code after the regex
+    /// scan: a counted base64 run in the regex would cost every word.)
     PublicBlockHeader,
-    /// One full-width line of a key body (`secret`), seen without its
-    /// header: replaced with the body lines of the same shape after it,
-    /// when it looks like key material.
-    KeyBodyLine,
     /// `Bearer <token>`: keep the scheme; only token-like words count.
     Bearer,
     /// `key=value` and friends: replace the value (inside its quotes),
@@ -160,16 +157,6 @@ pub(super) fn rules() -> Vec<Rule> {
             name: "Bearer token",
             kind: Kind::Bearer,
             pattern: r"\b(?i:bearer)\s+(?P<secret>[A-Za-z0-9._~+/-]{8,}=*)",
-        },
-        Rule {
-            name: "private key body line",
-            kind: Kind::KeyBodyLine,
-            // A base64 run of exactly 64 (PEM) or 70 (OpenSSH) characters
-            // alone on its line: after the line's start, a blank, a comment
-            // or quote marker, `:` of `grep -n`, or an escaped line break;
-            // before closing quotes and the line's end. Not after `-`, `,`
-            // or `=` (`sha384-…`, `base64,…`, `KEY=…`).
-            pattern: r#"(?:(?m:^)|[ \t#"'>*;|!%:]|\\+[nrt])(?P<secret>[A-Za-z0-9+/=]{64}(?:[A-Za-z0-9+/=]{6})?)[ \t"',;)\]}]*\\?(?:\r?\n|\\+[nr]|\z)"#,
         },
     ]
 }
