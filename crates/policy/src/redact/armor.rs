@@ -212,12 +212,7 @@ fn classify(bytes: &[u8], line: &Line) -> LineKind {
     {
         return LineKind::PemHeader;
     }
-    let closers = content
-        .iter()
-        .rev()
-        .take_while(|&&byte| is_line_closer(byte))
-        .count();
-    let trimmed = &content[..content.len() - closers];
+    let trimmed = without_line_closers(content);
     let run_len = trimmed
         .iter()
         .rev()
@@ -225,10 +220,7 @@ fn classify(bytes: &[u8], line: &Line) -> LineKind {
         .count();
     let prefix_len = trimmed.len() - run_len;
     if run_len == 0 {
-        let blank = content
-            .iter()
-            .all(|&byte| is_decoration(byte) || is_line_closer(byte));
-        return if blank {
+        return if trimmed.iter().all(|&byte| is_decoration(byte)) {
             LineKind::Blank
         } else {
             LineKind::Other
@@ -242,6 +234,23 @@ fn classify(bytes: &[u8], line: &Line) -> LineKind {
     LineKind::Body {
         run_start,
         run_end: run_start + run_len,
+    }
+}
+
+/// `content` without what closes a line of a key quoted in code: quotes,
+/// commas, brackets, and a string concatenation (`"MIIE…\n" +`).
+fn without_line_closers(content: &[u8]) -> &[u8] {
+    let mut end = content.len();
+    loop {
+        while end > 0 && is_line_closer(content[end - 1]) {
+            end -= 1;
+        }
+        // ` +` cannot end a base64 run: a blank comes before the `+`.
+        if end >= 2 && content[end - 1] == b'+' && matches!(content[end - 2], b' ' | b'\t') {
+            end -= 2;
+        } else {
+            return &content[..end];
+        }
     }
 }
 

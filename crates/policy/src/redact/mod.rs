@@ -183,8 +183,8 @@ struct Scan<'a> {
     depth: u8,
 }
 
-/// Finds the spans to replace in the scan's text from its start, appending them to
-/// `spans` (on char boundaries, possibly overlapping).
+/// Finds the spans to replace in the scan's text from its start on,
+/// appending them to `spans` (on char boundaries, possibly overlapping).
 ///
 /// A match reaches from its context (`machine … login … password`,
 /// `https://user:`, `-u user:`) to its secret, and the search resumes after

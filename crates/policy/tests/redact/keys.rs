@@ -98,6 +98,14 @@ fn yaml_json_and_code_forms_of_a_key_are_redacted() {
                 .join("\n")
         ),
         format!(
+            "const key =\n{};\n",
+            key.lines_with("    \"")
+                .iter()
+                .map(|line| format!("{line}\\n\""))
+                .collect::<Vec<_>>()
+                .join(" +\n")
+        ),
+        format!(
             "key = (\n{}\n)\n",
             key.lines_with("    \"")
                 .iter()
