@@ -29,7 +29,7 @@ const PROBE_STRIDE: usize = BODY_LINE_WIDTHS[0] / 2;
 ///
 /// Found by code after the regex scan: a counted base64 run in the regex
 /// would start at every word and slow the whole scan. Here ordinary text
-/// costs a look at every 32nd byte and a few bytes around it.
+/// costs a look at every 32nd byte and a few bytes before it.
 pub(super) fn key_body_lines(
     text: &str,
     covered: &[(usize, usize)],
@@ -60,6 +60,13 @@ pub(super) fn key_body_lines(
                 .count();
         let run_end = far + bytes[far..].iter().take_while(|&&b| is_base64(b)).count();
         probe = next_probe(run_end);
+        if !BODY_LINE_WIDTHS.contains(&(run_end - run_start))
+            || !text
+                .get(run_start..run_end)
+                .is_some_and(looks_like_key_body)
+        {
+            continue;
+        }
         let Some(line_start) = body_line_start(bytes, run_start, run_end) else {
             continue;
         };
@@ -72,12 +79,7 @@ pub(super) fn key_body_lines(
                 .peek()
                 .is_some_and(|&&(range_start, _)| range_start <= run_start)
         };
-        if inside(&mut covered)
-            || inside(&mut public)
-            || !text
-                .get(run_start..run_end)
-                .is_some_and(looks_like_key_body)
-        {
+        if inside(&mut covered) || inside(&mut public) {
             continue;
         }
         let span = body_lines_span(bytes, line_start, run_start, run_end);
@@ -92,13 +94,13 @@ fn next_probe(at: usize) -> usize {
     at.div_ceil(PROBE_STRIDE) * PROBE_STRIDE
 }
 
-/// Where the line of the base64 run `run_start..run_end` starts, when the
-/// run is a body line: of a full width, alone on its line after a short
+/// Where the line of the full-width base64 run `run_start..run_end` starts,
+/// when the run is a body line: alone on its line after a short
 /// prefix (a blank, a comment or quote marker, `:` of `grep -n`; not `-`,
 /// `,` or `=` of `sha384-…`, `base64,…`, `KEY=…`), then only closing
 /// quotes before the line's end.
 fn body_line_start(bytes: &[u8], run_start: usize, run_end: usize) -> Option<usize> {
-    if !BODY_LINE_WIDTHS.contains(&(run_end - run_start)) || !ends_line_after(bytes, run_end) {
+    if !ends_line_after(bytes, run_end) {
         return None;
     }
     let line_start = line_start_before(bytes, run_start, MAX_PREFIX)?;
@@ -153,16 +155,17 @@ fn body_lines_span(
 /// character classes alternating like random data, and not made of words.
 fn looks_like_key_body(run: &str) -> bool {
     let bytes = run.as_bytes();
-    padding_only_at_end(bytes)
-        && !reads_like_words(bytes)
-        && bytes.iter().any(u8::is_ascii_uppercase)
+    // Cheapest and most selective first: a hex digest has no upper case.
+    bytes.iter().any(u8::is_ascii_uppercase)
         && bytes.iter().any(u8::is_ascii_lowercase)
         && bytes
             .iter()
             .filter(|&&byte| byte.is_ascii_digit() || byte == b'+' || byte == b'/')
             .count()
             >= 2
+        && padding_only_at_end(bytes)
         && looks_random(run)
+        && !reads_like_words(bytes)
 }
 
 /// Whether a run is a camel-case name (`parseConfigurationFromServiceV2…`):
