@@ -136,6 +136,34 @@ fn text_with_secrets(bytes: usize) -> String {
     text
 }
 
+/// Lock files: sha256 checksums in hex (Cargo.lock) and sha512 integrity
+/// hashes in base64 (package-lock.json), the lines most like key bodies.
+fn lockfile_text(bytes: usize) -> String {
+    const BASE64: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut state: u64 = 0x2545_f491_4f6c_dd1d;
+    let mut random = |alphabet: &[u8], length: usize| -> String {
+        (0..length)
+            .map(|_| {
+                state = state
+                    .wrapping_mul(6_364_136_223_846_793_005)
+                    .wrapping_add(1_442_695_040_888_963_407);
+                char::from(alphabet[((state >> 33) % alphabet.len() as u64) as usize])
+            })
+            .collect()
+    };
+    let mut text = String::with_capacity(bytes + 400);
+    let mut index = 0;
+    while text.len() < bytes {
+        let checksum = random(b"0123456789abcdef", 64);
+        let integrity = random(BASE64, 86);
+        text.push_str(&format!(
+            "[[package]]\nname = \"crate-{index}\"\nversion = \"1.0.{index}\"\nsource = \"registry+https://github.com/rust-lang/crates.io-index\"\nchecksum = \"{checksum}\"\n\n    \"node_modules/pkg-{index}\": {{\n      \"integrity\": \"sha512-{integrity}==\"\n    }},\n"
+        ));
+        index += 1;
+    }
+    text
+}
+
 /// A shell tool result as the runner redacts it: ~8 KB of output with two
 /// secrets, metadata, and an environment map.
 fn tool_result() -> Value {
@@ -175,6 +203,12 @@ fn bench_redaction(c: &mut Criterion) {
         "only {config_count} configuration secrets redacted"
     );
 
+    let lockfiles = lockfile_text(MEGABYTE);
+    assert!(
+        matches!(redact(&lockfiles), std::borrow::Cow::Borrowed(_)),
+        "lock file hashes have a false positive"
+    );
+
     let mut group = c.benchmark_group("redact");
     group.throughput(Throughput::Bytes(clean.len() as u64));
     group.bench_function("1MB_no_secrets", |b| {
@@ -187,6 +221,10 @@ fn bench_redaction(c: &mut Criterion) {
     group.throughput(Throughput::Bytes(config.len() as u64));
     group.bench_function("1MB_config_secret_every_2KB", |b| {
         b.iter(|| redact(black_box(&config)).len())
+    });
+    group.throughput(Throughput::Bytes(lockfiles.len() as u64));
+    group.bench_function("1MB_lockfile_hashes", |b| {
+        b.iter(|| redact(black_box(&lockfiles)).len())
     });
     let result = tool_result();
     let result_bytes = serde_json::to_string(&result).map_or(0, |text| text.len());

@@ -15,7 +15,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::PolicyError;
-use crate::redact::redact_value;
+use crate::redact::{redact, redact_and_cut, redact_value};
 
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -45,20 +45,14 @@ pub const AUDIT_MAX_ARRAY_ITEMS: usize = 100;
 /// what was left out. The log records what happened, not every byte a tool
 /// read; keeping entries small keeps the log cheap in the hot path.
 ///
-/// Cut only values that are already redacted: a secret cut in half no longer
-/// matches its rule.
+/// A string that is cut is redacted first ([`redact_and_cut`]): a secret cut
+/// in half no longer matches its rule. Strings kept whole are not redacted
+/// here; [`AuditLog::append`] redacts the whole entry.
 pub fn summarize_for_audit(value: &Value) -> Value {
     match value {
         Value::String(text) if text.len() > AUDIT_MAX_STRING_BYTES => {
-            let mut end = AUDIT_MAX_STRING_BYTES;
-            while !text.is_char_boundary(end) {
-                end -= 1;
-            }
-            Value::String(format!(
-                "{}…[{} more bytes]",
-                &text[..end],
-                text.len() - end
-            ))
+            let cut = redact_and_cut(text, AUDIT_MAX_STRING_BYTES);
+            Value::String(format!("{}…[{} more bytes]", cut.text, cut.omitted_bytes))
         }
         Value::Array(items) => {
             let mut kept: Vec<Value> = items
@@ -121,8 +115,23 @@ impl AuditLog {
 
     /// Redacts and appends `entry` as one line. An entry without a parsable
     /// timestamp is stamped now (and filed under today).
+    ///
+    /// Every field that can carry a caller's text is redacted here, so that
+    /// no caller can forget one: the tool name, session id, hook and
+    /// decision as well as the input and output (which hold the decision's
+    /// reasons and errors).
     pub fn append(&self, entry: &AuditEntry) -> Result<(), PolicyError> {
         let mut record = entry.clone();
+        for text in [
+            &mut record.session_id,
+            &mut record.hook,
+            &mut record.tool,
+            &mut record.decision,
+        ] {
+            if let std::borrow::Cow::Owned(redacted) = redact(text) {
+                *text = redacted;
+            }
+        }
         redact_value(&mut record.input);
         redact_value(&mut record.output);
         let instant = match DateTime::parse_from_rfc3339(&record.timestamp) {

@@ -332,3 +332,61 @@ fn a_file_removed_or_rotated_under_an_open_log_is_recreated_not_written_blind() 
     log.append(&entry(&now, "third", json!({}))).unwrap();
     assert!(fs::read_to_string(&file).unwrap().contains("\"third\""));
 }
+
+/// A GitHub token assembled at run time.
+fn token(seed: char) -> String {
+    format!(
+        "ghp_{}",
+        seed.to_string().repeat(12) + "aB3dE5gH7jK9mN1pQ2sT4vW6"
+    )
+}
+
+#[test]
+fn every_field_that_carries_caller_text_is_redacted_on_disk() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = AuditLog::new(dir.path());
+    let in_tool = token('a');
+    let in_session = token('b');
+    let in_hook = token('c');
+    let in_decision = token('d');
+    let in_reason = token('e');
+    let mut record = entry("2025-05-06T12:00:00.000Z", &in_tool, json!({}));
+    record.session_id = in_session.clone();
+    record.hook = format!("toolCall:{in_hook}");
+    record.decision = format!("deny {in_decision}");
+    record.output = json!({"reason": format!("denied: token={in_reason}")});
+    log.append(&record).unwrap();
+    let text = fs::read_to_string(log.file_for(date("2025-05-06"))).unwrap();
+    for secret in [&in_tool, &in_session, &in_hook, &in_decision, &in_reason] {
+        assert!(!text.contains(secret.as_str()), "{secret} on disk: {text}");
+    }
+    let line = &read_lines(&log.file_for(date("2025-05-06")))[0];
+    assert_eq!(line["tool"], "[REDACTED]");
+    assert_eq!(line["hook"], "toolCall:[REDACTED]");
+    // Names without secrets stay as they are.
+    log.append(&entry("2025-05-06T12:00:01.000Z", "read_file", json!({})))
+        .unwrap();
+    let lines = read_lines(&log.file_for(date("2025-05-06")));
+    assert_eq!(lines[1]["tool"], "read_file");
+    assert_eq!(lines[1]["sessionId"], "session-1");
+}
+
+#[test]
+fn a_summary_never_keeps_part_of_a_token_it_cuts_through() {
+    use bridge_policy::audit::{AUDIT_MAX_STRING_BYTES, summarize_for_audit};
+    let secret = token('f');
+    for offset in [4, 10, 30] {
+        let text = format!(
+            "{} {secret} trailing text",
+            "x".repeat(AUDIT_MAX_STRING_BYTES - offset - 1)
+        );
+        let summary = summarize_for_audit(&json!({ "stdout": text }));
+        let kept = summary["stdout"].as_str().unwrap();
+        assert!(!kept.contains("ghp_"), "part of the token kept: {kept:.80}");
+        assert!(
+            kept.contains("[REDACTED]…["),
+            "{}",
+            &kept[kept.len() - 60..]
+        );
+    }
+}

@@ -9,7 +9,9 @@ use std::borrow::Cow;
 use bridge_policy::redact::{self, REDACTED, is_secret_key, redact, redact_value};
 use serde_json::{Value, json};
 
+mod cut;
 mod formats;
+mod keys;
 
 /// Deterministic mixed-case letters and digits, `length` long.
 fn alnum(length: usize, seed: usize) -> String {

@@ -1,15 +1,18 @@
 //! Test support for copilot-bridge: real temporary workspaces on disk, a
 //! mock LLM upstream speaking the real wire formats over real HTTP
-//! ([`mock_llm`]), and a WebSocket provider client ([`provider_client`]).
+//! ([`mock_llm`]), a WebSocket provider client ([`provider_client`]), and
+//! private keys shaped like real ones for redaction tests ([`fake_keys`]).
 //!
 //! Only ever a dev-dependency. It must not contain production logic, and it
 //! must not fake the thing under test: helpers here build real files, real
 //! directories and real symlinks for tests to run against.
 
+pub mod fake_keys;
 pub mod mock_llm;
 pub mod provider_client;
 pub mod swap_race;
 
+pub use fake_keys::FakeKey;
 pub use mock_llm::{MockLlm, MockReply, MockToolCall, RecordedRequest};
 pub use provider_client::{ProviderClient, Received};
 pub use swap_race::SwapRace;

@@ -77,7 +77,7 @@ impl ToolError {
     /// a task's stderr) and each text cut to [`MAX_ERROR_TEXT_CHARS`] (an
     /// error may quote the caller's input, which can be megabytes).
     pub fn sanitized(self) -> Self {
-        let text = |s: String| bounded(bridge_policy::redact(&s).into_owned());
+        let text = |s: String| bounded(&s);
         match self {
             Self::UnknownTool(name) => Self::UnknownTool(text(name)),
             Self::InvalidArguments(message) => Self::InvalidArguments(text(message)),
@@ -144,9 +144,17 @@ impl ToolError {
 /// Longest text an error carries out of the bridge.
 pub const MAX_ERROR_TEXT_CHARS: usize = 2000;
 
-fn bounded(text: String) -> String {
-    match text.char_indices().nth(MAX_ERROR_TEXT_CHARS) {
-        None => text,
-        Some((cut, _)) => format!("{}… [{} more bytes]", &text[..cut], text.len() - cut),
+/// `text` redacted and cut to [`MAX_ERROR_TEXT_CHARS`] characters, with a
+/// note of what was left out; redacted before it is cut, so a secret the
+/// cut goes through is replaced whole.
+fn bounded(text: &str) -> String {
+    let max_bytes = text
+        .char_indices()
+        .nth(MAX_ERROR_TEXT_CHARS)
+        .map_or(text.len(), |(at, _)| at);
+    let cut = bridge_policy::redact::redact_and_cut(text, max_bytes);
+    if cut.omitted_bytes == 0 {
+        return cut.text.into_owned();
     }
+    format!("{}… [{} more bytes]", cut.text, cut.omitted_bytes)
 }

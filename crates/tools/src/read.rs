@@ -139,13 +139,9 @@ fn read_file(ctx: &ToolContext, args: &ReadArgs) -> Result<Value, ToolError> {
             file.relative, excerpt.total_lines
         )));
     }
-    let (content, lossy) = match String::from_utf8(excerpt.content) {
-        Ok(text) => (text, false),
-        Err(err) => (String::from_utf8_lossy(err.as_bytes()).into_owned(), true),
-    };
     let mut result = json!({
         "path": file.relative,
-        "content": content,
+        "content": excerpt.content,
         "sha256": excerpt.sha256,
         "totalLines": excerpt.total_lines,
         "startLine": excerpt.first_line,
@@ -154,7 +150,7 @@ fn read_file(ctx: &ToolContext, args: &ReadArgs) -> Result<Value, ToolError> {
     if excerpt.truncated {
         result["truncated"] = Value::Bool(true);
     }
-    if lossy {
+    if excerpt.lossy {
         result["lossy"] = Value::Bool(true);
     }
     Ok(result)

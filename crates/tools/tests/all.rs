@@ -7,6 +7,7 @@ mod format;
 mod list;
 mod patch;
 mod read;
+mod redaction;
 mod runner;
 mod search;
 mod shell;

@@ -9,11 +9,26 @@ async fn the_copilot_runner_delegates_to_the_cli_and_logs_the_session() {
     let bridge = Bridge::new();
     let fake = bridge_testkit::built_binary("fake-copilot-cli");
     let record = ws.path().join(".fake-record.jsonl");
+    // The CLI gets the launcher's minimal environment, not ours: the fake's
+    // settings travel in a wrapper, as a user's own wrapper script would.
+    let wrapper = bridge.state.path().join("copilot-wrapper.sh");
+    std::fs::write(
+        &wrapper,
+        format!(
+            "#!/bin/sh\nexec env FAKE_COPILOT_SCRIPT=task FAKE_COPILOT_RECORD='{}' '{}' \"$@\"\n",
+            record.display(),
+            fake.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(
+        &wrapper,
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
     let output = bridge
         .cmd()
-        .env("COPILOT_CLI_PATH", &fake)
-        .env("FAKE_COPILOT_SCRIPT", "task")
-        .env("FAKE_COPILOT_RECORD", &record)
+        .env("COPILOT_CLI_PATH", &wrapper)
         .env("COPILOT_BRIDGE_NO_GH", "1")
         .env("OLLAMA_HOST", dead_url())
         .env("COPILOT_BYOK_PROVIDER", "openai")
@@ -38,6 +53,13 @@ async fn the_copilot_runner_delegates_to_the_cli_and_logs_the_session() {
     let recorded = std::fs::read_to_string(&record).unwrap();
     assert!(recorded.contains("session.create"), "{recorded}");
     assert!(recorded.contains("http://127.0.0.1:9/v1"), "{recorded}");
+    // ... and only there: the key is not in the CLI's environment.
+    let environment = recorded
+        .lines()
+        .find(|line| line.contains("_environment"))
+        .unwrap_or_default();
+    assert!(environment.contains("\"PATH\""), "{environment}");
+    assert!(!environment.contains("COPILOT_BYOK"), "{environment}");
     // The session log has the prompt and the answer.
     let (_, events) = session_log(&bridge);
     let kinds = kinds(&events);

@@ -3,11 +3,17 @@
 //! `key=value` secrets, passwords in URLs, `.netrc`, `.npmrc`, docker and
 //! Azure credentials, curl `-u` passwords and cookies become [`REDACTED`].
 //!
+//! Text cut to a size is redacted before it is cut ([`redact_and_cut`],
+//! [`redact_excerpt`]), so that no secret is shown in part.
+//!
 //! All rules are compiled into one regex, so clean text costs one scan and
 //! is returned borrowed; what a regex cannot judge cheaply (is this value
 //! code? random? does this line run curl?) is judged on the match only.
 //! Redaction is idempotent: [`REDACTED`] is never taken for a secret.
 
+mod armor;
+mod body_lines;
+mod cut;
 mod keys;
 mod rules;
 mod values;
@@ -18,6 +24,7 @@ use std::sync::LazyLock;
 use regex::bytes::{CaptureLocations, Regex, RegexBuilder};
 use serde_json::Value;
 
+pub use cut::{CUT_CONTEXT_BYTES, Cut, redact_and_cut, redact_excerpt};
 pub use keys::is_secret_key;
 use rules::Kind;
 
@@ -111,56 +118,97 @@ const MAX_NESTING: u8 = 4;
 /// Should the rules fail to compile (a bug caught by the tests), the whole
 /// text is withheld rather than passed through unredacted.
 pub fn redact(text: &str) -> Cow<'_, str> {
-    let Ok(engine) = ENGINE.as_ref() else {
-        return Cow::Owned(REDACTED.to_owned());
-    };
-    let mut locations = engine.regex.capture_locations();
-    let mut spans = Vec::new();
-    collect_spans(engine, text, 0, MAX_NESTING, &mut locations, &mut spans);
-    if spans.is_empty() {
-        return Cow::Borrowed(text);
-    }
-    // Spans found inside a match's context come before it, and a resumed
-    // search may overlap an earlier one: order, then merge.
-    spans.sort_unstable();
-    let mut output = String::with_capacity(text.len());
-    let mut copied = 0;
-    for (start, end) in spans {
-        if end <= copied {
-            continue;
-        }
-        if start >= copied {
-            output.push_str(&text[copied..start]);
-            output.push_str(REDACTED);
-        }
-        copied = end;
-    }
-    output.push_str(&text[copied..]);
-    Cow::Owned(output)
+    redact_excerpt(text, 0..text.len())
 }
 
-/// Finds the spans to replace in `text` from `from` on, appending them to
-/// `spans` (on char boundaries, possibly overlapping).
+/// The spans of `text` to replace, ordered, possibly overlapping; `None`
+/// when the rules do not compile.
+fn secret_spans(text: &str) -> Option<Vec<(usize, usize)>> {
+    let engine = ENGINE.as_ref().ok()?;
+    let mut locations = engine.regex.capture_locations();
+    let mut spans = Vec::new();
+    let mut state = ScanState::default();
+    let scan = Scan {
+        engine,
+        text,
+        from: 0,
+        depth: MAX_NESTING,
+    };
+    collect_spans(&scan, &mut locations, &mut spans, &mut state);
+    // Spans found inside a match's context come before it, and a resumed
+    // search may overlap an earlier one.
+    spans.sort_unstable();
+    let body_lines = body_lines::key_body_lines(text, &spans, &state.public_blocks);
+    if !body_lines.is_empty() {
+        spans.extend(body_lines);
+        spans.sort_unstable();
+    }
+    Some(spans)
+}
+
+/// What one scan has learned about the text so far.
+#[derive(Debug, Default)]
+struct ScanState {
+    /// The bodies of public armored blocks (certificates, public keys), in
+    /// order: their lines are not key material.
+    public_blocks: Vec<(usize, usize)>,
+    /// The last search for `-----END`: from where, and where it was found
+    /// (or the end of the text). Reused by the headers before it, so that
+    /// many headers without a footer cost one search, not one each.
+    next_footer: Option<(usize, usize)>,
+}
+
+impl ScanState {
+    fn next_footer(&mut self, text: &str, from: usize) -> usize {
+        if let Some((searched_from, found)) = self.next_footer
+            && (searched_from..=found).contains(&from)
+        {
+            return found;
+        }
+        let found = text
+            .get(from..)
+            .and_then(|rest| rest.find("-----END"))
+            .map_or(text.len(), |at| from + at);
+        self.next_footer = Some((from, found));
+        found
+    }
+}
+
+/// One (possibly nested) search: the text, where to start, how much
+/// deeper a match's context may be searched.
+struct Scan<'a> {
+    engine: &'a Engine,
+    text: &'a str,
+    from: usize,
+    depth: u8,
+}
+
+/// Finds the spans to replace in the scan's text from its start on,
+/// appending them to `spans` (on char boundaries, possibly overlapping).
 ///
 /// A match reaches from its context (`machine … login … password`,
 /// `https://user:`, `-u user:`) to its secret, and the search resumes after
 /// it; the context is searched on its own, so that a token in it (`curl -u
 /// ghp_…:x`) is not passed over.
 fn collect_spans(
-    engine: &Engine,
-    text: &str,
-    from: usize,
-    depth: u8,
+    scan: &Scan<'_>,
     locations: &mut CaptureLocations,
     spans: &mut Vec<(usize, usize)>,
+    state: &mut ScanState,
 ) {
+    let Scan {
+        engine,
+        text,
+        from,
+        depth,
+    } = *scan;
     let haystack = text.as_bytes();
     let mut at = from;
     while at <= haystack.len() {
         let Some(found) = engine.regex.captures_read_at(locations, haystack, at) else {
             break;
         };
-        let (secret_start, outcome) = judge(engine, locations, text);
+        let (secret_start, outcome) = judge(engine, locations, text, state);
         at = match outcome {
             Outcome::Replace { start, end } => {
                 spans.push(widen_to_char_boundaries(text, start, end));
@@ -179,8 +227,14 @@ fn collect_spans(
             if depth == 0 {
                 spans.push((context_start, context_end));
             } else {
-                let context = &text[..context_end];
-                collect_spans(engine, context, context_start, depth - 1, locations, spans);
+                let context = Scan {
+                    engine,
+                    text: &text[..context_end],
+                    from: context_start,
+                    depth: depth - 1,
+                };
+                // The context's own state: it is a part already scanned.
+                collect_spans(&context, locations, spans, &mut ScanState::default());
             }
         }
     }
@@ -197,7 +251,12 @@ enum Outcome {
 }
 
 /// Where the current match's secret starts, and what to do with the match.
-fn judge(engine: &Engine, locations: &CaptureLocations, text: &str) -> (Option<usize>, Outcome) {
+fn judge(
+    engine: &Engine,
+    locations: &CaptureLocations,
+    text: &str,
+    state: &mut ScanState,
+) -> (Option<usize>, Outcome) {
     let Some(rule) = engine
         .rules
         .iter()
@@ -217,7 +276,13 @@ fn judge(engine: &Engine, locations: &CaptureLocations, text: &str) -> (Option<u
     };
     let span = match rule.kind {
         Kind::Token => Some((start, end)),
-        Kind::PrivateKeyBlock => Some((start, values::private_key_block_end(text, end))),
+        Kind::PrivateKeyBlock => Some((start, armor::private_key_block_end(text, end))),
+        Kind::PrivateKeyFooter => armor::last_body_line_before(text, start),
+        Kind::PublicBlockHeader => {
+            let footer = state.next_footer(text, end);
+            state.public_blocks.push((end, footer));
+            None
+        }
         Kind::Bearer => values::looks_like_token(secret).then_some((start, end)),
         Kind::UrlPassword => (secret != REDACTED).then_some((start, end)),
         Kind::CurlPassword => {
@@ -239,10 +304,18 @@ fn judge(engine: &Engine, locations: &CaptureLocations, text: &str) -> (Option<u
     };
     let outcome = match (span, rule.kind) {
         (Some((start, end)), _) => Outcome::Replace { start, end },
-        (None, Kind::Token | Kind::PrivateKeyBlock | Kind::Bearer | Kind::UrlPassword) => {
-            Outcome::Keep
-        }
-        (None, _) => Outcome::KeepAndSearchFrom(start + 1),
+        (
+            None,
+            Kind::Token
+            | Kind::PrivateKeyBlock
+            | Kind::PrivateKeyFooter
+            | Kind::PublicBlockHeader
+            | Kind::Bearer
+            | Kind::UrlPassword,
+        ) => Outcome::Keep,
+        // From the value's start, not after it: the value may begin with a
+        // secret of its own (`TLS_KEY=-----BEGIN … PRIVATE KEY-----`).
+        (None, _) => Outcome::KeepAndSearchFrom(start),
     };
     (Some(start), outcome)
 }

@@ -22,6 +22,15 @@ pub(super) enum Kind {
     /// "anything up to the footer" in the regex rescans the rest of the text
     /// for every header that has no footer.
     PrivateKeyBlock,
+    /// A `-----END … PRIVATE KEY-----` footer: replace the last line of the
+    /// key body before it (shorter than the others, so not found as a body
+    /// line), when the header was not seen.
+    PrivateKeyFooter,
+    /// The header of an armored block that is not a private key
+    /// (`CERTIFICATE`, `PUBLIC KEY`): its body lines, up to its footer, are
+    /// public and kept. (Body lines are found by code after the regex
+    /// scan: a counted base64 run in the regex would cost every word.)
+    PublicBlockHeader,
     /// `Bearer <token>`: keep the scheme; only token-like words count.
     Bearer,
     /// `key=value` and friends: replace the value (inside its quotes),
@@ -55,6 +64,17 @@ pub(super) fn rules() -> Vec<Rule> {
             // Only the header: the body and footer are found by code (see
             // `Kind::PrivateKeyBlock`).
             pattern: r"(?P<secret>-----BEGIN[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----)",
+        },
+        Rule {
+            name: "private key footer",
+            kind: Kind::PrivateKeyFooter,
+            pattern: r"(?P<secret>-----END[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----)",
+        },
+        Rule {
+            name: "public armored block header",
+            kind: Kind::PublicBlockHeader,
+            // After the private key header, which wins at the same start.
+            pattern: r"(?P<secret>-----BEGIN [A-Z0-9 ]{1,40}-----)",
         },
         Rule {
             name: "GitHub token",

@@ -329,31 +329,3 @@ pub(super) fn runs_curl(text: &str, option_start: usize) -> bool {
         .any(|word| word.eq_ignore_ascii_case(b"curl"));
     has_curl || !whole_line
 }
-
-/// How far after `-----END` the closing dashes of a footer may be
-/// (`-----END ENCRYPTED PRIVATE KEY BLOCK-----`).
-const MAX_FOOTER_LENGTH: usize = 64;
-
-/// Where the private key block whose body starts at `body_start` ends: after
-/// its `-----END … -----` footer, or where the base64 body (with PEM headers
-/// and escaped line breaks) stops.
-pub(super) fn private_key_block_end(text: &str, body_start: usize) -> usize {
-    let bytes = text.as_bytes();
-    let is_body_byte = |byte: u8| {
-        byte.is_ascii_alphanumeric() || b"+/=:,\\-".contains(&byte) || byte.is_ascii_whitespace()
-    };
-    let mut at = body_start;
-    while let Some(&byte) = bytes.get(at) {
-        if bytes[at..].starts_with(b"-----END") {
-            let footer = &bytes[at + 8..bytes.len().min(at + 8 + MAX_FOOTER_LENGTH)];
-            if let Some(close) = footer.windows(5).position(|dashes| dashes == b"-----") {
-                return at + 8 + close + 5;
-            }
-        }
-        if !is_body_byte(byte) {
-            break;
-        }
-        at += 1;
-    }
-    at
-}

@@ -5,7 +5,7 @@
 use std::borrow::Cow;
 use std::time::{Duration, Instant};
 
-use bridge_policy::redact::{REDACTED, is_secret_key, redact, redact_value};
+use bridge_policy::redact::{self, REDACTED, is_secret_key, redact, redact_value};
 use serde_json::{Value, json};
 
 use super::alnum;
@@ -496,8 +496,40 @@ fn hostile_repetitions_are_redacted_in_linear_time() {
         "-----BEGIN PRIVATE KEY-----;\n",
         "-----BEGIN RSA PRIVATE KEY-----; token=abc ",
     ];
-    for shape in shapes {
-        let text = shape.repeat(SIZE / shape.len());
+    // Key bodies: a line of one, public blocks, footers without a body,
+    // headers before lines too long to be body lines.
+    let key_line = base64ish(64, 3);
+    let shapes: Vec<String> = shapes
+        .iter()
+        .map(|shape| (*shape).to_owned())
+        .chain([
+            "# -----BEGIN PRIVATE KEY-----\n# ".to_owned(),
+            "-----END PRIVATE KEY-----\n".to_owned(),
+            format!("{key_line}\n-----END PRIVATE KEY-----\n"),
+            "-----BEGIN CERTIFICATE-----\n".to_owned(),
+            format!("-----BEGIN CERTIFICATE-----\n{key_line}\n"),
+            format!("{key_line}\n"),
+            format!("# {key_line}\n"),
+            format!("{key_line} "),
+        ])
+        .collect();
+    let long_line = "x".repeat(SIZE / 2);
+    let mut texts: Vec<String> = shapes
+        .iter()
+        .map(|shape| shape.repeat(SIZE / shape.len()))
+        .collect();
+    texts.push(format!(
+        "{}\n{long_line}",
+        "-----BEGIN PRIVATE KEY-----;".repeat(SIZE / 56)
+    ));
+    texts.push(format!(
+        "{}\n{long_line}",
+        "-----BEGIN PRIVATE KEY-----\\n;".repeat(SIZE / 60)
+    ));
+    // The rules compile on first use: not part of any shape's time.
+    redact::check_rules().unwrap();
+    for text in texts {
+        let shape = &text[..text.len().min(80)];
         let started = Instant::now();
         let output = redact(&text);
         let elapsed = started.elapsed();

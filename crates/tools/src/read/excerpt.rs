@@ -4,17 +4,21 @@
 //! The file is read in fixed-size chunks and never a line at a time: a range
 //! read of a file whose skipped lines are gigabytes long (a log without
 //! newlines, a sparse file) must not hold those lines in memory. At most the
-//! content cap plus one byte is ever kept.
+//! content cap plus [`CUT_CONTEXT_BYTES`] and one byte is ever kept.
 
 use std::io::{ErrorKind, Read};
 
+use bridge_policy::redact::{CUT_CONTEXT_BYTES, redact_and_cut};
 use sha2::{Digest, Sha256};
 
 const CHUNK_BYTES: usize = 64 * 1024;
 
 /// The selected lines of a file with facts about the whole file.
 pub(crate) struct Excerpt {
-    pub content: Vec<u8>,
+    /// The text, lossily decoded.
+    pub content: String,
+    /// Whether bytes that are not UTF-8 were replaced.
+    pub lossy: bool,
     pub first_line: u64,
     pub last_included: u64,
     pub total_lines: u64,
@@ -25,7 +29,9 @@ pub(crate) struct Excerpt {
 /// Collects lines `first_line..=last_line` (1-based) of `reader`, at most
 /// `cap` bytes of them: whole lines only, except that a first selected line
 /// alone over the cap is cut on a character boundary, since a prefix beats
-/// returning nothing.
+/// returning nothing. That cut is made after redaction
+/// ([`redact_and_cut`]), on the line read [`CUT_CONTEXT_BYTES`] past the
+/// cap, so that a secret straddling the cap is not half shown.
 pub(crate) fn collect_lines(
     mut reader: impl Read,
     first_line: u64,
@@ -62,6 +68,9 @@ struct Collector {
     line_start: usize,
     last_included: u64,
     truncated: bool,
+    /// Set when the first selected line alone is over the cap: the content
+    /// runs past the cap, to be cut there once redacted.
+    cut_at: Option<usize>,
 }
 
 impl Collector {
@@ -76,6 +85,7 @@ impl Collector {
             line_start: 0,
             last_included: first_line.saturating_sub(1),
             truncated: false,
+            cut_at: None,
         }
     }
 
@@ -103,7 +113,7 @@ impl Collector {
         if !self.inside_line {
             self.line_start = self.content.len();
         }
-        if self.content.len() + segment.len() <= self.cap {
+        if self.cut_at.is_none() && self.content.len() + segment.len() <= self.cap {
             self.content.extend_from_slice(segment);
             if ends_line {
                 self.last_included = line;
@@ -111,31 +121,58 @@ impl Collector {
             return;
         }
         if self.line_start == 0 {
-            // One byte past the cap is enough to find the character boundary.
-            let room = self.cap.saturating_add(1) - self.content.len();
+            // Read on past the cap (over later chunks too) so that the
+            // redactor sees a secret straddling it whole; one byte more
+            // finds the character boundary.
+            let room = self.lookahead_end().saturating_add(1) - self.content.len();
             self.content
                 .extend_from_slice(&segment[..segment.len().min(room)]);
-            self.content
-                .truncate(utf8_prefix_len(&self.content, self.cap));
+            self.cut_at = Some(self.cap);
             self.last_included = line;
+            if ends_line || self.content.len() > self.lookahead_end() {
+                self.truncated = true;
+            }
         } else {
             self.content.truncate(self.line_start);
+            self.truncated = true;
         }
-        self.truncated = true;
+    }
+
+    fn lookahead_end(&self) -> usize {
+        self.cap.saturating_add(CUT_CONTEXT_BYTES)
     }
 
     fn finish(mut self, sha256: String) -> Excerpt {
         // A last line without a newline still counts, and was kept whole
         // unless the excerpt was truncated.
         let mut total_lines = self.completed_lines;
+        if self.cut_at.is_some() {
+            self.truncated = true;
+        }
         if self.inside_line {
             total_lines += 1;
             if !self.truncated && (self.first_line..=self.last_line).contains(&total_lines) {
                 self.last_included = total_lines;
             }
         }
+        let mut bytes = self.content;
+        if self.cut_at.is_some() {
+            bytes.truncate(utf8_prefix_len(
+                &bytes,
+                self.cap.saturating_add(CUT_CONTEXT_BYTES),
+            ));
+        }
+        let (text, lossy) = match String::from_utf8(bytes) {
+            Ok(text) => (text, false),
+            Err(err) => (String::from_utf8_lossy(err.as_bytes()).into_owned(), true),
+        };
+        let content = match self.cut_at {
+            Some(cap) => redact_and_cut(&text, cap).text.into_owned(),
+            None => text,
+        };
         Excerpt {
-            content: self.content,
+            content,
+            lossy,
             first_line: self.first_line,
             last_included: self.last_included.min(total_lines),
             total_lines,
@@ -177,7 +214,7 @@ mod tests {
                 }
                 let excerpt = collector.finish(String::new());
                 (
-                    String::from_utf8_lossy(&excerpt.content).into_owned(),
+                    excerpt.content,
                     excerpt.last_included,
                     excerpt.total_lines,
                     excerpt.truncated,

@@ -1,8 +1,15 @@
 //! Turning a matched line into a bounded, readable snippet: at most
 //! `max_chars` characters, cut on character boundaries, with "…" where text
 //! was left out, and positioned so the match itself is visible.
+//!
+//! A line that is cut is redacted first, with [`CUT_CONTEXT_BYTES`] of text
+//! on each side of the snippet ([`redact_excerpt`]): a secret the cut goes
+//! through shows as one `[REDACTED]`, never as the half a rule no longer
+//! recognises. Lines shown whole are redacted with the rest of the result.
 
 use std::borrow::Cow;
+
+use bridge_policy::redact::{CUT_CONTEXT_BYTES, redact_excerpt};
 
 const ELLIPSIS: char = '…';
 
@@ -16,11 +23,13 @@ pub(crate) fn strip_terminator(line: &[u8]) -> &[u8] {
 pub(crate) fn context_line(line: &[u8], max_chars: usize) -> String {
     let text = lossy_prefix(strip_terminator(line), max_chars);
     let (head, cut) = take_chars(&text, max_chars);
-    let mut out = String::with_capacity(head.len() + 3);
-    out.push_str(head);
-    if cut {
-        out.push(ELLIPSIS);
+    if !cut {
+        return head.to_owned();
     }
+    let head = redact_excerpt(&text, 0..head.len());
+    let mut out = String::with_capacity(head.len() + 3);
+    out.push_str(&head);
+    out.push(ELLIPSIS);
     out
 }
 
@@ -37,17 +46,33 @@ pub(crate) fn matched_line(line: &[u8], match_start: usize, max_chars: usize) ->
     // Keep a quarter of the budget for text before the match when the match
     // would otherwise fall outside the snippet.
     let lead = max_chars / 4;
-    if before_chars + lead < max_chars {
-        let (tail, after_cut) = take_chars(&after, max_chars - before_chars);
-        return (column, join(false, &before, tail, after_cut));
+    let (cut_front, head_start, tail_budget) = if before_chars + lead < max_chars {
+        (false, 0, max_chars - before_chars)
+    } else {
+        let skip = before_chars - lead;
+        let head_start = before
+            .char_indices()
+            .nth(skip)
+            .map_or(before.len(), |(at, _)| at);
+        (true, head_start, max_chars - lead)
+    };
+    let (tail, cut_back) = take_chars(&after, tail_budget);
+    if !cut_front && !cut_back {
+        return (column, join(false, &before, tail, false));
     }
-    let skip = before_chars - lead;
-    let lead_text = before
-        .char_indices()
-        .nth(skip)
-        .map_or("", |(at, _)| &before[at..]);
-    let (tail, after_cut) = take_chars(&after, max_chars - lead);
-    (column, join(true, lead_text, tail, after_cut))
+    // The snippet with the text around it, for the redactor to judge a
+    // secret the cut goes through.
+    let mut window_start = head_start.saturating_sub(CUT_CONTEXT_BYTES);
+    while !before.is_char_boundary(window_start) {
+        window_start -= 1;
+    }
+    let mut window = String::with_capacity(before.len() - window_start + after.len());
+    window.push_str(&before[window_start..]);
+    window.push_str(&after);
+    let shown_start = head_start - window_start;
+    let shown_end = before.len() - window_start + tail.len();
+    let shown = redact_excerpt(&window, shown_start..shown_end);
+    (column, join(cut_front, &shown, "", cut_back))
 }
 
 fn join(cut_front: bool, head: &str, tail: &str, cut_back: bool) -> String {
@@ -63,11 +88,16 @@ fn join(cut_front: bool, head: &str, tail: &str, cut_back: bool) -> String {
     out
 }
 
-/// Decodes only as much of `bytes` as can hold `max_chars + 1` characters, so
-/// a megabyte-long minified line costs no more than a short one. The extra
-/// character lets [`take_chars`] notice that the text went on.
+/// Decodes only as much of `bytes` as can hold `max_chars + 1` characters
+/// and [`CUT_CONTEXT_BYTES`] more, so a megabyte-long minified line costs no
+/// more than a short one. The extra character lets [`take_chars`] notice
+/// that the text went on; the extra bytes let the redactor see a secret
+/// the cut goes through.
 fn lossy_prefix(bytes: &[u8], max_chars: usize) -> Cow<'_, str> {
-    let budget = max_chars.saturating_add(1).saturating_mul(4);
+    let budget = max_chars
+        .saturating_add(1)
+        .saturating_mul(4)
+        .saturating_add(CUT_CONTEXT_BYTES);
     String::from_utf8_lossy(&bytes[..bytes.len().min(budget)])
 }
 

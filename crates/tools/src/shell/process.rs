@@ -10,6 +10,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use bridge_launch::{ChildEnv, Launch, Signal, Stderr};
+use bridge_policy::redact::{CUT_CONTEXT_BYTES, redact_and_cut};
 use serde::Serialize;
 use tokio::io::{AsyncRead, AsyncReadExt};
 
@@ -97,15 +98,19 @@ fn signal_of(_status: std::process::ExitStatus) -> Option<i32> {
 
 #[derive(Default)]
 struct Captured {
+    /// Up to the cap plus [`CUT_CONTEXT_BYTES`]: the output is cut at the
+    /// cap once redacted, so that a secret straddling it is seen whole.
     bytes: Vec<u8>,
     truncated: bool,
 }
 
 /// One output pipe, drained in its own task so that a full pipe never
-/// blocks the child; bytes past the cap are read and dropped.
+/// blocks the child; bytes past the cap (and its lookahead) are read and
+/// dropped.
 struct Capture {
     captured: Arc<Mutex<Captured>>,
     task: Option<tokio::task::JoinHandle<()>>,
+    cap: usize,
 }
 
 impl Capture {
@@ -121,19 +126,26 @@ impl Capture {
                         Ok(read) => read,
                     };
                     let mut captured = captured.lock().unwrap_or_else(PoisonError::into_inner);
-                    let room = cap.saturating_sub(captured.bytes.len());
-                    captured.bytes.extend_from_slice(&buffer[..read.min(room)]);
-                    if read > room {
+                    if captured.bytes.len() + read > cap {
                         captured.truncated = true;
                     }
+                    let room = cap
+                        .saturating_add(CUT_CONTEXT_BYTES)
+                        .saturating_sub(captured.bytes.len());
+                    captured.bytes.extend_from_slice(&buffer[..read.min(room)]);
                 }
             })
         });
-        Self { captured, task }
+        Self {
+            captured,
+            task,
+            cap,
+        }
     }
 
     /// Waits for the pipe to close (up to [`DRAIN_GRACE`]), then returns the
-    /// text, lossily decoded.
+    /// text, lossily decoded, and cut to the cap after redaction when the
+    /// output went past it.
     async fn finish(mut self) -> (String, bool) {
         if let Some(task) = self.task.take() {
             let abort = task.abort_handle();
@@ -143,10 +155,11 @@ impl Capture {
         }
         let captured =
             std::mem::take(&mut *self.captured.lock().unwrap_or_else(PoisonError::into_inner));
-        (
-            decode(captured.bytes, captured.truncated),
-            captured.truncated,
-        )
+        let text = decode(captured.bytes, captured.truncated);
+        if !captured.truncated {
+            return (text, false);
+        }
+        (redact_and_cut(&text, self.cap).text.into_owned(), true)
     }
 }
 

@@ -289,10 +289,16 @@ async fn call_with_recovery(
     }
 }
 
+/// The report's line for a call: the first [`SUMMARY_CHARS`] characters,
+/// redacted before they are cut, `…` marking the cut.
 fn summarize_text(text: &str) -> String {
-    let mut chars = text.chars();
-    let mut summary: String = chars.by_ref().take(SUMMARY_CHARS).collect();
-    if chars.next().is_some() {
+    let max_bytes = text
+        .char_indices()
+        .nth(SUMMARY_CHARS)
+        .map_or(text.len(), |(at, _)| at);
+    let cut = bridge_policy::redact::redact_and_cut(text, max_bytes);
+    let mut summary = cut.text.into_owned();
+    if cut.omitted_bytes > 0 {
         summary.push('…');
     }
     summary

@@ -61,23 +61,24 @@ pub(super) fn submit_prompt(
 
 /// `onPostToolUse`'s cut: at most `limit` bytes (on a character boundary)
 /// plus a note saying how much was cut. Returns the text and the bytes cut.
+///
+/// The text is redacted before it is cut
+/// ([`bridge_policy::redact::redact_and_cut`]): results reach here
+/// redacted as values, but the cut must not rely on that to never show
+/// half a secret.
 pub fn truncate_for_model(text: String, limit: usize) -> (String, usize) {
     if text.len() <= limit {
         return (text, 0);
     }
-    let mut end = limit;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    let cut = text.len() - end;
     let total = text.len();
-    let mut kept = text;
-    kept.truncate(end);
+    let cut = bridge_policy::redact::redact_and_cut(&text, limit);
+    let omitted = cut.omitted_bytes;
+    let mut kept = cut.text.into_owned();
     kept.push_str(&format!(
-        "\n…[copilot-bridge cut this tool result: {cut} of {total} bytes not shown; \
+        "\n…[copilot-bridge cut this tool result: {omitted} of {total} bytes not shown; \
          ask for less, e.g. a line range or a narrower search]"
     ));
-    (kept, cut)
+    (kept, omitted)
 }
 
 /// The class of a failed tool call for `onErrorOccurred`. The tools' own
@@ -162,6 +163,16 @@ mod tests {
         assert!(text.contains("16 of 20 bytes not shown"), "{text}");
         let (text, cut) = truncate_for_model("short".to_owned(), 10);
         assert_eq!((text.as_str(), cut), ("short", 0));
+    }
+
+    #[test]
+    fn a_token_the_cut_goes_through_is_not_half_shown() {
+        let token = format!("gh{}_{}", "p", "aB3dE5gH7jK9mN1pQ2sT4vW6yZ8cF0hL1234");
+        let result = format!("{{\"stdout\":\"{} {token} rest\"}}", "x".repeat(80));
+        let (text, cut) = truncate_for_model(result.clone(), 100);
+        assert!(!text.contains("gh"), "{text}");
+        assert!(text.contains("[REDACTED]\n…[copilot-bridge cut"), "{text}");
+        assert_eq!(cut, result.len() - 100);
     }
 
     #[test]

@@ -1,0 +1,105 @@
+//! Cutting text to a size without showing part of a secret: the text is
+//! redacted first and cut after, and a secret the cut goes through is
+//! replaced whole. A rule cannot recognise half a token, so cutting first
+//! would leave the half it keeps in plain sight.
+//!
+//! Every place that cuts tool output, error text or audit values to a size
+//! cuts through here.
+
+use std::borrow::Cow;
+use std::ops::Range;
+
+use super::{REDACTED, secret_spans};
+
+/// How much text a cut site keeps past its cut (and, for an excerpt, before
+/// it) so that the redactor sees a secret straddling the cut whole: more
+/// than the longest token, key header or `key=value` a rule needs to see.
+/// A secret longer than this that straddles the cut may still be missed.
+pub const CUT_CONTEXT_BYTES: usize = 4096;
+
+/// Text cut to a size by [`redact_and_cut`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cut<'a> {
+    /// The redacted text up to the cut.
+    pub text: Cow<'a, str>,
+    /// Bytes of the original text after the cut (0 when nothing was cut).
+    pub omitted_bytes: usize,
+}
+
+/// `text` redacted and cut to its first `max_bytes` bytes (on a character
+/// boundary). A secret the cut goes through is replaced whole, so the
+/// result may end in [`REDACTED`] and be up to its length longer.
+///
+/// Only the first `max_bytes + CUT_CONTEXT_BYTES` bytes are read: callers
+/// that hold only part of a larger text (a capped pipe, a file read up to a
+/// limit) keep [`CUT_CONTEXT_BYTES`] past their cap and cut here.
+pub fn redact_and_cut(text: &str, max_bytes: usize) -> Cut<'_> {
+    if text.len() <= max_bytes {
+        return Cut {
+            text: super::redact(text),
+            omitted_bytes: 0,
+        };
+    }
+    let cut = floor_char_boundary(text, max_bytes);
+    let window = floor_char_boundary(text, max_bytes.saturating_add(CUT_CONTEXT_BYTES));
+    Cut {
+        text: redact_excerpt(&text[..window], 0..cut),
+        omitted_bytes: text.len() - cut,
+    }
+}
+
+/// The part `range` of `text` (byte offsets, moved inwards to character
+/// boundaries), redacted as part of the whole `text`: a secret that starts
+/// before the range or ends after it is shown as one [`REDACTED`] at the
+/// range's edge. Borrowed when no secret touches the range.
+///
+/// For a cut on both sides (a snippet around a search hit), give
+/// [`CUT_CONTEXT_BYTES`] of text on each side of the range.
+pub fn redact_excerpt(text: &str, range: Range<usize>) -> Cow<'_, str> {
+    let end = floor_char_boundary(text, range.end);
+    let mut start = range.start.min(end);
+    while !text.is_char_boundary(start) {
+        start += 1;
+    }
+    let Some(spans) = secret_spans(text) else {
+        return Cow::Owned(REDACTED.to_owned());
+    };
+    let mut output: Option<String> = None;
+    // Text before `copied` is in the output or under a marker.
+    let mut copied = start;
+    for (span_start, span_end) in spans {
+        if span_end <= copied {
+            continue;
+        }
+        if span_start >= end {
+            break;
+        }
+        let output = output.get_or_insert_with(|| String::with_capacity(end - start));
+        if span_start < copied && !output.is_empty() {
+            // Overlaps the marker just written.
+            copied = span_end;
+            continue;
+        }
+        output.push_str(&text[copied..span_start.max(copied)]);
+        output.push_str(REDACTED);
+        copied = span_end;
+    }
+    match output {
+        None => Cow::Borrowed(&text[start..end]),
+        Some(mut output) => {
+            if copied < end {
+                output.push_str(&text[copied..end]);
+            }
+            Cow::Owned(output)
+        }
+    }
+}
+
+/// The largest character boundary of `text` at or below `at`.
+fn floor_char_boundary(text: &str, at: usize) -> usize {
+    let mut at = at.min(text.len());
+    while !text.is_char_boundary(at) {
+        at -= 1;
+    }
+    at
+}
