@@ -304,3 +304,56 @@ fn debug_logs_never_show_a_secret() {
         "no colour codes into a pipe: {stderr:?}"
     );
 }
+
+/// The decision's verdict table (the same as every door of the daemon and
+/// the engine gets, see crates/server/tests/one_decision.rs) through the
+/// `tool` command: exit 0 when allowed, 4 with the reason when denied.
+#[test]
+fn the_tool_command_gives_the_verdicts_every_door_gives() {
+    let ws = TempWorkspace::new();
+    ws.write("README.md", "# Hello\n");
+    let bridge = Bridge::new();
+    std::fs::write(
+        bridge.state.path().join("config.toml"),
+        "read_only = true\n[permissions]\nblocked_patterns = ['\\.ssh/']\n",
+    )
+    .unwrap();
+    for (tool, args, denied) in [
+        ("read_file", json!({"path": "README.md"}), None),
+        (
+            "read_file",
+            json!({"path": "../outside.txt"}),
+            Some("outside the workspace"),
+        ),
+        (
+            "shell",
+            json!({"command": "rm -rf ~"}),
+            Some("dangerous command"),
+        ),
+        (
+            "create_file",
+            json!({"path": "new.txt", "content": "x"}),
+            Some("read-only"),
+        ),
+        (
+            "read_file",
+            json!({"path": ".ssh/id_rsa"}),
+            Some("blocked_patterns"),
+        ),
+    ] {
+        let output = bridge.tool(&ws, tool, &args).output().unwrap();
+        let shown = format!(
+            "{}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+        match denied {
+            None => assert!(output.status.success(), "{tool} {args}: {shown}"),
+            Some(fragment) => {
+                assert_eq!(output.status.code(), Some(4), "{tool} {args}: {shown}");
+                assert!(shown.contains(fragment), "{tool} {args}: {shown}");
+            }
+        }
+    }
+    assert!(!ws.path().join("new.txt").exists());
+}

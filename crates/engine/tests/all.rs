@@ -4,5 +4,6 @@ mod copilot_runner;
 mod log;
 mod mcp;
 mod native;
+mod one_decision;
 mod redteam;
 mod registry;

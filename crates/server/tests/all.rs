@@ -11,6 +11,7 @@ mod facade_openai_errors;
 mod facade_openai_peers;
 mod health;
 mod mcp_bad_input;
+mod one_decision;
 mod rpc_bad_input;
 mod support;
 mod swap_race;

@@ -12,7 +12,7 @@ use bridge_testkit::SwapRace;
 use bridge_testkit::swap_race::{OUTSIDE_MARKER, SHARED_TEXT};
 use serde_json::{Value, json};
 
-use crate::support::{Setup, TestDaemon};
+use crate::support::{McpHttp, Setup, TestDaemon};
 
 /// How long each door is raced.
 const RACE_FOR: Duration = Duration::from_millis(1000);
@@ -56,76 +56,6 @@ async fn rpc_tool(daemon: &TestDaemon, tool: &str, arguments: Value) -> String {
         )
         .await
         .to_string()
-}
-
-/// A minimal MCP client over streamable HTTP: initialize, then calls, each
-/// answer read from JSON or from the SSE stream the server may choose.
-struct McpHttp<'a> {
-    daemon: &'a TestDaemon,
-    path: &'static str,
-    session: String,
-    next_id: u64,
-}
-
-impl<'a> McpHttp<'a> {
-    async fn connect(daemon: &'a TestDaemon, path: &'static str) -> Self {
-        let mut client = Self {
-            daemon,
-            path,
-            session: String::new(),
-            next_id: 1,
-        };
-        let (answer, session) = client
-            .post(json!({
-                "jsonrpc": "2.0", "id": 0, "method": "initialize",
-                "params": {"protocolVersion": "2025-06-18", "capabilities": {},
-                           "clientInfo": {"name": "swap-race", "version": "1"}}
-            }))
-            .await;
-        assert!(answer["result"]["serverInfo"].is_object(), "{answer}");
-        client.session = session.expect("the server names its MCP session");
-        client
-            .post(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
-            .await;
-        client
-    }
-
-    async fn post(&self, body: Value) -> (Value, Option<String>) {
-        let mut request = self
-            .daemon
-            .http()
-            .post(self.daemon.url(self.path))
-            .bearer_auth(&self.daemon.token)
-            .header("accept", "application/json, text/event-stream")
-            .json(&body);
-        if !self.session.is_empty() {
-            request = request.header("mcp-session-id", &self.session);
-        }
-        let response = request.send().await.unwrap();
-        let session = response
-            .headers()
-            .get("mcp-session-id")
-            .and_then(|value| value.to_str().ok())
-            .map(str::to_owned);
-        let text = response.text().await.unwrap();
-        let json_text = text
-            .lines()
-            .filter_map(|line| line.strip_prefix("data:"))
-            .map(str::trim)
-            .find(|data| data.starts_with('{'))
-            .unwrap_or(text.trim());
-        (
-            serde_json::from_str(json_text).unwrap_or(Value::Null),
-            session,
-        )
-    }
-
-    async fn call(&mut self, tool: &str, arguments: Value) -> String {
-        self.next_id += 1;
-        let body = json!({"jsonrpc": "2.0", "id": self.next_id, "method": "tools/call",
-                          "params": {"name": tool, "arguments": arguments}});
-        self.post(body).await.0.to_string()
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

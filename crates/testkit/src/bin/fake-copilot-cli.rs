@@ -4,7 +4,9 @@
 //!
 //! - `task` (default): answers the handshake, creates the session, and on
 //!   `session.send` emits a turn, asks the client's `preToolUse` hook about
-//!   a `view` of `FAKE_COPILOT_TOOL_ARGS` (JSON, default `{"path":"README.md"}`),
+//!   a `view` (or the tool named by `FAKE_COPILOT_TOOL_NAME`) of
+//!   `FAKE_COPILOT_TOOL_ARGS` (JSON, default `{"path":"README.md"}`), records
+//!   the hook's answer (method `_hook_answer`),
 //!   raises a permission prompt for the same read, runs or skips the tool
 //!   as told, reports usage and a final message, and goes idle.
 //! - `signed_out`: like `task`, but `auth.getStatus` says signed out.
@@ -101,13 +103,15 @@ fn play_task(peer: &mut Peer, script: &str, session: &str) {
         .ok()
         .and_then(|raw| serde_json::from_str(&raw).ok())
         .unwrap_or_else(|| json!({"path": "README.md"}));
+    let tool = std::env::var("FAKE_COPILOT_TOOL_NAME").unwrap_or_else(|_| "view".to_owned());
     let hook_input = json!({
-        "sessionId": session, "timestamp": 1.0, "cwd": ".", "toolName": "view", "toolArgs": args,
+        "sessionId": session, "timestamp": 1.0, "cwd": ".", "toolName": tool, "toolArgs": args,
     });
     let hook = peer.request(
         "hooks.invoke",
         json!({"sessionId": session, "hookType": "preToolUse", "input": hook_input}),
     );
+    peer.record(&json!({"method": "_hook_answer", "params": hook}));
     let allowed = hook
         .pointer("/output/permissionDecision")
         .and_then(Value::as_str)
