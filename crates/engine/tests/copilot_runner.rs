@@ -379,30 +379,20 @@ async fn the_real_copilot_cli_starts_and_reports_signed_out() {
 /// which variables the Copilot CLI it starts can see.
 #[test]
 fn the_cli_gets_the_launcher_environment_and_no_secret_of_ours() {
-    let exe = std::env::current_exe().unwrap();
-    let output = std::process::Command::new(exe)
-        .args([
-            "--ignored",
-            "--exact",
-            "copilot_runner::cli_environment_seen_from_inside",
-            "--test-threads=1",
-        ])
-        .env(
-            "COPILOT_BRIDGE_TOKEN",
-            "cb_0123456789abcdef0123456789abcdef",
-        )
-        .env("OPENAI_API_KEY", "sk-not-a-real-key")
-        .env("GITHUB_TOKEN", format!("ghp_{}", "c".repeat(36)))
-        .env("TAP_PROVIDER_TOKEN", "tap-secret")
-        .env("XDG_CONFIG_HOME", "/tmp/xdg-config")
-        .env("BRIDGE_TEST_VISIBLE", "1")
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        output.status.success() && stdout.contains("1 passed"),
-        "child failed:\n{stdout}\n{}",
-        String::from_utf8_lossy(&output.stderr)
+    let token = format!("ghp_{}", "c".repeat(36));
+    bridge_testkit::rerun_ignored_test_with_env(
+        "copilot_runner::cli_environment_seen_from_inside",
+        &[
+            (
+                "COPILOT_BRIDGE_TOKEN",
+                "cb_0123456789abcdef0123456789abcdef",
+            ),
+            ("OPENAI_API_KEY", "sk-not-a-real-key"),
+            ("GITHUB_TOKEN", &token),
+            ("TAP_PROVIDER_TOKEN", "tap-secret"),
+            ("XDG_CONFIG_HOME", "/tmp/xdg-config"),
+            ("BRIDGE_TEST_VISIBLE", "1"),
+        ],
     );
 }
 

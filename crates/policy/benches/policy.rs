@@ -3,6 +3,7 @@
 
 use std::hint::black_box;
 
+use bridge_policy::paths::OpenMode;
 use bridge_policy::{Guard, PermissionPolicy, PermissionRules, WorkspacePolicy, WorkspaceRoot};
 use bridge_testkit::TempWorkspace;
 use criterion::{Criterion, criterion_group, criterion_main};
@@ -90,6 +91,17 @@ fn bench_policy(c: &mut Criterion) {
     });
     c.bench_function("guard_resolve_write_nested", |b| {
         b.iter(|| guard.resolve_write(black_box("src/components/widgets/table/row.rs")))
+    });
+    // The open itself, side by side: by path (what every tool did before
+    // the filesystem boundary) and beneath the root's handle (what they do).
+    let resolved = root
+        .resolve("src/components/widgets/table/row.rs")
+        .unwrap_or_else(|err| panic!("{err}"));
+    c.bench_function("open_by_path_nested", |b| {
+        b.iter(|| std::fs::File::open(black_box(&resolved)))
+    });
+    c.bench_function("open_beneath_root_nested", |b| {
+        b.iter(|| root.open_file(black_box(&resolved), OpenMode::Read))
     });
 }
 

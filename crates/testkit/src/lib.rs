@@ -138,3 +138,24 @@ pub fn built_binary(name: &str) -> PathBuf {
     built.insert(name.to_owned(), path.clone());
     path
 }
+
+/// Runs one `#[ignore]`d test of the current test binary again, in a child
+/// process with `env` added to its environment, and panics unless it
+/// passed. For tests that need variables in the process environment
+/// (setting them in-process is unsafe while other test threads run): the
+/// ignored test does the work, the caller's test only starts it.
+pub fn rerun_ignored_test_with_env(test: &str, env: &[(&str, &str)]) {
+    let exe =
+        std::env::current_exe().unwrap_or_else(|err| panic!("the test executable's path: {err}"));
+    let output = std::process::Command::new(exe)
+        .args(["--ignored", "--exact", test, "--test-threads=1"])
+        .envs(env.iter().copied())
+        .output()
+        .unwrap_or_else(|err| panic!("cannot run {test} again: {err}"));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success() && stdout.contains("1 passed"),
+        "{test} failed in the child:\n{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
