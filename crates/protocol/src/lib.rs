@@ -6,9 +6,11 @@
 //! newer peer never breaks an older bridge.
 
 pub mod decision;
+pub mod excerpt;
 pub mod jsonrpc;
 pub mod tool;
 
 pub use decision::{Decision, DecisionKind};
+pub use excerpt::{Excerpt, excerpt};
 pub use tool::{ToolEffect, ToolSpec};
 pub mod provider;
