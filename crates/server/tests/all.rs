@@ -11,5 +11,6 @@ mod facade_openai_errors;
 mod facade_openai_peers;
 mod health;
 mod rpc_bad_input;
+mod slow_and_large;
 mod support;
 mod toolbus;
