@@ -5,6 +5,7 @@
 use std::time::{Duration, Instant};
 
 use bridge_engine::ids;
+use bridge_protocol::excerpt;
 use bridge_protocol::provider::{
     Auth, AuthConfirm, AuthPairing, ErrorCode, ErrorMessage, GatewayMessage,
 };
@@ -25,7 +26,10 @@ pub(crate) fn on_auth(conn: &mut Connection, auth: Auth) -> Flow {
         (None, Some("pair")) => begin_pairing(conn, &auth),
         (None, Some(mode)) => conn.reject(
             ErrorCode::AuthFailed,
-            format!("unknown auth mode {mode:?}; send a token, or mode \"pair\""),
+            format!(
+                "unknown auth mode {:?}; send a token, or mode \"pair\"",
+                excerpt(mode)
+            ),
             "auth",
         ),
         (None, None) => conn.reject(
@@ -94,7 +98,10 @@ fn begin_pairing(conn: &mut Connection, auth: &Auth) -> Flow {
         return conn.reject(
             ErrorCode::InvalidSession,
             match &auth.session {
-                Some(id) => format!("session {id} does not exist; pairing needs a live session"),
+                Some(id) => format!(
+                    "session {} does not exist; pairing needs a live session",
+                    excerpt(id)
+                ),
                 None => {
                     "no session is active; pairing needs a session to show its code in".to_owned()
                 }

@@ -9,6 +9,7 @@ use std::sync::atomic::AtomicU64;
 use std::time::{Duration, Instant};
 
 use bridge_engine::{Session, SessionState};
+use bridge_protocol::excerpt;
 use bridge_protocol::provider::{
     ErrorCode, ErrorMessage, GatewayMessage, Hello, HelloAck, LifecycleState, PROTOCOL_VERSION,
     SessionLifecycle, tool_error_code,
@@ -317,7 +318,7 @@ fn validate_identity(hello: &Hello) -> Result<(), ErrorMessage> {
             ErrorCode::InvalidJson,
             format!(
                 "invalid provider name {:?}: use 1-64 letters, digits, '-', '_' or '.', not starting with '.'",
-                hello.name.chars().take(80).collect::<String>()
+                excerpt(&hello.name)
             ),
         ));
     }
@@ -417,7 +418,7 @@ fn resolve_sessions(
             let missing = || {
                 ErrorMessage::new(
                     ErrorCode::InvalidSession,
-                    format!("Session {id} does not exist"),
+                    format!("Session {} does not exist", excerpt(id)),
                 )
                 .session_id(id)
             };
@@ -441,7 +442,8 @@ fn resolve_sessions(
             Err(ErrorMessage::new(
                 ErrorCode::InvalidSession,
                 format!(
-                    "not authorized for session {id}; a {} provider may bind only to {}",
+                    "not authorized for session {}; a {} provider may bind only to {}",
+                    excerpt(id),
                     trust.level(),
                     match trust {
                         Trust::Project { .. } => "the session that issued its token",

@@ -2,12 +2,12 @@
 //! calls waiting on it.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use bridge_protocol::provider::{
-    ErrorMessage, GateResult, GatewayMessage, Hello, HookRule, ProviderTool, ToolCancel,
+    ErrorCode, ErrorMessage, GateResult, GatewayMessage, Hello, HookRule, ProviderTool, ToolCancel,
     ToolResult, TransformSpec, tool_error_code,
 };
 use tokio::sync::{mpsc, oneshot};
@@ -18,53 +18,164 @@ use crate::state::{ProviderInfo, Trust};
 /// What the connection's writer sends.
 #[derive(Debug)]
 pub(crate) enum OutFrame {
+    /// A message for an in-process provider, handed over as is.
     Message(GatewayMessage),
+    /// A message serialized for the wire; its bytes count against the
+    /// queue's byte budget until the writer takes it.
+    Text(String),
     /// Close the connection with this WebSocket close code.
-    Close {
-        code: u16,
-        reason: String,
-    },
+    Close { code: u16, reason: String },
     /// A keepalive ping (WebSocket only).
     Ping,
 }
 
+/// The byte budget of a wire connection's queue, shared by every sender
+/// and the writer. Messages are serialized when queued, so their size is
+/// known there and the writer does not serialize them again.
+#[derive(Debug)]
+pub(crate) struct QueuedBytes {
+    queued: AtomicUsize,
+    max_bytes: usize,
+    max_messages: usize,
+    /// Set when the peer was found not reading (either bound reached).
+    stuck: AtomicBool,
+}
+
+impl QueuedBytes {
+    /// Takes `len` bytes of the budget; `false` if that would go over it.
+    /// A message alone in the queue is always admitted, however large
+    /// (its size is bounded where it is made), so no message is
+    /// undeliverable.
+    fn reserve(&self, len: usize) -> bool {
+        let before = self.queued.fetch_add(len, Ordering::Relaxed);
+        if before == 0 || before + len <= self.max_bytes {
+            true
+        } else {
+            self.queued.fetch_sub(len, Ordering::Relaxed);
+            false
+        }
+    }
+
+    /// The writer took a message of `len` bytes off the queue.
+    pub(crate) fn release(&self, len: usize) {
+        self.queued.fetch_sub(len, Ordering::Relaxed);
+    }
+
+    /// The peer stopped reading: the connection is dropped with this
+    /// notice (`RATE_LIMITED`) rather than buffered for without bound.
+    pub(crate) fn stuck_notice(&self) -> Option<ErrorMessage> {
+        self.stuck.load(Ordering::Relaxed).then(|| {
+            ErrorMessage::new(
+                ErrorCode::RateLimited,
+                format!(
+                    "this provider is not reading its messages (more than {} bytes or {} messages were waiting); the connection is closed, reconnect and read faster",
+                    self.max_bytes, self.max_messages
+                ),
+            )
+        })
+    }
+}
+
 /// The sending half of a connection. Never blocks: a provider that does not
-/// read its messages fills its queue and is disconnected, so it cannot hold
-/// up anyone else.
+/// read its messages fills its queue (bounded in messages and, on the wire,
+/// in bytes) and is disconnected, so it cannot hold up anyone else.
 #[derive(Clone)]
 pub(crate) struct Outbound {
     tx: mpsc::Sender<OutFrame>,
     /// Cancelled to drop the connection (stuck peer, takeover, shutdown).
     kill: CancellationToken,
+    /// Wire connections only: messages go out serialized, within this
+    /// budget. In-process providers get the messages themselves.
+    wire: Option<Arc<QueuedBytes>>,
+}
+
+/// The receiving half, for the connection's writer.
+pub(crate) struct OutboundQueue {
+    pub rx: mpsc::Receiver<OutFrame>,
+    pub kill: CancellationToken,
+    /// Wire connections: the byte budget the writer gives back to.
+    pub bytes: Option<Arc<QueuedBytes>>,
 }
 
 impl Outbound {
-    pub(crate) fn new(capacity: usize) -> (Self, mpsc::Receiver<OutFrame>, CancellationToken) {
-        let (tx, rx) = mpsc::channel(capacity.max(1));
+    /// The queue of an in-process provider: at most `max_messages`.
+    pub(crate) fn in_process(max_messages: usize) -> (Self, OutboundQueue) {
+        Self::new(max_messages, None)
+    }
+
+    /// The queue of a WebSocket connection: at most `max_messages`, and at
+    /// most `max_bytes` of serialized messages.
+    pub(crate) fn wire(max_messages: usize, max_bytes: usize) -> (Self, OutboundQueue) {
+        let max_messages = max_messages.max(1);
+        let bytes = QueuedBytes {
+            queued: AtomicUsize::new(0),
+            max_bytes,
+            max_messages,
+            stuck: AtomicBool::new(false),
+        };
+        Self::new(max_messages, Some(Arc::new(bytes)))
+    }
+
+    fn new(max_messages: usize, wire: Option<Arc<QueuedBytes>>) -> (Self, OutboundQueue) {
+        let (tx, rx) = mpsc::channel(max_messages.max(1));
         let kill = CancellationToken::new();
-        (
-            Self {
-                tx,
-                kill: kill.clone(),
-            },
+        let queue = OutboundQueue {
             rx,
-            kill,
-        )
+            kill: kill.clone(),
+            bytes: wire.clone(),
+        };
+        (Self { tx, kill, wire }, queue)
     }
 
     /// Queues a message; `false` if the connection is gone or stuck (and it
     /// is then being dropped).
     pub(crate) fn send(&self, message: GatewayMessage) -> bool {
-        match self.tx.try_send(OutFrame::Message(message)) {
+        let frame = match &self.wire {
+            None => OutFrame::Message(message),
+            Some(bytes) => {
+                if self.kill.is_cancelled() {
+                    return false;
+                }
+                let text = message.to_json();
+                if !bytes.reserve(text.len()) {
+                    self.stuck(bytes);
+                    return false;
+                }
+                OutFrame::Text(text)
+            }
+        };
+        match self.tx.try_send(frame) {
             Ok(()) => true,
-            Err(mpsc::error::TrySendError::Full(_)) => {
-                if !self.kill.is_cancelled() {
-                    tracing::warn!("provider is not reading its messages; disconnecting it");
-                    self.kill.cancel();
+            Err(err) => {
+                let full = matches!(err, mpsc::error::TrySendError::Full(_));
+                if let (OutFrame::Text(text), Some(bytes)) = (err.into_inner(), &self.wire) {
+                    bytes.release(text.len());
+                }
+                if full {
+                    match &self.wire {
+                        Some(bytes) => self.stuck(bytes),
+                        None => self.stuck_in_process(),
+                    }
                 }
                 false
             }
-            Err(mpsc::error::TrySendError::Closed(_)) => false,
+        }
+    }
+
+    fn stuck(&self, bytes: &QueuedBytes) {
+        if !bytes.stuck.swap(true, Ordering::Relaxed) {
+            tracing::warn!(
+                "provider is not reading its messages ({} bytes waiting); disconnecting it",
+                bytes.queued.load(Ordering::Relaxed)
+            );
+        }
+        self.kill.cancel();
+    }
+
+    fn stuck_in_process(&self) {
+        if !self.kill.is_cancelled() {
+            tracing::warn!("in-process provider is not reading its messages; disconnecting it");
+            self.kill.cancel();
         }
     }
 

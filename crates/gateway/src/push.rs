@@ -17,6 +17,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use bridge_engine::Session;
+use bridge_protocol::excerpt;
 use bridge_protocol::provider::{
     ErrorCode, ErrorMessage, GatewayMessage, Push, StreamHistory, StreamQuery,
 };
@@ -94,7 +95,7 @@ pub(crate) fn validate_stream_name(stream: &str) -> Result<(), String> {
     {
         return Err(format!(
             "invalid stream name {:?}: 1-{MAX_STREAM_NAME} characters, no '@' or control characters",
-            stream.chars().take(80).collect::<String>()
+            excerpt(stream)
         ));
     }
     Ok(())
@@ -114,7 +115,7 @@ pub(crate) fn target_session(
             } else {
                 Err(ErrorMessage::new(
                     ErrorCode::InvalidSession,
-                    format!("this provider is not bound to session {id}"),
+                    format!("this provider is not bound to session {}", excerpt(id)),
                 )
                 .session_id(id))
             }
@@ -193,7 +194,7 @@ pub(crate) fn on_push(conn: &Connection, push: Push) -> Flow {
             reject(
                 ErrorMessage::new(
                     ErrorCode::InvalidSession,
-                    format!("Session {session_id} does not exist"),
+                    format!("Session {} does not exist", excerpt(&session_id)),
                 )
                 .session_id(&session_id),
             );
@@ -380,7 +381,10 @@ pub(crate) fn on_stream_query(conn: &Connection, query: StreamQuery) -> Flow {
         if stream.is_empty() || owner.is_empty() {
             return reject(ErrorMessage::new(
                 ErrorCode::InvalidJson,
-                format!("invalid stream name {name:?}: use \"stream\" or \"stream@provider\""),
+                format!(
+                    "invalid stream name {:?}: use \"stream\" or \"stream@provider\"",
+                    excerpt(name)
+                ),
             ));
         }
         if owner != provider.name && !provider.trust.is_internal() {
@@ -388,7 +392,8 @@ pub(crate) fn on_stream_query(conn: &Connection, query: StreamQuery) -> Flow {
                 ErrorMessage::new(
                     ErrorCode::Unauthorized,
                     format!(
-                        "reading another provider's stream ({name}) needs internal trust; this provider is {}",
+                        "reading another provider's stream ({}) needs internal trust; this provider is {}",
+                        excerpt(name),
                         provider.trust.level()
                     ),
                 )

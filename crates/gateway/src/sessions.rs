@@ -6,6 +6,7 @@ use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use bridge_engine::{Session, SessionListener, SessionState, ShutdownWaiter};
+use bridge_protocol::excerpt;
 use bridge_protocol::provider::{
     ErrorCode, GatewayMessage, LifecycleState, SessionEventMessage, SessionLifecycle, SessionList,
     SessionRef, SessionSummary,
@@ -205,7 +206,10 @@ pub(crate) fn on_session_ready(conn: &Connection, ready: SessionRef) -> Flow {
         return conn.error(
             bridge_protocol::provider::ErrorMessage::new(
                 ErrorCode::InvalidSession,
-                format!("Session {} does not exist or is ending", ready.session_id),
+                format!(
+                    "Session {} does not exist or is ending",
+                    excerpt(&ready.session_id)
+                ),
             )
             .reply_to("session.ready")
             .session_id(&ready.session_id),
@@ -237,7 +241,7 @@ pub(crate) fn on_shutdown_ready(conn: &Connection, ready: SessionRef) -> Flow {
                 ErrorCode::InvalidSession,
                 format!(
                     "session {} is not shutting down for this provider",
-                    ready.session_id
+                    excerpt(&ready.session_id)
                 ),
             )
             .reply_to("shutdown.ready")

@@ -50,6 +50,11 @@ pub struct GatewaySettings {
     /// Messages buffered to one provider before it is considered stuck and
     /// disconnected.
     pub outbound_queue: usize,
+    /// Bytes of messages buffered to one WebSocket provider before it is
+    /// considered stuck and disconnected (`RATE_LIMITED`, close 1013). A
+    /// single message larger than this still goes out when nothing else
+    /// waits.
+    pub outbound_queue_bytes: usize,
     /// Grace before a detached gateway exits after its last session (spec: 30 s).
     pub idle_exit_grace: Duration,
     /// Restarts of a crashing project provider before the gateway gives up
@@ -88,6 +93,7 @@ impl Default for GatewaySettings {
             auth_timeout: Duration::from_secs(10),
             ping_interval: Duration::from_secs(15),
             outbound_queue: 4096,
+            outbound_queue_bytes: 8 * MIB,
             idle_exit_grace: Duration::from_secs(30),
             project_restart_limit: 3,
             project_restart_backoff: Duration::from_secs(1),

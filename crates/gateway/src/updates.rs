@@ -15,6 +15,7 @@ mod slots;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
+use bridge_protocol::excerpt;
 use bridge_protocol::provider::{
     Ack, ContextUpdate, ErrorCode, ErrorMessage, FilterSet, GatewayMessage, HooksUpdate,
     ToolsUpdate,
@@ -181,8 +182,9 @@ fn submit(
                     ErrorMessage::new(
                         ErrorCode::RateLimited,
                         format!(
-                            "a {} for session {session_id} is still being applied; wait for its ack",
-                            kind.type_name()
+                            "a {} for session {} is still being applied; wait for its ack",
+                            kind.type_name(),
+                            excerpt(&session_id)
                         ),
                     )
                     .session_id(&session_id),
@@ -226,13 +228,16 @@ fn apply_and_answer(
             Some(session) => apply::apply(gw, provider, &session, update),
             None => Err(ErrorMessage::new(
                 ErrorCode::InvalidSession,
-                format!("Session {session_id} does not exist"),
+                format!("Session {} does not exist", excerpt(session_id)),
             )),
         }
     } else {
         Err(ErrorMessage::new(
             ErrorCode::InvalidSession,
-            format!("this provider is no longer bound to session {session_id}"),
+            format!(
+                "this provider is no longer bound to session {}",
+                excerpt(session_id)
+            ),
         ))
     };
     match outcome {

@@ -6,6 +6,7 @@ mod conformance;
 mod hooks;
 mod lifecycle;
 mod limits;
+mod memory;
 mod project;
 mod push;
 mod state_machine;

@@ -102,7 +102,7 @@ async fn answer(provider: &mut ProviderClient, data: Value) {
         .unwrap();
 }
 
-async fn assert_still_serves(gw: &TestGateway, provider: &mut ProviderClient, tool_name: &str) {
+pub async fn assert_still_serves(gw: &TestGateway, provider: &mut ProviderClient, tool_name: &str) {
     let call = gw.call("default", tool_name, json!({}));
     answer(provider, json!("still here")).await;
     assert_eq!(call.await.unwrap().result.unwrap(), json!("still here"));

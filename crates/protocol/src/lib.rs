@@ -6,11 +6,13 @@
 //! newer peer never breaks an older bridge.
 
 pub mod decision;
+pub mod excerpt;
 pub mod json;
 pub mod jsonrpc;
 pub mod tool;
 
 pub use decision::{Decision, DecisionKind};
+pub use excerpt::{Excerpt, excerpt};
 pub use json::json_kind;
 pub use tool::{ToolEffect, ToolSpec};
 pub mod provider;

@@ -5,10 +5,18 @@
 //! against a cap until its socket closes (upgraded WebSockets included),
 //! and a client gets a bounded time to send its request head.
 //!
+//! Request bodies have a deadline too (`body_deadline`), and a connection
+//! the daemon ends first is drained before it closes (`linger`), so a
+//! client still sending gets its answer rather than a reset.
+//!
 //! HTTP/2 is not served: no client of the daemon needs it (browsers speak
 //! it only over TLS), and prior-knowledge HTTP/2 would be one more
 //! unauthenticated way to hold a connection.
 
+mod body_deadline;
+mod linger;
+
+use std::convert::Infallible;
 use std::io;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -16,6 +24,8 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use axum::Router;
+use axum::response::Response;
+use hyper::service::Service;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
@@ -27,8 +37,11 @@ use tokio_util::sync::CancellationToken;
 /// persistent failure does not spin a core.
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(50);
 
-/// How many connections the daemon holds and how long a request head may
-/// take to arrive.
+pub use body_deadline::BodyTimeout;
+use body_deadline::{DeadlineBody, TimedOut};
+
+/// How many connections the daemon holds and how long a request head and
+/// body may take to arrive.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ConnectionLimits {
     /// Open connections (HTTP and WebSocket, authenticated or not); more are
@@ -37,6 +50,9 @@ pub struct ConnectionLimits {
     /// Time from the start of a request (or of an idle keep-alive
     /// connection) until its head is complete.
     pub header_timeout: Duration,
+    /// Time a handler waits for a request's body in all (from when it
+    /// first finds it incomplete); then 408 and the connection closes.
+    pub body_timeout: Duration,
 }
 
 impl Default for ConnectionLimits {
@@ -44,6 +60,7 @@ impl Default for ConnectionLimits {
         Self {
             max_connections: 512,
             header_timeout: Duration::from_secs(10),
+            body_timeout: Duration::from_secs(30),
         }
     }
 }
@@ -62,10 +79,28 @@ impl ConnectionLimits {
 }
 
 /// A socket that holds one connection slot until it is dropped, whether
-/// hyper serves it or an upgraded WebSocket owns it.
+/// hyper serves it or an upgraded WebSocket owns it; then it is closed the
+/// lingering way (`linger`). Both fields are `Some` until the drop.
 struct Counted {
-    stream: TcpStream,
-    _slot: OwnedSemaphorePermit,
+    stream: Option<TcpStream>,
+    slot: Option<OwnedSemaphorePermit>,
+}
+
+impl Counted {
+    fn stream(&mut self) -> io::Result<Pin<&mut TcpStream>> {
+        match &mut self.stream {
+            Some(stream) => Ok(Pin::new(stream)),
+            None => Err(io::Error::from(io::ErrorKind::NotConnected)),
+        }
+    }
+}
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        if let (Some(stream), Some(slot)) = (self.stream.take(), self.slot.take()) {
+            linger::close(stream, slot);
+        }
+    }
 }
 
 impl AsyncRead for Counted {
@@ -74,7 +109,7 @@ impl AsyncRead for Counted {
         cx: &mut Context<'_>,
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.stream).poll_read(cx, buf)
+        self.stream()?.poll_read(cx, buf)
     }
 }
 
@@ -84,15 +119,15 @@ impl AsyncWrite for Counted {
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.stream).poll_write(cx, buf)
+        self.stream()?.poll_write(cx, buf)
     }
 
     fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.stream).poll_flush(cx)
+        self.stream()?.poll_flush(cx)
     }
 
     fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.stream).poll_shutdown(cx)
+        self.stream()?.poll_shutdown(cx)
     }
 
     fn poll_write_vectored(
@@ -100,11 +135,13 @@ impl AsyncWrite for Counted {
         cx: &mut Context<'_>,
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.stream).poll_write_vectored(cx, bufs)
+        self.stream()?.poll_write_vectored(cx, bufs)
     }
 
     fn is_write_vectored(&self) -> bool {
-        self.stream.is_write_vectored()
+        self.stream
+            .as_ref()
+            .is_some_and(TcpStream::is_write_vectored)
     }
 }
 
@@ -151,13 +188,13 @@ pub async fn serve(
         };
         saturated = false;
         let counted = Counted {
-            stream,
-            _slot: slot,
+            stream: Some(stream),
+            slot: Some(slot),
         };
         tokio::spawn(serve_connection(
             counted,
             app.clone(),
-            limits.header_timeout,
+            limits,
             shutdown.clone(),
         ));
     }
@@ -171,15 +208,23 @@ pub async fn serve(
 async fn serve_connection(
     io: Counted,
     app: Router,
-    header_timeout: Duration,
+    limits: ConnectionLimits,
     shutdown: CancellationToken,
 ) {
     let mut builder = hyper::server::conn::http1::Builder::new();
     builder
         .timer(TokioTimer::new())
-        .header_read_timeout(header_timeout);
+        .header_read_timeout(limits.header_timeout);
+    let timed_out = Arc::new(TimedOut::default());
+    let body_timeout = limits.body_timeout;
+    let app = TowerToHyperService::new(app);
+    let service = hyper::service::service_fn(move |request: hyper::Request<_>| {
+        timed_out.reset();
+        let request = request.map(|body| DeadlineBody::new(body, body_timeout, timed_out.clone()));
+        answer(app.call(request), body_timeout, timed_out.clone())
+    });
     let connection = builder
-        .serve_connection(TokioIo::new(io), TowerToHyperService::new(app))
+        .serve_connection(TokioIo::new(io), service)
         .with_upgrades();
     let mut connection = std::pin::pin!(connection);
     tokio::select! {
@@ -194,4 +239,18 @@ async fn serve_connection(
     if let Err(err) = connection.await {
         tracing::debug!(error = %err, "connection ended with an error while draining");
     }
+}
+
+/// The app's answer, or 408 if the request's body timed out under it.
+async fn answer(
+    response: impl Future<Output = Result<Response, Infallible>>,
+    body_timeout: Duration,
+    timed_out: Arc<TimedOut>,
+) -> Result<Response, Infallible> {
+    let response = response.await?;
+    if timed_out.is_set() {
+        tracing::debug!("a request body did not arrive in time");
+        return Ok(body_deadline::answer_timed_out(response, body_timeout));
+    }
+    Ok(response)
 }

@@ -13,6 +13,7 @@ mod health;
 mod mcp_bad_input;
 mod one_decision;
 mod rpc_bad_input;
+mod slow_and_large;
 mod support;
 mod swap_race;
 mod toolbus;

@@ -17,6 +17,8 @@ pub const DETACHED_ENV: &str = "COPILOT_BRIDGE_DETACHED";
 pub const MAX_CONNECTIONS_ENV: &str = "COPILOT_BRIDGE_MAX_CONNECTIONS";
 /// Milliseconds a client gets to send a request head.
 pub const HEADER_TIMEOUT_ENV: &str = "COPILOT_BRIDGE_HEADER_TIMEOUT_MS";
+/// Time a request body may take to arrive (ms).
+pub const BODY_TIMEOUT_ENV: &str = "COPILOT_BRIDGE_BODY_TIMEOUT_MS";
 
 pub async fn run(config: BridgeConfig, args: ServeArgs) -> Result<ExitCode, Failure> {
     let cwd = std::env::current_dir()
@@ -44,6 +46,9 @@ fn connection_limits() -> Result<ConnectionLimits, Failure> {
     }
     if let Some(millis) = positive_env(HEADER_TIMEOUT_ENV)? {
         limits.header_timeout = Duration::from_millis(millis);
+    }
+    if let Some(millis) = positive_env(BODY_TIMEOUT_ENV)? {
+        limits.body_timeout = Duration::from_millis(millis);
     }
     Ok(limits)
 }

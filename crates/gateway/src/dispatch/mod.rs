@@ -12,6 +12,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use bridge_engine::Session;
+use bridge_protocol::excerpt;
 use bridge_protocol::provider::{
     ErrorCode, ErrorMessage, ProviderTool, ToolProgress, ToolResult, tool_error_code,
 };
@@ -50,7 +51,6 @@ pub(crate) fn validate_tools(
     let mut seen = HashSet::new();
     for tool in tools {
         let name = &tool.name;
-        let shown: String = name.chars().take(80).collect();
         let valid = !name.is_empty()
             && name.len() <= MAX_TOOL_NAME
             && name
@@ -60,7 +60,8 @@ pub(crate) fn validate_tools(
             return Err(ErrorMessage::new(
                 ErrorCode::InvalidJson,
                 format!(
-                    "invalid tool name {shown:?}: use 1-{MAX_TOOL_NAME} ASCII letters, digits, '_' or '-'"
+                    "invalid tool name {:?}: use 1-{MAX_TOOL_NAME} ASCII letters, digits, '_' or '-'",
+                    excerpt(name)
                 ),
             ));
         }

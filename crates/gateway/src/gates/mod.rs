@@ -9,6 +9,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, Mutex, Weak};
 
 use bridge_engine::{PROTECTED_SECTIONS, RuleAction, RuleMatch, Session, Transform};
+use bridge_protocol::excerpt;
 use bridge_protocol::provider::{
     ErrorCode, ErrorMessage, GateResult, HookAction, HookRule, TransformAction, TransformResult,
     TransformSpec,
@@ -95,7 +96,7 @@ fn validate_transform(
             ErrorCode::InvalidJson,
             format!(
                 "invalid transform section {:?}: use 1-{MAX_NAME} letters, digits, '_', '-' or '.'",
-                section.chars().take(80).collect::<String>()
+                excerpt(section)
             ),
         ));
     }

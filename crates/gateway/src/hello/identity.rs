@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use bridge_engine::ids;
+use bridge_protocol::excerpt;
 use bridge_protocol::provider::{ErrorCode, ErrorMessage, tool_error_code};
 
 use crate::connection::{Connection, close_code};
@@ -45,7 +46,8 @@ fn duplicate(identity: &(String, String)) -> ErrorMessage {
         ErrorCode::DuplicateInstance,
         format!(
             "provider '{}' instance {:?} is already connected; pick another instance or reconnect with its reconnectToken",
-            identity.0, identity.1
+            excerpt(&identity.0),
+            excerpt(&identity.1)
         ),
     )
 }

@@ -40,14 +40,16 @@ impl LocalProvider {
     pub async fn recv(&mut self) -> Option<GatewayMessage> {
         match self.from_gateway.recv().await? {
             OutFrame::Message(message) => Some(message),
-            OutFrame::Close { .. } | OutFrame::Ping => None,
+            // Only wire connections queue text and pings.
+            OutFrame::Close { .. } | OutFrame::Text(_) | OutFrame::Ping => None,
         }
     }
 }
 
 pub(crate) fn connect(gw: Arc<GatewayInner>) -> LocalProvider {
     let (to_gateway, mut inbound) = mpsc::unbounded_channel::<ProviderMessage>();
-    let (out, from_gateway, kill) = Outbound::new(gw.settings.outbound_queue);
+    let (out, queue) = Outbound::in_process(gw.settings.outbound_queue);
+    let (from_gateway, kill) = (queue.rx, queue.kill);
     let mut conn = Connection::new(
         gw.clone(),
         out,

@@ -20,7 +20,7 @@ use tokio::time::MissedTickBehavior;
 use tokio_util::sync::CancellationToken;
 
 use crate::connection::{Connection, Flow, close_code};
-use crate::provider::{OutFrame, Outbound};
+use crate::provider::{OutFrame, Outbound, OutboundQueue, QueuedBytes};
 use crate::state::GatewayInner;
 use crate::transport::{Inbound, classify_text};
 
@@ -84,24 +84,15 @@ mod ws_close {
 /// connection ends; a peer that does not read for this long loses the rest.
 const WRITER_GRACE: Duration = Duration::from_secs(2);
 
-/// After an oversized frame the socket still holds the unread rest of it;
-/// closing at once would make the kernel answer with a reset, which can
-/// destroy the `error` and close frame before the peer reads them. Keeping
-/// the socket open this long lets the peer see why it was dropped.
-const OVERSIZE_LINGER: Duration = Duration::from_millis(500);
-
 /// Why the read loop ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum End {
     /// Goodbye, a fatal error, the peer closing, or shutdown: what is queued
     /// is still delivered.
     Orderly,
-    /// The peer stopped reading (its queue filled) or was taken over: drop
-    /// it now, queued messages and all.
+    /// The peer stopped reading (its queue filled), went silent or was
+    /// taken over: drop it now, queued messages and all.
     Killed,
-    /// The peer sent more than the reader could take: deliver the error,
-    /// then linger before closing (see [`OVERSIZE_LINGER`]).
-    Oversized,
 }
 
 async fn serve(gw: Arc<GatewayInner>, socket: WebSocket, peer: String) {
@@ -128,27 +119,30 @@ async fn serve(gw: Arc<GatewayInner>, socket: WebSocket, peer: String) {
         let _ = tokio::time::timeout(WRITER_GRACE, reject).await;
         return;
     }
-    let (out, rx, kill) = Outbound::new(gw.settings.outbound_queue);
-    let mut writer = tokio::spawn(write_frames(sink, rx));
+    let (out, queue) = Outbound::wire(gw.settings.outbound_queue, gw.settings.outbound_queue_bytes);
+    let kill = queue.kill.clone();
+    let mut writer = tokio::spawn(write_frames(sink, queue));
     let mut conn = Connection::new(gw.clone(), out.clone(), peer, None);
     let end = read_frames(&gw, &mut conn, &mut stream, &kill).await;
     conn.closed().await;
-    // Ends the writer after what is queued (an error before a fatal close,
-    // say), even while other tasks still hold a clone of `out`.
-    out.close(close_code::NORMAL, "connection closed");
+    if end == End::Killed {
+        // The writer drops what is queued (and tells a peer that stopped
+        // reading why).
+        out.kill();
+    } else {
+        // Ends the writer after what is queued (an error before a fatal
+        // close, say), even while other tasks still hold a clone of `out`.
+        out.close(close_code::NORMAL, "connection closed");
+    }
     drop(conn);
     drop(out);
-    if end == End::Killed
-        || tokio::time::timeout(WRITER_GRACE, &mut writer)
-            .await
-            .is_err()
+    if tokio::time::timeout(WRITER_GRACE, &mut writer)
+        .await
+        .is_err()
     {
         // The writer may be parked on a full socket forever; it holds the
         // other half of the socket, so it must go for the socket to close.
         writer.abort();
-    }
-    if end == End::Oversized {
-        tokio::time::sleep(OVERSIZE_LINGER).await;
     }
 }
 
@@ -232,8 +226,12 @@ fn read_failed(gw: &GatewayInner, conn: &Connection, err: axum::Error) -> End {
                     gw.settings.frame_hard_max_bytes
                 ),
             ));
+            // The rest of the frame is still arriving. The daemon's server
+            // reads and drops it after the close (crates/server/src/http.rs,
+            // lingering close), so the peer's send completes and it reads
+            // this answer instead of a reset.
             conn.out.close(close_code::TOO_BIG, "frame too large");
-            End::Oversized
+            End::Orderly
         }
         tungstenite::Error::Utf8(_) => {
             // RFC 6455 §8.1: a text frame that is not UTF-8 fails the
@@ -259,9 +257,38 @@ fn read_failed(gw: &GatewayInner, conn: &Connection, err: axum::Error) -> End {
     }
 }
 
-/// Delivers queued frames in order. Everything already queued is fed before
-/// one flush, so a burst costs one write system call, not one per message;
-/// a close frame goes out after everything queued before it.
+/// Delivers queued frames in order until a close frame or the end of the
+/// queue; once the connection is killed, drops what is still queued and,
+/// when the peer stopped reading, tells it so (`RATE_LIMITED`, close 1013)
+/// in case it reads again before the connection goes.
+async fn write_frames(mut sink: SplitSink<WebSocket, Message>, queue: OutboundQueue) {
+    let OutboundQueue {
+        mut rx,
+        kill,
+        bytes,
+    } = queue;
+    tokio::select! {
+        biased;
+        () = deliver(&mut sink, &mut rx, bytes.as_deref()) => return,
+        () = kill.cancelled() => {}
+    }
+    drop(rx);
+    if let Some(notice) = bytes.as_deref().and_then(QueuedBytes::stuck_notice) {
+        let notice = GatewayMessage::Error(notice).to_json();
+        if sink.feed(Message::Text(notice.into())).await.is_ok() {
+            let _ = sink
+                .send(Message::Close(Some(CloseFrame {
+                    code: close_code::TRY_AGAIN_LATER,
+                    reason: "provider not reading its messages".into(),
+                })))
+                .await;
+        }
+    }
+}
+
+/// Everything already queued is fed before one flush, so a burst costs one
+/// write system call, not one per message; a close frame goes out after
+/// everything queued before it.
 ///
 /// Before flushing, the writer yields once: the callers woken by the same
 /// burst of results are usually runnable right now, and their next
@@ -269,13 +296,23 @@ fn read_failed(gw: &GatewayInner, conn: &Connection, err: axum::Error) -> End {
 /// anything else in a round trip (the kernel delivers the segment inside
 /// the call); in the round-trip bench at 10 calls in flight this cut the
 /// `send`s per call from 0.62 to 0.23. Alone, it costs one scheduler pass.
-async fn write_frames(mut sink: SplitSink<WebSocket, Message>, mut rx: mpsc::Receiver<OutFrame>) {
+async fn deliver(
+    sink: &mut SplitSink<WebSocket, Message>,
+    rx: &mut mpsc::Receiver<OutFrame>,
+    bytes: Option<&QueuedBytes>,
+) {
     while let Some(first) = rx.recv().await {
         let mut next = Some(first);
         let mut yielded = false;
         loop {
             while let Some(frame) = next.take() {
                 let message = match frame {
+                    OutFrame::Text(text) => {
+                        if let Some(bytes) = bytes {
+                            bytes.release(text.len());
+                        }
+                        Message::Text(text.into())
+                    }
                     OutFrame::Message(message) => Message::Text(message.to_json().into()),
                     OutFrame::Ping => Message::Ping(Default::default()),
                     OutFrame::Close { code, reason } => {

@@ -5,6 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use bridge_engine::Session;
+use bridge_protocol::excerpt;
 use bridge_protocol::provider::{ErrorCode, ErrorMessage, FilterSet, ProviderTool, ToolsUpdate};
 
 use crate::provider::{ProviderHandle, SessionRegistration, lock};
@@ -20,14 +21,14 @@ pub(super) fn check_tools_update(update: &ToolsUpdate) -> Result<(), ErrorMessag
         if !names.insert(tool.name.as_str()) {
             return Err(ErrorMessage::new(
                 ErrorCode::InvalidJson,
-                format!("tool '{}' appears twice in tools", tool.name),
+                format!("tool '{}' appears twice in tools", excerpt(&tool.name)),
             ));
         }
     }
     if let Some(both) = update.remove.iter().find(|n| names.contains(n.as_str())) {
         return Err(ErrorMessage::new(
             ErrorCode::InvalidJson,
-            format!("tool '{both}' is both in tools and in remove"),
+            format!("tool '{}' is both in tools and in remove", excerpt(both)),
         ));
     }
     Ok(())
@@ -49,7 +50,7 @@ pub(super) fn check_filter(
             ErrorCode::Unauthorized,
             format!(
                 "filter.set works only on this provider's own streams, not {}",
-                filter.stream
+                excerpt(&filter.stream)
             ),
         ));
     }

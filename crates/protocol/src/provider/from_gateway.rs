@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::ErrorCode;
+use crate::excerpt::{ERROR_MESSAGE_MAX_BYTES, EXCERPT_CHARS, bounded};
 
 /// One message to a provider.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -133,10 +134,13 @@ pub struct ErrorMessage {
 }
 
 impl ErrorMessage {
+    /// An error; a message over [`ERROR_MESSAGE_MAX_BYTES`] is cut, so an
+    /// error never grows with the input it refuses (quote input with
+    /// [`excerpt`](crate::excerpt()) to keep the rest of the message).
     pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
         Self {
             code,
-            message: message.into(),
+            message: bounded(message.into(), ERROR_MESSAGE_MAX_BYTES),
             reply_to: None,
             request_id: None,
             provider_id: None,
@@ -144,8 +148,10 @@ impl ErrorMessage {
         }
     }
 
+    /// The type of the refused message; an unknown type is the client's
+    /// input, so it is cut like any quote.
     pub fn reply_to(mut self, message_type: impl Into<String>) -> Self {
-        self.reply_to = Some(message_type.into());
+        self.reply_to = Some(bounded(message_type.into(), EXCERPT_CHARS));
         self
     }
 
@@ -159,8 +165,10 @@ impl ErrorMessage {
         self
     }
 
+    /// The session concerned; often the one the client named, so it is cut
+    /// like any quote (real session ids are far shorter).
     pub fn session_id(mut self, session_id: impl Into<String>) -> Self {
-        self.session_id = Some(session_id.into());
+        self.session_id = Some(bounded(session_id.into(), EXCERPT_CHARS));
         self
     }
 }

@@ -4,6 +4,7 @@
 use serde::Deserialize;
 
 use super::{ErrorCode, ProviderMessage};
+use crate::excerpt::excerpt;
 
 /// Why a frame is not a message the gateway can act on.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -52,7 +53,7 @@ pub fn parse_provider_message(text: &str) -> Result<ProviderMessage, ParseError>
                 .unwrap_or_default();
             Err(ParseError {
                 kind: ParseErrorKind::UnknownType,
-                message: format!("unknown message type {type_name:?}"),
+                message: format!("unknown message type {:?}", excerpt(&type_name)),
                 type_name: Some(type_name),
             })
         }
@@ -85,7 +86,15 @@ fn diagnose(text: &str, err: &serde_json::Error) -> ParseError {
         Some(serde_json::Value::String(kind)) => {
             // serde's messages for internally tagged enums do not name the
             // variant; the type is known here, so say it.
-            invalid(Some(kind.clone()), format!("invalid {kind} message: {err}"))
+            // serde's message may quote the offending value whole.
+            invalid(
+                Some(kind.clone()),
+                format!(
+                    "invalid {} message: {}",
+                    excerpt(kind),
+                    excerpt(&err.to_string())
+                ),
+            )
         }
         Some(_) => invalid(None, "\"type\" must be a string".to_owned()),
     }

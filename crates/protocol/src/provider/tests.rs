@@ -66,6 +66,30 @@ fn unknown_types_are_their_own_error_with_the_type_named() {
     assert_eq!(err.type_name.as_deref(), Some("telemetry.v3"));
 }
 
+/// An error quotes at most a short excerpt of what it refuses: a 1 MB
+/// `type` (or a 1 MB value of the wrong type) must not come back whole.
+#[test]
+fn errors_quote_a_bounded_excerpt_of_huge_input() {
+    let huge = "t".repeat(1024 * 1024);
+    let unknown = parse(json!({"type": huge})).unwrap_err();
+    assert_eq!(unknown.code(), ErrorCode::UnknownType);
+    let wrong_type =
+        parse(json!({"type": "hello", "name": "p", "protocolVersion": huge})).unwrap_err();
+    assert_eq!(wrong_type.code(), ErrorCode::InvalidJson);
+    let bad_variant = parse(json!({"type": "push", "event": "x", "level": huge})).unwrap_err();
+    for err in [unknown, wrong_type, bad_variant] {
+        assert!(err.message.len() < 600, "{} bytes", err.message.len());
+        assert!(err.message.contains("ttt"), "{}", err.message);
+        let reply = ErrorMessage::new(err.code(), err.message)
+            .reply_to(err.type_name.unwrap_or_default())
+            .session_id(&huge);
+        assert!(
+            GatewayMessage::Error(reply).to_json().len() < 1200,
+            "the error reply stays small"
+        );
+    }
+}
+
 #[test]
 fn malformed_frames_are_invalid_json_with_a_reason() {
     let cases = [

@@ -64,8 +64,16 @@ pub async fn read_json_object(
     let mut stream = body.into_data_stream();
     let mut bytes = Vec::with_capacity(declared.unwrap_or(0) as usize);
     while let Some(chunk) = stream.next().await {
-        let chunk = chunk.map_err(|err| {
-            FacadeError::invalid("invalid_body", format!("the body could not be read: {err}"))
+        let chunk = chunk.map_err(|err| match crate::http::BodyTimeout::caused(&err) {
+            Some(timeout) => FacadeError::new(
+                StatusCode::REQUEST_TIMEOUT,
+                ErrorKind::InvalidRequest,
+                "request_timeout",
+                timeout.to_string(),
+            ),
+            None => {
+                FacadeError::invalid("invalid_body", format!("the body could not be read: {err}"))
+            }
         })?;
         if bytes.len() + chunk.len() > MAX_BODY_BYTES {
             return Err(too_large());

@@ -134,7 +134,7 @@ impl RpcState {
         let Some(handler) = self.methods.get(&request.method) else {
             let message = format!(
                 "method not found: {:?} (methods: {})",
-                request.method,
+                bridge_protocol::excerpt(&request.method),
                 self.methods.names().collect::<Vec<_>>().join(", ")
             );
             return request
