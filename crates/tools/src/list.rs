@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 
 use crate::read::support::{parse_args, run_blocking};
 use crate::{Tool, ToolContext, ToolError};
-use walk::{GlobFilter, WalkScope};
+use walk::{FilesBeneath, GlobFilter, WalkScope};
 
 const NAME: &str = "list_files";
 
@@ -131,6 +131,7 @@ fn list(scope: &WalkScope, filter: Option<&GlobFilter>, limit: usize) -> Listing
     let mut truncated = false;
     let mut non_utf8 = Vec::new();
     let mut unreadable = 0;
+    let mut beneath = FilesBeneath::new(scope.workspace());
     for entry in scope.builder().build() {
         let entry = match entry {
             Ok(entry) => entry,
@@ -151,7 +152,7 @@ fn list(scope: &WalkScope, filter: Option<&GlobFilter>, limit: usize) -> Listing
         }
         // Read by path: only a name still reachable beneath the root now is
         // a name of the workspace (see the walk module).
-        if !scope.workspace().reaches(entry.path()) {
+        if !beneath.has(entry.path()) {
             unreadable += 1;
             continue;
         }

@@ -278,3 +278,33 @@ async fn entries_that_cannot_be_read_are_counted() {
         .unwrap();
     assert!(search.get("unreadable").is_none(), "{search}");
 }
+
+/// The walker reads directories by path: while a thread keeps exchanging a
+/// workspace directory with a symlink to one outside, a walk can descend
+/// into the outside one. No name from there may be listed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_outside_name_is_listed_under_the_swap_race() {
+    let ws = TempWorkspace::new();
+    for n in 0..50 {
+        ws.write(&format!("sub/inside-{n}.md"), "x\n");
+    }
+    let mut swap = bridge_testkit::SwapRace::start(ws.path());
+    let runner = runner(&ws, false);
+    let started = std::time::Instant::now();
+    let (mut calls, mut served) = (0, 0);
+    while started.elapsed() < std::time::Duration::from_secs(2) {
+        let listed = runner.call("list_files", json!({})).await.unwrap();
+        let names = files(&listed);
+        assert!(
+            !names.iter().any(|name| name.contains("outside-only")),
+            "call {calls} listed an outside name: {names:?}"
+        );
+        served += usize::from(names.iter().any(|name| name.contains("inside-")));
+        calls += 1;
+    }
+    assert!(swap.stop() > 1000, "the race barely ran");
+    assert!(
+        served > 0,
+        "never listed the inside directory in {calls} calls"
+    );
+}

@@ -18,15 +18,16 @@ mod beneath;
 pub use beneath::pretend_openat2_is_missing;
 pub use beneath::{ContainedDir, EscapedWorkspace, OpenMode, StagedFile, is_escape};
 
-use std::collections::VecDeque;
-use std::ffi::OsString;
+use std::collections::{HashSet, VecDeque};
+use std::ffi::{OsStr, OsString};
 use std::fs::{self, File, Metadata};
 use std::io;
 use std::os::fd::{AsFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 
-use rustix::fs::{Mode, OFlags};
+use rustix::fs::{AtFlags, FileType, Mode, OFlags};
 
 use serde_json::Value;
 
@@ -139,6 +140,34 @@ impl WorkspaceRoot {
     /// Whether a resolved path still leads somewhere beneath the root.
     pub fn reaches(&self, path: &Path) -> bool {
         self.open_file(path, OpenMode::Locate).is_ok()
+    }
+
+    /// The names of the regular files (not symlinks) in the directory
+    /// `dir` beneath the root: one open and a few `getdents` for a whole
+    /// directory, to check the many names a walk by path yielded
+    /// (`list_files`) without one system call per name.
+    pub fn regular_files_in(&self, dir: &Path) -> io::Result<HashSet<OsString>> {
+        let fd = self.open_beneath(dir, OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC)?;
+        let mut entries = rustix::fs::Dir::new(fd)?;
+        let mut names = HashSet::new();
+        while let Some(entry) = entries.read() {
+            let entry = entry?;
+            let is_file = match entry.file_type() {
+                FileType::RegularFile => true,
+                // A file system that does not say in the listing.
+                FileType::Unknown => {
+                    rustix::fs::statat(entries.fd()?, entry.file_name(), AtFlags::SYMLINK_NOFOLLOW)
+                        .is_ok_and(|stat| {
+                            FileType::from_raw_mode(stat.st_mode) == FileType::RegularFile
+                        })
+                }
+                _ => false,
+            };
+            if is_file {
+                names.insert(OsStr::from_bytes(entry.file_name().to_bytes()).to_owned());
+            }
+        }
+        Ok(names)
     }
 
     /// Opens a directory of the workspace to create, rename and remove its

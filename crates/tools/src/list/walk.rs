@@ -9,7 +9,8 @@
 //! root ([`WalkScope::workspace`]), and `list_files` checks each entry is
 //! still reachable beneath it before listing its name.
 
-use std::ffi::OsStr;
+use std::collections::HashSet;
+use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -116,6 +117,53 @@ impl WalkScope {
             .build()
             .filter_map(Result::ok)
             .any(|entry| entry.path() == target.as_path())
+    }
+}
+
+/// Checks that files a walk yielded are regular files beneath the root
+/// now: each directory is read once through the root's handle
+/// ([`WorkspaceRoot::regular_files_in`]) rather than each file looked up.
+/// Only the directories on the path to the current one are kept, so what
+/// is held is bounded by the tree's depth.
+pub(crate) struct FilesBeneath<'a> {
+    workspace: &'a WorkspaceRoot,
+    /// Ancestors of the last checked file's directory, outermost first,
+    /// with their files; `None` for one that could not be read beneath the
+    /// root.
+    read: Vec<(PathBuf, Option<HashSet<OsString>>)>,
+}
+
+impl<'a> FilesBeneath<'a> {
+    pub(crate) fn new(workspace: &'a WorkspaceRoot) -> Self {
+        Self {
+            workspace,
+            read: Vec::new(),
+        }
+    }
+
+    /// Whether `path` (absolute, as the walk yielded it) names a regular
+    /// file beneath the root.
+    pub(crate) fn has(&mut self, path: &Path) -> bool {
+        let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
+            return false;
+        };
+        // A depth-first walk: the directory is the last one read, or below
+        // one of those read once the walk's finished siblings are popped.
+        while self
+            .read
+            .last()
+            .is_some_and(|(read, _)| !dir.starts_with(read))
+        {
+            self.read.pop();
+        }
+        if self.read.last().is_none_or(|(read, _)| read != dir) {
+            let files = self.workspace.regular_files_in(dir).ok();
+            self.read.push((dir.to_path_buf(), files));
+        }
+        self.read
+            .last()
+            .and_then(|(_, files)| files.as_ref())
+            .is_some_and(|files| files.contains(name))
     }
 }
 
