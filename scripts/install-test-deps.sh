@@ -8,6 +8,9 @@ cd "$(dirname "$0")/.."
 need=()
 command -v git >/dev/null 2>&1 || need+=(git)
 command -v curl >/dev/null 2>&1 || need+=(curl)
+# jemalloc, the binary's allocator, is built from C (crates/cli/Cargo.toml).
+command -v make >/dev/null 2>&1 || need+=(make)
+command -v cc >/dev/null 2>&1 || need+=(gcc)
 command -v sh >/dev/null 2>&1 || need+=(dash)
 command -v python3 >/dev/null 2>&1 || need+=(python3)
 command -v mkfifo >/dev/null 2>&1 || need+=(coreutils)

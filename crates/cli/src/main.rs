@@ -5,6 +5,7 @@
 //! crate must stay a thin shell of argument parsing, terminal output and exit
 //! codes.
 
+mod allocator;
 mod approver;
 mod args;
 mod commands;
@@ -34,6 +35,9 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
     }
     let config = cli.global.load_config()?;
     logging::init(config.log_level);
+    if matches!(cli.command, Command::Serve(_)) {
+        allocator::tune_for_daemon();
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
