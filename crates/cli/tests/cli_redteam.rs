@@ -14,7 +14,9 @@ use std::time::{Duration, Instant};
 use bridge_testkit::TempWorkspace;
 use serde_json::{Value, json};
 
-use crate::cli_serve::{ChildGuard, PATIENCE, Served, raw_get, read_gateway_json, wait_until};
+use crate::cli_serve::{
+    ChildGuard, PATIENCE, Served, raw_get, read_gateway_json, try_raw_get, wait_until,
+};
 use crate::support::Bridge;
 
 /// One raw HTTP/1.1 request exactly as given (`head` without the blank
@@ -52,7 +54,7 @@ fn post_rpc(served: &Served, extra: &str, body: &str) -> (u16, String) {
 
 fn healthy(served: &Served) -> bool {
     let host = format!("127.0.0.1:{}", served.port);
-    raw_get(served.port, "/healthz", &[("Host", &host)]).0 == 200
+    try_raw_get(served.port, "/healthz", &[("Host", &host)]).is_ok_and(|(status, _)| status == 200)
 }
 
 fn open_descriptors(pid: u32) -> usize {

@@ -212,25 +212,35 @@ pub fn spawn_serve(state: &Path, cwd: &Path, env: &[(&str, &str)]) -> Child {
 /// A raw HTTP/1.1 GET with exactly these headers (clients fill in Host on
 /// their own; this test needs to lie about it).
 pub fn raw_get(port: u16, path: &str, headers: &[(&str, &str)]) -> (u16, String) {
-    let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    try_raw_get(port, path, headers).unwrap()
+}
+
+/// [`raw_get`] that reports a refused or reset connection instead of
+/// panicking: a daemon at its connection cap resets the ones it turns away.
+pub fn try_raw_get(
+    port: u16,
+    path: &str,
+    headers: &[(&str, &str)],
+) -> std::io::Result<(u16, String)> {
+    let mut stream = TcpStream::connect(("127.0.0.1", port))?;
     let mut request = format!("GET {path} HTTP/1.1\r\nConnection: close\r\n");
     for (name, value) in headers {
         request.push_str(&format!("{name}: {value}\r\n"));
     }
     request.push_str("\r\n");
-    stream.write_all(request.as_bytes()).unwrap();
+    stream.write_all(request.as_bytes())?;
     let mut response = String::new();
-    stream.read_to_string(&mut response).unwrap();
+    stream.read_to_string(&mut response)?;
     let status = response
         .split_whitespace()
         .nth(1)
         .and_then(|s| s.parse().ok())
-        .unwrap();
+        .ok_or_else(|| std::io::Error::other(format!("no HTTP status in {response:?}")))?;
     let body = response
         .split_once("\r\n\r\n")
         .map(|(_, b)| b.to_owned())
         .unwrap_or_default();
-    (status, body)
+    Ok((status, body))
 }
 
 fn mode(path: &Path) -> u32 {
