@@ -15,7 +15,8 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use crate::{ConfigError, Secret};
+use crate::ConfigError;
+use bridge_policy::Secret;
 
 /// The longest backend name: it prefixes model ids (`NAME/MODEL`).
 pub const MAX_BACKEND_NAME_CHARS: usize = 64;

@@ -13,21 +13,19 @@ mod file;
 pub mod keys;
 mod loader;
 pub mod mcp;
-mod secret;
 mod show;
 mod value;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use bridge_policy::PermissionRules;
+use bridge_policy::{PermissionRules, Secret};
 use bridge_tools::ToolSettings;
 
 pub use backends::{BackendConfig, BackendKind, BackendStyle};
 pub use keys::{KEYS, KeySpec};
 pub use loader::{ConfigLoader, DEFAULT_IDLE_EXIT_SECS, DEFAULT_PORT};
 pub use mcp::{McpServerConfig, McpSettings, McpTransport};
-pub use secret::Secret;
 pub use show::ShownValue;
 pub use value::{ByokProvider, LogLevel};
 

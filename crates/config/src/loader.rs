@@ -8,7 +8,8 @@ use crate::file::{
 };
 use crate::keys::{self, KEYS, KeySpec};
 use crate::value::{self, ByokProvider, LogLevel};
-use crate::{BridgeConfig, ByokConfig, ConfigError, OpenClawConfig, Secret, Source};
+use crate::{BridgeConfig, ByokConfig, ConfigError, OpenClawConfig, Source};
+use bridge_policy::Secret;
 
 /// Settings a `.env` in the working directory may not set: it comes with the
 /// repository, and these choose which program runs (`COPILOT_CLI_PATH`),

@@ -4,8 +4,9 @@
 use serde::Serialize;
 use serde_json::{Value, json};
 
+use crate::BridgeConfig;
 use crate::keys::{self, KEYS};
-use crate::{BridgeConfig, Secret};
+use bridge_policy::Secret;
 
 /// One row of `config show`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

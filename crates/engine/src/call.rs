@@ -10,9 +10,9 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use crate::events::SessionEvent;
-use crate::ids;
 use crate::session::Session;
 use crate::tools::{ToolInvocation, ToolOwner};
+use bridge_policy::ids;
 
 /// Which door a call came through (recorded in the audit log).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -18,7 +18,6 @@ mod call;
 mod decide;
 mod events;
 mod hooks;
-pub mod ids;
 pub mod log;
 pub mod mcp;
 mod registry;

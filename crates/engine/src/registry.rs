@@ -11,10 +11,10 @@ use bridge_protocol::ToolSpec;
 use bridge_tools::{ToolContext, ToolRegistry, ToolSettings};
 use tokio::sync::oneshot;
 
-use crate::ids;
 use crate::session::{Session, SessionInfo, SessionParts, lock};
 use crate::tools::{ToolEntry, ToolOwner, read_lock, write_lock};
 use crate::workspace::WorkspaceTool;
+use bridge_policy::ids;
 
 /// Timeouts the sessions apply.
 #[derive(Debug, Clone)]

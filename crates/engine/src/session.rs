@@ -469,10 +469,5 @@ fn set_owned(list: &Mutex<Vec<(String, String)>>, owner: &str, text: Option<Stri
     }
 }
 
-/// Locks a mutex whose data stays consistent even if a holder panicked
-/// (every critical section here is a single assignment or push).
-pub(crate) fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-}
+/// The crate's locks tolerate a panicked holder (see `bridge_policy::sync`).
+pub(crate) use bridge_policy::sync::lock;

@@ -191,15 +191,6 @@ fn check_conflicts(
     Ok(())
 }
 
-// A poisoned lock means a panic while the table was being changed; the
-// table itself is always left consistent (every change is a single insert
-// or retain), so reading on is safe.
-pub(crate) fn read_lock<T>(lock: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
-    lock.read()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
-pub(crate) fn write_lock<T>(lock: &RwLock<T>) -> std::sync::RwLockWriteGuard<'_, T> {
-    lock.write()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-}
+// The table is left consistent by every change (a single insert or
+// retain), so a panicked writer does not stop the reading.
+pub(crate) use bridge_policy::sync::{read as read_lock, write as write_lock};

@@ -4,7 +4,7 @@
 
 use std::time::{Duration, Instant};
 
-use bridge_engine::ids;
+use bridge_policy::ids;
 use bridge_protocol::excerpt;
 use bridge_protocol::provider::{
     Auth, AuthConfirm, AuthPairing, ErrorCode, ErrorMessage, GatewayMessage,

@@ -238,7 +238,7 @@ fn bind_claimed(
         pending_gates: Default::default(),
         pending_transforms: Default::default(),
         last_active: AtomicU64::new(gw.tick()),
-        reconnect_token: std::sync::Mutex::new(bridge_engine::ids::token("tok")),
+        reconnect_token: std::sync::Mutex::new(bridge_policy::ids::token("tok")),
         revisions: std::sync::Mutex::new(claim.revisions.clone()),
         forwarders: Default::default(),
         subscribe: template.subscribe.clone(),

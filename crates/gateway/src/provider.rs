@@ -438,9 +438,5 @@ impl ProviderHandle {
     }
 }
 
-/// Locks a mutex whose data stays consistent across a panicking holder.
-pub(crate) fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-}
+/// The crate's locks tolerate a panicked holder (see `bridge_policy::sync`).
+pub(crate) use bridge_policy::sync::lock;

@@ -190,9 +190,7 @@ impl GatewayInner {
     pub(crate) fn lock(&self) -> std::sync::MutexGuard<'_, GatewayState> {
         // Every critical section leaves the state consistent (single inserts
         // and removals), so a panic elsewhere must not wedge the gateway.
-        self.state
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+        bridge_policy::sync::lock(&self.state)
     }
 
     pub(crate) fn next_connection_id(&self) -> u64 {

@@ -20,7 +20,7 @@ use std::collections::VecDeque;
 use std::ffi::{OsStr, OsString};
 use std::path::PathBuf;
 use std::process::{ExitStatus, Stdio};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
@@ -196,7 +196,7 @@ async fn keep_tail(
         if text.is_empty() || lines == 0 {
             continue;
         }
-        let mut tail = tail.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut tail = bridge_policy::sync::lock(&tail);
         if tail.len() == lines {
             tail.pop_front();
         }
@@ -243,7 +243,7 @@ impl Child {
     /// The kept stderr lines, joined with ` | ` (with [`Stderr::Tail`]).
     pub fn stderr_tail(&self) -> Option<String> {
         let tail = self.tail.as_ref()?;
-        let lines = tail.lock().unwrap_or_else(PoisonError::into_inner);
+        let lines = bridge_policy::sync::lock(tail);
         (!lines.is_empty()).then(|| lines.iter().cloned().collect::<Vec<_>>().join(" | "))
     }
 

@@ -11,12 +11,11 @@
 //! of the request, an error after it is passed through, since the caller
 //! may already have shown or acted on the partial answer.
 
-use std::hash::BuildHasher;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use async_trait::async_trait;
-use bridge_policy::errors::{ErrorClass, ErrorPolicy, RecoveryAction, classify};
+use bridge_policy::errors::{Backoff, ErrorClass, ErrorPolicy, RecoveryAction, classify};
 use futures::StreamExt;
 
 use crate::{ChatBackend, ChatRequest, ChatStream, LlmError};
@@ -63,29 +62,10 @@ impl RetryConfig {
         }
     }
 
-    /// Exponential backoff with full jitter: uniform in `[0, ceiling]`, so
-    /// that clients failing together do not retry together.
+    /// Exponential backoff with full jitter (see [`Backoff::jittered`]).
     fn backoff(&self, retry: u32) -> Duration {
-        let factor = 2u32.saturating_pow(retry.min(31));
-        let ceiling = self
-            .base_delay
-            .saturating_mul(factor)
-            .min(self.max_delay)
-            .as_millis();
-        let ceiling = u64::try_from(ceiling).unwrap_or(u64::MAX);
-        Duration::from_millis(jitter(retry) % ceiling.saturating_add(1))
+        Backoff::new(self.base_delay, self.max_delay).jittered(retry)
     }
-}
-
-/// A pseudo-random number without a dependency: std's `RandomState` is
-/// seeded randomly per process and per instance, the time and the retry
-/// number vary it further. Not for cryptography; for spreading retries.
-fn jitter(retry: u32) -> u64 {
-    let nanos = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|elapsed| elapsed.as_nanos())
-        .unwrap_or(0);
-    std::collections::hash_map::RandomState::new().hash_one((nanos, retry))
 }
 
 /// The class of a backend failure for the retry decision.

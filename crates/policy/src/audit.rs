@@ -173,10 +173,7 @@ impl AuditLog {
             path: path.display().to_string(),
             source,
         };
-        let mut open = self
-            .open
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut open = crate::sync::lock(&self.open);
         let current = open
             .as_mut()
             .filter(|o| o.path == path && file_identity(path).ok() == Some(o.identity));

@@ -1,6 +1,9 @@
 //! Error classification for recovery: what to do when a tool call or an
 //! upstream request fails — retry it, skip it, or abort the task.
 
+use std::hash::BuildHasher;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
 use serde::Serialize;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -57,6 +60,46 @@ pub fn classify(status: Option<u16>, message: &str) -> ErrorClass {
     } else {
         ErrorClass::Other
     }
+}
+
+/// How long to wait before trying again: `base`, `2·base`, `4·base`, …
+/// capped at `max`. The one backoff of the hub (model requests, tool
+/// retries of the agent loop, restarts of MCP servers).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Backoff {
+    pub base: Duration,
+    pub max: Duration,
+}
+
+impl Backoff {
+    pub const fn new(base: Duration, max: Duration) -> Self {
+        Self { base, max }
+    }
+
+    /// The wait before retry number `retry` (0 for the first retry).
+    pub fn delay(&self, retry: u32) -> Duration {
+        self.base
+            .saturating_mul(2u32.saturating_pow(retry.min(31)))
+            .min(self.max)
+    }
+
+    /// Full jitter: uniform in `[0, delay(retry)]`, so that clients failing
+    /// together do not retry together.
+    pub fn jittered(&self, retry: u32) -> Duration {
+        let ceiling = u64::try_from(self.delay(retry).as_millis()).unwrap_or(u64::MAX);
+        Duration::from_millis(jitter(retry) % ceiling.saturating_add(1))
+    }
+}
+
+/// A pseudo-random number without a dependency: std's `RandomState` is
+/// seeded randomly per process and per instance, the time and the retry
+/// number vary it further. Not for cryptography; for spreading retries.
+fn jitter(retry: u32) -> u64 {
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|elapsed| elapsed.as_nanos())
+        .unwrap_or(0);
+    std::collections::hash_map::RandomState::new().hash_one((nanos, retry))
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

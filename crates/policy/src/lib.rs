@@ -12,20 +12,24 @@ pub mod approve;
 pub mod audit;
 pub mod errors;
 pub mod guard;
+pub mod ids;
 pub mod paths;
 pub mod permission;
 pub mod redact;
+pub mod secret;
 pub mod shell;
+pub mod sync;
 pub mod workspace_policy;
 
 pub use access::Access;
 pub use approve::{Approver, DenyAll};
 pub use audit::{AuditEntry, AuditLog};
-pub use errors::{ErrorClass, ErrorPolicy, RecoveryAction};
+pub use errors::{Backoff, ErrorClass, ErrorPolicy, RecoveryAction};
 pub use guard::Guard;
 pub use paths::{PathError, WorkspaceRoot};
 pub use permission::{PermissionPolicy, PermissionRules};
 pub use redact::{redact, redact_value};
+pub use secret::Secret;
 pub use shell::{ShellAnalysis, ShellVerdict};
 pub use workspace_policy::WorkspacePolicy;
 

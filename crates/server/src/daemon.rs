@@ -240,7 +240,7 @@ impl Daemon {
             pid,
             host: host.to_string(),
             token: config.token.as_ref().map_or_else(
-                || bridge_engine::ids::token("btk"),
+                || bridge_policy::ids::token("btk"),
                 |token| token.expose().to_owned(),
             ),
             provider_token,

@@ -175,7 +175,7 @@ pub fn new_session_id() -> String {
     // "2026-11-21T15:30:12.123Z" → "20261121-153012"
     let digits: String = now.chars().take(19).filter(char::is_ascii_digit).collect();
     let (date, time) = digits.split_at(digits.len().min(8));
-    format!("{date}-{time}-{}", crate::ids::random_hex(3))
+    format!("{date}-{time}-{}", bridge_policy::ids::random_hex(3))
 }
 
 #[cfg(test)]

@@ -244,17 +244,14 @@ impl EventLog {
     fn lock_order(&self) -> MutexGuard<'_, Order> {
         // A panic while numbering an event leaves the counter consistent:
         // keep going rather than poison every later append.
-        self.shared
-            .order
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+        bridge_policy::sync::lock(&self.shared.order)
     }
 }
 
 fn new_event(seq: u64, kind: &str, data: Value, parent_id: Option<&str>) -> LoggedEvent {
     LoggedEvent {
         seq,
-        id: crate::ids::unique_id("ev"),
+        id: bridge_policy::ids::unique_id("ev"),
         parent_id: parent_id.map(str::to_owned),
         timestamp: bridge_policy::audit::now_timestamp(),
         kind: kind.to_owned(),

@@ -80,10 +80,8 @@ impl Default for McpOptions {
 impl McpOptions {
     /// The wait before restart number `failures` (1-based).
     pub fn backoff(&self, failures: u32) -> Duration {
-        let factor = 1u32 << failures.saturating_sub(1).min(16);
-        self.initial_backoff
-            .saturating_mul(factor)
-            .min(self.max_backoff)
+        bridge_policy::Backoff::new(self.initial_backoff, self.max_backoff)
+            .delay(failures.saturating_sub(1))
     }
 }
 

@@ -64,15 +64,11 @@ pub(crate) struct Route {
 
 impl InstanceGroup {
     fn read(&self) -> std::sync::RwLockReadGuard<'_, Vec<Member>> {
-        self.members
-            .read()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+        bridge_policy::sync::read(&self.members)
     }
 
     fn write(&self) -> std::sync::RwLockWriteGuard<'_, Vec<Member>> {
-        self.members
-            .write()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+        bridge_policy::sync::write(&self.members)
     }
 
     /// Multi-instance: calls take `target`.

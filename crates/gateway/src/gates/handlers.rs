@@ -7,7 +7,8 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Weak};
 
 use async_trait::async_trait;
-use bridge_engine::{GateHandler, GateRequest, GateVerdict, TransformHandler, ids};
+use bridge_engine::{GateHandler, GateRequest, GateVerdict, TransformHandler};
+use bridge_policy::ids;
 use bridge_protocol::provider::{
     GateCheck, GateDecision, GateResult, GatewayMessage, TransformRequest,
 };

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Instant;
 
-use bridge_engine::ids;
+use bridge_policy::ids;
 use bridge_protocol::excerpt;
 use bridge_protocol::provider::{ErrorCode, ErrorMessage, tool_error_code};
 

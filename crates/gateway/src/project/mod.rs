@@ -11,7 +11,7 @@
 mod config;
 mod process;
 
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 
 use bridge_engine::{Session, ShutdownWaiter};
 use tokio::sync::oneshot;
@@ -42,7 +42,7 @@ pub(crate) struct SpawnedProviders {
 
 impl SpawnedProviders {
     fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Arc<SessionProviders>>> {
-        self.sessions.lock().unwrap_or_else(PoisonError::into_inner)
+        bridge_policy::sync::lock(&self.sessions)
     }
 
     fn of_session(&self, session_id: &str) -> Vec<Arc<SessionProviders>> {

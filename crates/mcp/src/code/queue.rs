@@ -3,7 +3,7 @@
 //! rest wait in arrival order and can see how many are ahead of them.
 
 use std::collections::VecDeque;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 
 use tokio::sync::watch;
 
@@ -79,10 +79,7 @@ impl TaskQueue {
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Line> {
         // The line stays consistent across a panic: every edit is one call.
-        self.inner
-            .line
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
+        bridge_policy::sync::lock(&self.inner.line)
     }
 
     fn ahead_of(&self, ticket: u64) -> usize {

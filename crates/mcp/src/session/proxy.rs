@@ -130,11 +130,7 @@ impl Inner {
     /// Tells the agent that the list changed.
     async fn announce(&self) {
         let _ = self.changes.send(());
-        let peer = self
-            .downstream
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clone();
+        let peer = bridge_policy::sync::lock(&self.downstream).clone();
         if let Some(peer) = peer
             && let Err(err) = peer.notify_tool_list_changed().await
         {
@@ -284,11 +280,7 @@ impl ServerHandler for SessionProxy {
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
-        *self
-            .inner
-            .downstream
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(context.peer.clone());
+        *bridge_policy::sync::lock(&self.inner.downstream) = Some(context.peer.clone());
         // Connect now, so list changes reach the agent before its first call
         // and the first call does not wait for the daemon to start.
         let inner = self.inner.clone();

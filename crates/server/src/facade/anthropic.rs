@@ -86,7 +86,7 @@ async fn answer(
     let upstream = overhead.upstream(entry.backend.stream(request)).await;
     let upstream = upstream.map_err(|err| upstream_failed(&ctx.backends, &entry, &err))?;
     ctx.backends.record(&entry.name, Availability::Ok);
-    let message_id = format!("msg_{}", bridge_engine::ids::random_hex(12));
+    let message_id = format!("msg_{}", bridge_policy::ids::random_hex(12));
 
     if inbound.stream {
         let relay = Relay {

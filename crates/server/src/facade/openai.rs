@@ -91,7 +91,7 @@ async fn answer(
         Err(err) => return Err(upstream_failed(ctx, &entry, &err)),
     };
     ctx.backends.record(&entry.name, Availability::Ok);
-    let id = format!("chatcmpl-{}", bridge_engine::ids::random_hex(12));
+    let id = format!("chatcmpl-{}", bridge_policy::ids::random_hex(12));
     let created = unix_now();
     if inbound.stream {
         let encoder = ChunkEncoder::new(id, created, shown_model, inbound.include_usage);

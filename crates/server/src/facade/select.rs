@@ -81,7 +81,7 @@ pub async fn build_backends(config: &BridgeConfig) -> Backends {
 /// The backend settings of auto-selection, from the configuration.
 pub fn settings_from(config: &BridgeConfig) -> BackendSettings {
     let byok = &config.byok;
-    let exposed = |secret: &Option<bridge_config::Secret>| {
+    let exposed = |secret: &Option<bridge_policy::Secret>| {
         secret.as_ref().map(|value| value.expose().to_owned())
     };
     let mut settings = BackendSettings {

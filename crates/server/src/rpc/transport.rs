@@ -30,7 +30,7 @@ const OUTBOUND_QUEUE: usize = 64;
 
 fn authorized(state: &RpcState, headers: &HeaderMap, query: &HashMap<String, String>) -> bool {
     let presented = presented_token(headers, query.get("token").map(String::as_str));
-    presented.is_some_and(|token| bridge_engine::ids::constant_time_eq(token, &state.ctx().token))
+    presented.is_some_and(|token| bridge_policy::ids::constant_time_eq(token, &state.ctx().token))
 }
 
 pub async fn http_post(State(state): State<RpcState>, headers: HeaderMap, body: Body) -> Response {

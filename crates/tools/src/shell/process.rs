@@ -6,7 +6,7 @@
 use std::ffi::OsStr;
 use std::io;
 use std::path::Path;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use bridge_launch::{ChildEnv, Launch, Signal, Stderr};
@@ -125,7 +125,7 @@ impl Capture {
                         Ok(0) | Err(_) => break,
                         Ok(read) => read,
                     };
-                    let mut captured = captured.lock().unwrap_or_else(PoisonError::into_inner);
+                    let mut captured = bridge_policy::sync::lock(&captured);
                     if captured.bytes.len() + read > cap {
                         captured.truncated = true;
                     }
@@ -153,8 +153,7 @@ impl Capture {
                 abort.abort();
             }
         }
-        let captured =
-            std::mem::take(&mut *self.captured.lock().unwrap_or_else(PoisonError::into_inner));
+        let captured = std::mem::take(&mut *bridge_policy::sync::lock(&self.captured));
         let text = decode(captured.bytes, captured.truncated);
         if !captured.truncated {
             return (text, false);

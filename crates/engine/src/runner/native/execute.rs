@@ -10,7 +10,7 @@ use bridge_protocol::{ToolEffect, json_kind};
 use futures::StreamExt;
 use serde_json::{Value, json};
 
-use super::hooks::{backoff, tool_failure_class, tool_recovery, truncate_for_model};
+use super::hooks::{retry_backoff, tool_failure_class, tool_recovery, truncate_for_model};
 use super::run_loop::LoopContext;
 use crate::call::{CallOrigin, CallOutcome, ToolFailure};
 use crate::log::types;
@@ -284,7 +284,7 @@ async fn call_with_recovery(
         if action != RecoveryAction::Retry {
             return outcome;
         }
-        tokio::time::sleep(backoff(cx.settings.retry_base_delay, retries_made)).await;
+        tokio::time::sleep(retry_backoff(cx.settings.retry_base_delay).delay(retries_made)).await;
         retries_made += 1;
     }
 }

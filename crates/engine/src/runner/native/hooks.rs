@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use bridge_policy::errors::{ErrorClass, ErrorPolicy, RecoveryAction, classify};
+use bridge_policy::errors::{Backoff, ErrorClass, ErrorPolicy, RecoveryAction, classify};
 use bridge_protocol::ToolEffect;
 
 use crate::call::ToolFailure;
@@ -117,10 +117,10 @@ pub(super) fn tool_recovery(
     }
 }
 
-/// Exponential backoff: `base`, `2·base`, `4·base`, … capped at 10 s.
-pub(super) fn backoff(base: Duration, retries_made: u32) -> Duration {
-    base.saturating_mul(2u32.saturating_pow(retries_made.min(16)))
-        .min(Duration::from_secs(10))
+/// The loop's own retries (a broken-off answer, a failed read-only tool)
+/// wait `retry_base_delay`, doubling, at most this long.
+pub(super) fn retry_backoff(base: Duration) -> Backoff {
+    Backoff::new(base, Duration::from_secs(10))
 }
 
 #[cfg(test)]

@@ -7,7 +7,7 @@ use bridge_policy::errors::{ErrorClass, RecoveryAction};
 use futures::StreamExt;
 use serde_json::json;
 
-use super::hooks::backoff;
+use super::hooks::retry_backoff;
 use super::run_loop::{LoopContext, RunFailure};
 use crate::log::types;
 use crate::runner::RunStatus;
@@ -66,7 +66,7 @@ pub(super) async fn ask(
                 message: format!("the model request failed: {message}"),
             });
         }
-        tokio::time::sleep(backoff(cx.settings.retry_base_delay, retries_made)).await;
+        tokio::time::sleep(retry_backoff(cx.settings.retry_base_delay).delay(retries_made)).await;
         retries_made += 1;
     }
 }
@@ -128,7 +128,7 @@ async fn stream_answer(cx: &LoopContext<'_>, request: ChatRequest) -> Result<Ans
     // Every result must name its call; a model that sent no id gets one.
     for call in &mut answer.tool_calls {
         if call.id.trim().is_empty() {
-            call.id = crate::ids::unique_id("call");
+            call.id = bridge_policy::ids::unique_id("call");
         }
     }
     Ok(answer)

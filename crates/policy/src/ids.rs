@@ -1,6 +1,8 @@
-//! Identifiers and secrets. Ids are globally unique (a random per-process
-//! prefix and a counter: cheap on the hot path of every tool call); tokens
-//! are 128 bits from the operating system's CSPRNG.
+//! Identifiers and secrets: every id, token and pairing code of the hub is
+//! made here, and every presented secret is compared here. Ids are globally
+//! unique (a random per-process prefix and a counter: cheap on the hot path
+//! of every tool call); tokens are 128 bits from the operating system's
+//! CSPRNG.
 
 use std::fmt::Write;
 use std::sync::OnceLock;
