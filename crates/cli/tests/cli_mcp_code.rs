@@ -379,3 +379,57 @@ fn sigterm_stops_the_server_cleanly() {
     rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
     assert_eq!(raw.exit_code_within(Duration::from_secs(3)), Some(0));
 }
+
+/// Every door that runs a task runs it with the settings of the
+/// configuration: a task started through the daemon's `/mcp/code` gets the
+/// configured project context, as `copilot-bridge run` does (both are
+/// composed by `bridge_server::compose`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_through_the_daemon_gets_the_project_context_run_gets() {
+    let Some(python) = python() else { return };
+    const CONTEXT: &str = "House rule 7: greetings are answered in Esperanto.";
+    let mock = MockLlm::start(Vec::new()).await;
+    let mut env = mock_env(&mock);
+    env.push(("COPILOT_PROJECT_CONTEXT", CONTEXT.to_owned()));
+    let env_refs: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let served = Served::start_in(writable_bridge(), workspace(), &env_refs);
+    mock.push(MockReply::text("Saluton!"));
+    let url = served.url("/mcp/code");
+    let token = served.token.clone();
+    let results = tokio::task::spawn_blocking(move || {
+        let mode = ["http", url.as_str(), "--token", token.as_str()];
+        probe(
+            &python,
+            &mode,
+            &[],
+            &Bridge::new(),
+            json!([{"call": "copilot_code_task", "args": {"prompt": "Say hello."}}]),
+        )
+    })
+    .await
+    .unwrap();
+    assert_eq!(first_text(&results[0]), "Saluton!", "{results:?}");
+
+    mock.push(MockReply::text("Saluton!"));
+    let mut run = Bridge::new().cmd();
+    run.envs(env.iter().map(|(k, v)| (*k, v.as_str())))
+        .args(["run", "Say hello.", "--cwd"])
+        .arg(served.workspace.path())
+        .timeout(Duration::from_secs(60))
+        .assert()
+        .success();
+
+    let prompts: Vec<String> = mock
+        .requests()
+        .iter()
+        .filter(|request| request.path.ends_with("/chat/completions"))
+        .map(|request| request.body["messages"].to_string())
+        .collect();
+    assert_eq!(prompts.len(), 2, "one model request per door: {prompts:?}");
+    for (door, prompt) in ["/mcp/code", "run"].iter().zip(&prompts) {
+        assert!(
+            prompt.contains(CONTEXT),
+            "{door} did not send the project context: {prompt}"
+        );
+    }
+}

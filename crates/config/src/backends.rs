@@ -15,6 +15,8 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
+use bridge_llm::BackendKind;
+
 use crate::ConfigError;
 use bridge_policy::Secret;
 
@@ -22,44 +24,6 @@ use bridge_policy::Secret;
 pub const MAX_BACKEND_NAME_CHARS: usize = 64;
 pub const DEFAULT_HISTORY_TURNS: usize = 3;
 pub const MAX_HISTORY_TURNS: usize = 50;
-
-/// Which wire protocol and authentication a backend uses.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum BackendKind {
-    #[serde(rename = "openai")]
-    OpenAi,
-    Azure,
-    Anthropic,
-    Ollama,
-    Copilot,
-}
-
-impl BackendKind {
-    pub const ALLOWED: &'static str = "one of openai, azure, anthropic, ollama, copilot";
-    pub const ALL: [BackendKind; 5] = [
-        Self::OpenAi,
-        Self::Azure,
-        Self::Anthropic,
-        Self::Ollama,
-        Self::Copilot,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::OpenAi => "openai",
-            Self::Azure => "azure",
-            Self::Anthropic => "anthropic",
-            Self::Ollama => "ollama",
-            Self::Copilot => "copilot",
-        }
-    }
-
-    /// Whether the backend's client can send extra headers.
-    fn takes_headers(self) -> bool {
-        matches!(self, Self::OpenAi | Self::Anthropic | Self::Copilot)
-    }
-}
 
 /// How a backend takes a conversation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]

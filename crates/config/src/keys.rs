@@ -58,6 +58,9 @@ pub const LOG_LEVEL: &str = "log_level";
 pub const OPENCLAW_HOST: &str = "openclaw.host";
 pub const OPENCLAW_PORT: &str = "openclaw.port";
 pub const OPENCLAW_GATEWAY_TOKEN: &str = "openclaw.gateway_token";
+pub const OPENCLAW_WORKSPACE: &str = "openclaw.workspace";
+pub const OPENCLAW_STATE_DIR: &str = "openclaw.state_dir";
+pub const OPENCLAW_CONFIG_PATH: &str = "openclaw.config_path";
 pub const AUDIT_LOG_DIR: &str = "audit_log_dir";
 pub const PROJECT_CONTEXT: &str = "project_context";
 pub const MAX_RETRIES: &str = "max_retries";
@@ -172,6 +175,24 @@ pub const KEYS: &[KeySpec] = &[
         OPENCLAW_GATEWAY_TOKEN,
         "OPENCLAW_GATEWAY_TOKEN",
         "OpenClaw gateway token",
+    ),
+    key(
+        OPENCLAW_WORKSPACE,
+        "OPENCLAW_WORKSPACE",
+        "",
+        "OpenClaw's workspace, the memory server's root (detected under the state directory when unset)",
+    ),
+    key(
+        OPENCLAW_STATE_DIR,
+        "OPENCLAW_STATE_DIR",
+        "~/.openclaw",
+        "OpenClaw's state directory",
+    ),
+    key(
+        OPENCLAW_CONFIG_PATH,
+        "OPENCLAW_CONFIG_PATH",
+        "<openclaw.state_dir>/openclaw.json",
+        "OpenClaw's configuration file (what `openclaw register` edits)",
     ),
     key(
         AUDIT_LOG_DIR,

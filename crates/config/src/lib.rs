@@ -22,12 +22,13 @@ use std::path::PathBuf;
 use bridge_policy::{PermissionRules, Secret};
 use bridge_tools::ToolSettings;
 
-pub use backends::{BackendConfig, BackendKind, BackendStyle};
+pub use backends::{BackendConfig, BackendStyle};
+pub use bridge_llm::BackendKind;
 pub use keys::{KEYS, KeySpec};
 pub use loader::{ConfigLoader, DEFAULT_IDLE_EXIT_SECS, DEFAULT_PORT};
 pub use mcp::{McpServerConfig, McpSettings, McpTransport};
 pub use show::ShownValue;
-pub use value::{ByokProvider, LogLevel};
+pub use value::LogLevel;
 
 /// Where a configuration value came from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -54,7 +55,7 @@ impl std::fmt::Display for Source {
 /// Bring-your-own-key backend settings (`COPILOT_BYOK_*`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ByokConfig {
-    pub provider: Option<ByokProvider>,
+    pub provider: Option<BackendKind>,
     pub api_key: Option<Secret>,
     pub base_url: Option<String>,
     pub model: Option<String>,
@@ -66,6 +67,28 @@ pub struct OpenClawConfig {
     pub host: String,
     pub port: u16,
     pub gateway_token: Option<Secret>,
+    /// `OPENCLAW_WORKSPACE`: the memory root when set (else detected under
+    /// [`Self::state_dir`]).
+    pub workspace: Option<PathBuf>,
+    /// `OPENCLAW_STATE_DIR`, else `~/.openclaw`.
+    pub state_dir: PathBuf,
+    /// `OPENCLAW_CONFIG_PATH`, else `openclaw.json` in the state directory.
+    pub config_path: PathBuf,
+}
+
+impl OpenClawConfig {
+    /// The defaults, with OpenClaw's state in `state_dir`.
+    pub fn in_state_dir(state_dir: impl Into<PathBuf>) -> Self {
+        let state_dir = state_dir.into();
+        Self {
+            host: "127.0.0.1".to_owned(),
+            port: 18789,
+            gateway_token: None,
+            workspace: None,
+            config_path: state_dir.join("openclaw.json"),
+            state_dir,
+        }
+    }
 }
 
 /// Copilot's account and integration headers (`[copilot]` in config.toml).

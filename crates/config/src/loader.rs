@@ -3,11 +3,12 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
+use crate::BackendKind;
 use crate::file::{
     bounded, copilot_section, read_config_file, read_small_file, structured_sections,
 };
 use crate::keys::{self, KEYS, KeySpec};
-use crate::value::{self, ByokProvider, LogLevel};
+use crate::value::{self, LogLevel};
 use crate::{BridgeConfig, ByokConfig, ConfigError, OpenClawConfig, Source};
 use bridge_policy::Secret;
 
@@ -17,8 +18,10 @@ use bridge_policy::Secret;
 /// whether writes are allowed, which address the daemon listens on, and
 /// whether the repository's own providers are spawned.
 /// Nor the daemon's token and the host names it accepts: a token the
-/// repository chose is known to its authors.
-const DOTENV_REFUSED: [&str; 8] = [
+/// repository chose is known to its authors. Nor OpenClaw's directories:
+/// they choose which files the memory server serves and which file
+/// `openclaw register` edits.
+const DOTENV_REFUSED: [&str; 11] = [
     "COPILOT_BRIDGE_HOME",
     "COPILOT_BRIDGE_TOKEN",
     "COPILOT_BRIDGE_ALLOWED_HOSTS",
@@ -27,6 +30,9 @@ const DOTENV_REFUSED: [&str; 8] = [
     "COPILOT_BRIDGE_BIND",
     "COPILOT_AUDIT_LOG_DIR",
     "COPILOT_BRIDGE_TRUST_PROJECT_PROVIDERS",
+    "OPENCLAW_WORKSPACE",
+    "OPENCLAW_STATE_DIR",
+    "OPENCLAW_CONFIG_PATH",
 ];
 
 pub const DEFAULT_PORT: u16 = 9400;
@@ -194,7 +200,9 @@ impl ConfigLoader {
             .unwrap_or(true);
         let github_token = builder.parse(keys::GITHUB_TOKEN, |t| Ok(Secret::new(t)));
         let byok = ByokConfig {
-            provider: builder.parse(keys::BYOK_PROVIDER, |t| t.parse::<ByokProvider>()),
+            provider: builder.parse(keys::BYOK_PROVIDER, |t| {
+                BackendKind::parse_byok(t).map_err(|unknown| unknown.expected)
+            }),
             api_key: builder.parse(keys::BYOK_API_KEY, |t| Ok(Secret::new(t))),
             base_url: builder.parse(keys::BYOK_BASE_URL, value::parse_url),
             model: builder.parse(keys::BYOK_MODEL, |t| Ok(t.trim().to_owned())),
@@ -203,14 +211,23 @@ impl ConfigLoader {
         let log_level = builder
             .parse(keys::LOG_LEVEL, |t| t.parse::<LogLevel>())
             .unwrap_or(LogLevel::Info);
+        let state_dir = builder
+            .parse(keys::OPENCLAW_STATE_DIR, |t| Ok(self.absolute(t)))
+            .unwrap_or_else(|| self.absolute("~/.openclaw"));
+        let defaults = OpenClawConfig::in_state_dir(state_dir);
         let openclaw = OpenClawConfig {
             host: builder
                 .parse(keys::OPENCLAW_HOST, value::parse_host)
-                .unwrap_or_else(|| "127.0.0.1".to_owned()),
+                .unwrap_or(defaults.host),
             port: builder
                 .parse(keys::OPENCLAW_PORT, |t| value::parse_port(t, false))
-                .unwrap_or(18789),
+                .unwrap_or(defaults.port),
             gateway_token: builder.parse(keys::OPENCLAW_GATEWAY_TOKEN, |t| Ok(Secret::new(t))),
+            workspace: builder.parse(keys::OPENCLAW_WORKSPACE, |t| Ok(self.absolute(t))),
+            config_path: builder
+                .parse(keys::OPENCLAW_CONFIG_PATH, |t| Ok(self.absolute(t)))
+                .unwrap_or(defaults.config_path),
+            state_dir: defaults.state_dir,
         };
         let audit_log_dir = builder
             .parse(keys::AUDIT_LOG_DIR, |t| Ok(self.absolute(t)))
@@ -279,16 +296,16 @@ impl ConfigLoader {
                 origin,
                 expected: format!(
                     "{} when COPILOT_BYOK_API_KEY or COPILOT_BYOK_BASE_URL is set",
-                    ByokProvider::ALLOWED
+                    BackendKind::BYOK_ALLOWED
                 ),
             });
         }
         if let Some(name) = &default_backend {
             let known = backends.iter().any(|b| &b.name == name)
-                || crate::BackendKind::ALL.iter().any(|k| k.as_str() == name);
+                || BackendKind::ALL.iter().any(|k| k.as_str() == name);
             if !known {
                 let mut names: Vec<&str> = backends.iter().map(|b| b.name.as_str()).collect();
-                names.extend(crate::BackendKind::ALL.iter().map(|k| k.as_str()));
+                names.extend(BackendKind::ALL.iter().map(|k| k.as_str()));
                 errors.push(ConfigError::Invalid {
                     key: keys::DEFAULT_BACKEND.to_owned(),
                     value: format!("{name:?}"),

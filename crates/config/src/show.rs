@@ -43,6 +43,9 @@ impl BridgeConfig {
             keys::OPENCLAW_HOST => Some(self.openclaw.host.clone()),
             keys::OPENCLAW_PORT => Some(self.openclaw.port.to_string()),
             keys::OPENCLAW_GATEWAY_TOKEN => secret(&self.openclaw.gateway_token),
+            keys::OPENCLAW_WORKSPACE => path(&self.openclaw.workspace),
+            keys::OPENCLAW_STATE_DIR => Some(self.openclaw.state_dir.display().to_string()),
+            keys::OPENCLAW_CONFIG_PATH => Some(self.openclaw.config_path.display().to_string()),
             keys::AUDIT_LOG_DIR => Some(self.audit_log_dir.display().to_string()),
             keys::PROJECT_CONTEXT => self
                 .project_context

@@ -3,42 +3,6 @@
 use std::net::IpAddr;
 use std::str::FromStr;
 
-/// A bring-your-own-key backend.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum ByokProvider {
-    OpenAi,
-    Azure,
-    Anthropic,
-    Ollama,
-}
-
-impl ByokProvider {
-    pub const ALLOWED: &'static str = "one of openai, azure, anthropic, ollama";
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::OpenAi => "openai",
-            Self::Azure => "azure",
-            Self::Anthropic => "anthropic",
-            Self::Ollama => "ollama",
-        }
-    }
-}
-
-impl FromStr for ByokProvider {
-    type Err = &'static str;
-
-    fn from_str(text: &str) -> Result<Self, Self::Err> {
-        match text.trim().to_ascii_lowercase().as_str() {
-            "openai" => Ok(Self::OpenAi),
-            "azure" => Ok(Self::Azure),
-            "anthropic" => Ok(Self::Anthropic),
-            "ollama" => Ok(Self::Ollama),
-            _ => Err(Self::ALLOWED),
-        }
-    }
-}
-
 /// Log verbosity, with the names of the original `COPILOT_LOG_LEVEL`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum LogLevel {

@@ -1,7 +1,7 @@
 use std::fs;
 use std::path::Path;
 
-use bridge_config::{ByokProvider, ConfigLoader, LogLevel, Source, keys};
+use bridge_config::{BackendKind, ConfigLoader, LogLevel, Source, keys};
 use tempfile::TempDir;
 
 fn write(dir: &Path, name: &str, text: &str) {
@@ -147,7 +147,7 @@ fn every_design_doc_variable_is_read() {
         config.github_token.as_ref().unwrap().expose(),
         "gh-secret-value"
     );
-    assert_eq!(config.byok.provider, Some(ByokProvider::Anthropic));
+    assert_eq!(config.byok.provider, Some(BackendKind::Anthropic));
     assert_eq!(
         config.byok.api_key.as_ref().unwrap().expose(),
         "byok-secret-value"
@@ -245,4 +245,57 @@ fn skip_dotenv_ignores_the_file() {
     let setup = Setup::new("", "COPILOT_BRIDGE_PORT=2222\n");
     let config = setup.loader(&[]).skip_dotenv().load().unwrap();
     assert_eq!(config.port, 9400);
+}
+
+#[test]
+fn openclaw_paths_follow_its_own_precedence_and_are_shown() {
+    use std::path::PathBuf;
+    let setup = Setup::new("", "");
+    let load = |env: &[(&str, &str)]| {
+        setup
+            .loader(env)
+            .user_home(Some(PathBuf::from("/h")))
+            .load()
+            .unwrap()
+    };
+    let home = load(&[]);
+    assert_eq!(
+        home.openclaw.config_path,
+        PathBuf::from("/h/.openclaw/openclaw.json")
+    );
+    assert_eq!(home.openclaw.state_dir, PathBuf::from("/h/.openclaw"));
+    assert_eq!(home.openclaw.workspace, None);
+    let state = load(&[("OPENCLAW_STATE_DIR", "/s")]);
+    assert_eq!(
+        state.openclaw.config_path,
+        PathBuf::from("/s/openclaw.json")
+    );
+    let both = load(&[
+        ("OPENCLAW_STATE_DIR", "/s"),
+        ("OPENCLAW_CONFIG_PATH", "/c.json5"),
+        ("OPENCLAW_WORKSPACE", "/w"),
+    ]);
+    assert_eq!(both.openclaw.config_path, PathBuf::from("/c.json5"));
+    assert_eq!(both.openclaw.workspace, Some(PathBuf::from("/w")));
+    // `config show` names each with where it came from.
+    let shown = both.show();
+    let row = |key: &str| shown.iter().find(|row| row.key == key).unwrap().clone();
+    assert_eq!(row(keys::OPENCLAW_WORKSPACE).value.as_deref(), Some("/w"));
+    assert_eq!(row(keys::OPENCLAW_STATE_DIR).value.as_deref(), Some("/s"));
+    assert_eq!(
+        row(keys::OPENCLAW_STATE_DIR).source,
+        "env OPENCLAW_STATE_DIR"
+    );
+    assert_eq!(
+        row(keys::OPENCLAW_CONFIG_PATH).value.as_deref(),
+        Some("/c.json5")
+    );
+}
+
+#[test]
+fn a_repository_env_file_cannot_move_openclaw_s_directories() {
+    let setup = Setup::new("", "OPENCLAW_WORKSPACE=/repo-chose-this\n");
+    let config = setup.loader(&[]).load();
+    let err = config.expect_err("the .env may not set OPENCLAW_WORKSPACE");
+    assert!(err.to_string().contains("OPENCLAW_WORKSPACE"), "{err}");
 }

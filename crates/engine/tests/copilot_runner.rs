@@ -6,10 +6,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bridge_engine::runner::copilot::{
-    ByokProvider, CopilotCliConfig, CopilotClient, McpServer, run_copilot,
+    CliProvider, CopilotCliConfig, CopilotClient, McpServer, run_copilot,
 };
 use bridge_engine::runner::{RunRequest, RunStatus};
 use bridge_engine::{RegistrySettings, Session, SessionDefaults, SessionRegistry, SessionSpec};
+use bridge_llm::BackendKind;
 use bridge_testkit::TempWorkspace;
 use serde_json::Value;
 
@@ -192,8 +193,14 @@ async fn our_policy_denies_a_tool_the_cli_asked_to_run() {
 async fn byok_and_mcp_servers_are_in_the_session_config() {
     let fixture = fixture();
     let mut config = config(&fixture, "signed_out");
-    config.byok = Some(
-        ByokProvider::from_settings("ollama", None, Some("sk-test-key"), Some("llama3.2")).unwrap(),
+    config.provider = Some(
+        CliProvider::from_settings(
+            BackendKind::Ollama,
+            None,
+            Some("sk-test-key".into()),
+            Some("llama3.2"),
+        )
+        .unwrap(),
     );
     config.mcp_servers.insert(
         "files".to_owned(),
@@ -405,7 +412,7 @@ async fn cli_environment_seen_from_inside() {
     );
     let fixture = fixture();
     let config = CopilotCliConfig {
-        github_token: Some("gho_explicitly_given".to_owned()),
+        github_token: Some("gho_explicitly_given".into()),
         ..config(&fixture, "task")
     };
     let report = run_copilot(&fixture.session, &request("read README.md"), &config).await;

@@ -12,13 +12,18 @@
 //! `https://api.openai.com/v1`), [`AzureBackend`], [`AnthropicBackend`],
 //! [`CopilotBackend`] (GitHub token exchanged for a Copilot token) and
 //! [`OllamaBackend`]. [`RetryingBackend`] wraps any of them with backoff that
-//! honours `Retry-After`. Streaming bodies are decoded by [`sse::SseDecoder`].
+//! honours `Retry-After`. Every backend is built by [`build`] from a
+//! [`BackendSpec`] (its [`BackendKind`] and settings); [`select_backend`]
+//! picks one from the configuration. Streaming bodies are decoded by
+//! [`sse::SseDecoder`].
 //! The policy dependency is only for error classification (retry or not).
 
 pub mod anthropic;
 pub mod azure;
+mod build;
 pub mod copilot;
 mod http;
+pub mod kind;
 pub mod ollama;
 pub mod openai;
 pub mod retry;
@@ -29,14 +34,16 @@ mod types;
 
 pub use anthropic::{AnthropicBackend, AnthropicConfig};
 pub use azure::{AzureBackend, AzureConfig};
+pub use build::{BackendSpec, build};
 pub use copilot::{
     CopilotAccountType, CopilotBackend, CopilotConfig, github_token_from_command,
     github_token_from_gh,
 };
+pub use kind::BackendKind;
 pub use ollama::{OllamaBackend, OllamaConfig, ollama_is_running};
 pub use openai::{OpenAiBackend, OpenAiConfig};
 pub use retry::{RetryConfig, RetryingBackend};
-pub use select::{BackendSettings, Provider, Selected, select_backend};
+pub use select::{BackendSettings, Selected, select_backend};
 pub use types::{
     ChatEvent, ChatRequest, ChatResponse, FinishReason, LlmError, Message, ResponseBuilder, Role,
     ToolCall, ToolDefinition, Usage, collect,

@@ -4,89 +4,49 @@
 //! the first usable source in this documented order is taken: a GitHub
 //! token for Copilot (`COPILOT_GITHUB_TOKEN`, else `gh auth token`), then
 //! `OPENAI_API_KEY`, then `ANTHROPIC_API_KEY`, then an Ollama server
-//! answering at its base URL.
+//! answering at its base URL. The chosen backend is built by
+//! [`crate::build`], like every other.
 
 use std::fmt;
-use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use bridge_policy::Secret;
+
+use crate::build::{BackendSpec, build};
 use crate::copilot::GH_TOKEN_TIMEOUT;
+use crate::kind::BackendKind;
 use crate::ollama::OLLAMA_DEFAULT_BASE_URL;
 use crate::{
-    AnthropicBackend, AnthropicConfig, AzureBackend, AzureConfig, ChatBackend, CopilotAccountType,
-    CopilotBackend, CopilotConfig, LlmError, OllamaBackend, OllamaConfig, OpenAiBackend,
-    OpenAiConfig, RetryConfig, RetryingBackend, github_token_from_command, ollama_is_running,
+    ChatBackend, CopilotAccountType, LlmError, RetryConfig, github_token_from_command,
+    ollama_is_running,
 };
 
-pub const OPENAI_DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
-pub const AZURE_DEFAULT_API_VERSION: &str = "2024-10-21";
-/// Models used when the configuration names none.
-pub const OPENAI_DEFAULT_MODEL: &str = "gpt-4o-mini";
-pub const ANTHROPIC_DEFAULT_MODEL: &str = "claude-3-5-haiku-latest";
-pub const COPILOT_DEFAULT_MODEL: &str = "gpt-4o";
-pub const OLLAMA_DEFAULT_MODEL: &str = "llama3.2";
 /// A local Ollama answers at once; detection must not stall startup.
 pub const OLLAMA_PROBE_TIMEOUT: Duration = Duration::from_millis(500);
-
-/// A bring-your-own-key provider named in the configuration.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Provider {
-    OpenAi,
-    Azure,
-    Anthropic,
-    Ollama,
-}
-
-impl Provider {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::OpenAi => "openai",
-            Self::Azure => "azure",
-            Self::Anthropic => "anthropic",
-            Self::Ollama => "ollama",
-        }
-    }
-}
-
-impl FromStr for Provider {
-    type Err = LlmError;
-
-    fn from_str(text: &str) -> Result<Self, Self::Err> {
-        match text.trim().to_ascii_lowercase().as_str() {
-            "openai" => Ok(Self::OpenAi),
-            "azure" => Ok(Self::Azure),
-            "anthropic" => Ok(Self::Anthropic),
-            "ollama" => Ok(Self::Ollama),
-            _ => Err(LlmError::NotConfigured(format!(
-                "unknown provider {text:?}: expected one of openai, azure, anthropic, ollama"
-            ))),
-        }
-    }
-}
 
 /// Everything selection looks at, as plain values: the caller reads the
 /// configuration and the environment, so selection is testable without
 /// touching the process environment.
-#[derive(Clone)]
+#[derive(Debug, Clone)]
 pub struct BackendSettings {
     /// `COPILOT_BYOK_PROVIDER`.
-    pub provider: Option<Provider>,
+    pub provider: Option<BackendKind>,
     /// `COPILOT_BYOK_API_KEY`.
-    pub api_key: Option<String>,
+    pub api_key: Option<Secret>,
     /// `COPILOT_BYOK_BASE_URL` (Azure: the resource endpoint).
     pub base_url: Option<String>,
     /// `COPILOT_BYOK_MODEL` (Azure: the deployment).
     pub model: Option<String>,
     /// `COPILOT_GITHUB_TOKEN`.
-    pub github_token: Option<String>,
+    pub github_token: Option<Secret>,
     /// `OPENAI_API_KEY`.
-    pub openai_api_key: Option<String>,
+    pub openai_api_key: Option<Secret>,
     /// `ANTHROPIC_API_KEY`.
-    pub anthropic_api_key: Option<String>,
+    pub anthropic_api_key: Option<Secret>,
     /// Where Ollama is probed and reached.
     pub ollama_base_url: String,
-    /// Azure's `api-version`; [`AZURE_DEFAULT_API_VERSION`] when `None`.
+    /// Azure's `api-version`; the default when `None`.
     pub azure_api_version: Option<String>,
     /// The program asked for a GitHub token (`gh`); `None` skips the
     /// lookup, which tests need to stay independent of the machine.
@@ -96,8 +56,9 @@ pub struct BackendSettings {
     /// Overrides Copilot's API base.
     pub copilot_api_base: Option<String>,
     /// Integration headers that replace the defaults of the same name (or
-    /// add to them): Copilot changes what it requires over time.
-    pub copilot_headers: Vec<(String, String)>,
+    /// add to them): Copilot changes what it requires over time. Header
+    /// values can carry credentials, so `Debug` shows them redacted.
+    pub copilot_headers: Vec<(String, Secret)>,
     pub retry: RetryConfig,
 }
 
@@ -122,45 +83,11 @@ impl Default for BackendSettings {
     }
 }
 
-fn redacted(secret: &Option<String>) -> Option<&'static str> {
-    secret.as_ref().map(|_| "<redacted>")
-}
-
-/// Keeps every secret out of logs.
-impl fmt::Debug for BackendSettings {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("BackendSettings")
-            .field("provider", &self.provider)
-            .field("api_key", &redacted(&self.api_key))
-            .field("base_url", &self.base_url)
-            .field("model", &self.model)
-            .field("github_token", &redacted(&self.github_token))
-            .field("openai_api_key", &redacted(&self.openai_api_key))
-            .field("anthropic_api_key", &redacted(&self.anthropic_api_key))
-            .field("ollama_base_url", &self.ollama_base_url)
-            .field("azure_api_version", &self.azure_api_version)
-            .field("gh_program", &self.gh_program)
-            .field("copilot_account_type", &self.copilot_account_type)
-            .field("copilot_api_base", &self.copilot_api_base)
-            .field(
-                "copilot_headers",
-                &self
-                    .copilot_headers
-                    .iter()
-                    .map(|(name, _)| name)
-                    .collect::<Vec<_>>(),
-            )
-            .field("retry", &self.retry)
-            .finish()
-    }
-}
-
 /// The chosen backend and why it was chosen.
 pub struct Selected {
-    /// Already wrapped in [`RetryingBackend`].
+    /// Already wrapped in `RetryingBackend`.
     pub backend: Arc<dyn ChatBackend>,
-    /// `openai`, `azure`, `anthropic`, `copilot` or `ollama`.
-    pub kind: &'static str,
+    pub kind: BackendKind,
     /// Why: `COPILOT_BYOK_PROVIDER=openai`, `auto-detected: OPENAI_API_KEY`, …
     pub source: String,
     pub base_url: String,
@@ -189,16 +116,13 @@ Then check it with `copilot-bridge validate`.";
 
 /// Picks the backend the settings call for; see the module docs for the order.
 pub async fn select_backend(settings: BackendSettings) -> Result<Selected, LlmError> {
-    if let Some(provider) = settings.provider {
-        let source = format!("COPILOT_BYOK_PROVIDER={}", provider.as_str());
-        return explicit(provider, &settings, source);
+    if let Some(kind) = settings.provider {
+        let source = format!("COPILOT_BYOK_PROVIDER={kind}");
+        return explicit(kind, &settings, source);
     }
     if let Some(token) = non_empty(&settings.github_token) {
-        return copilot(
-            token,
-            &settings,
-            "auto-detected: COPILOT_GITHUB_TOKEN".into(),
-        );
+        let source = "auto-detected: COPILOT_GITHUB_TOKEN".into();
+        return selected(copilot(token.clone(), &settings), source);
     }
     if let Some(program) = settings.gh_program.clone() {
         let token = tokio::task::spawn_blocking(move || {
@@ -208,167 +132,124 @@ pub async fn select_backend(settings: BackendSettings) -> Result<Selected, LlmEr
         .ok()
         .flatten();
         if let Some(token) = token {
-            return copilot(&token, &settings, "auto-detected: gh auth token".into());
+            let spec = copilot(Secret::new(token), &settings);
+            return selected(spec, "auto-detected: gh auth token".into());
         }
     }
     if let Some(key) = non_empty(&settings.openai_api_key) {
-        let base_url = settings
-            .base_url
-            .clone()
-            .unwrap_or_else(|| OPENAI_DEFAULT_BASE_URL.into());
-        return openai(
-            key,
-            base_url,
-            &settings,
-            "auto-detected: OPENAI_API_KEY".into(),
-        );
+        let spec = keyed(BackendKind::OpenAi, key, &settings);
+        return selected(spec, "auto-detected: OPENAI_API_KEY".into());
     }
     if let Some(key) = non_empty(&settings.anthropic_api_key) {
-        return anthropic(key, &settings, "auto-detected: ANTHROPIC_API_KEY".into());
+        let spec = keyed(BackendKind::Anthropic, key, &settings);
+        return selected(spec, "auto-detected: ANTHROPIC_API_KEY".into());
     }
     if ollama_is_running(&settings.ollama_base_url, OLLAMA_PROBE_TIMEOUT).await {
         let source = format!("auto-detected: Ollama at {}", settings.ollama_base_url);
-        let base_url = settings.ollama_base_url.clone();
-        return ollama(base_url, &settings, source);
+        let mut spec = spec_of(BackendKind::Ollama, &settings);
+        spec.base_url = Some(settings.ollama_base_url.clone());
+        return selected(spec, source);
     }
     Err(LlmError::NotConfigured(NOTHING_CONFIGURED.into()))
 }
 
-fn non_empty(value: &Option<String>) -> Option<&str> {
+fn non_empty(value: &Option<Secret>) -> Option<&Secret> {
+    value
+        .as_ref()
+        .filter(|secret| !secret.expose().trim().is_empty())
+}
+
+fn non_empty_text(value: &Option<String>) -> Option<&str> {
     value.as_deref().filter(|text| !text.trim().is_empty())
 }
 
 fn explicit(
-    provider: Provider,
+    kind: BackendKind,
     settings: &BackendSettings,
     source: String,
 ) -> Result<Selected, LlmError> {
-    let missing = |what: &str| {
-        LlmError::NotConfigured(format!(
-            "COPILOT_BYOK_PROVIDER={} needs {what}",
-            provider.as_str()
-        ))
-    };
-    match provider {
-        Provider::OpenAi => {
+    let missing =
+        |what: &str| LlmError::NotConfigured(format!("COPILOT_BYOK_PROVIDER={kind} needs {what}"));
+    let spec = match kind {
+        BackendKind::OpenAi => {
             let key = non_empty(&settings.api_key)
                 .or(non_empty(&settings.openai_api_key))
                 .ok_or_else(|| missing("COPILOT_BYOK_API_KEY (or OPENAI_API_KEY)"))?;
-            let base_url = settings
-                .base_url
-                .clone()
-                .unwrap_or_else(|| OPENAI_DEFAULT_BASE_URL.into());
-            openai(key, base_url, settings, source)
+            keyed(kind, key, settings)
         }
-        Provider::Azure => {
+        BackendKind::Azure => {
             let key =
                 non_empty(&settings.api_key).ok_or_else(|| missing("COPILOT_BYOK_API_KEY"))?;
-            let endpoint = non_empty(&settings.base_url)
+            non_empty_text(&settings.base_url)
                 .ok_or_else(|| missing("COPILOT_BYOK_BASE_URL (the resource endpoint)"))?;
-            let deployment = non_empty(&settings.model)
+            non_empty_text(&settings.model)
                 .ok_or_else(|| missing("COPILOT_BYOK_MODEL (the deployment name)"))?;
-            let api_version = settings
-                .azure_api_version
-                .clone()
-                .unwrap_or_else(|| AZURE_DEFAULT_API_VERSION.into());
-            let config = AzureConfig::new(endpoint, deployment, api_version, key);
-            let backend = AzureBackend::new(config)?;
-            Ok(wrap(backend, "azure", source, endpoint.into(), settings))
+            keyed(kind, key, settings)
         }
-        Provider::Anthropic => {
+        BackendKind::Anthropic => {
             let key = non_empty(&settings.api_key)
                 .or(non_empty(&settings.anthropic_api_key))
                 .ok_or_else(|| missing("COPILOT_BYOK_API_KEY (or ANTHROPIC_API_KEY)"))?;
-            anthropic(key, settings, source)
+            keyed(kind, key, settings)
         }
-        Provider::Ollama => {
-            let base_url = settings
-                .base_url
-                .clone()
-                .unwrap_or_else(|| settings.ollama_base_url.clone());
-            ollama(base_url, settings, source)
+        BackendKind::Ollama => {
+            let mut spec = spec_of(kind, settings);
+            spec.base_url = Some(
+                settings
+                    .base_url
+                    .clone()
+                    .unwrap_or_else(|| settings.ollama_base_url.clone()),
+            );
+            spec
         }
-    }
+        BackendKind::Copilot => {
+            // Not a BYOK provider (the configuration refuses it); reached
+            // only by a caller that built the settings itself.
+            let token = non_empty(&settings.api_key)
+                .or(non_empty(&settings.github_token))
+                .ok_or_else(|| missing("a GitHub token"))?;
+            copilot(token.clone(), settings)
+        }
+    };
+    selected(spec, source)
 }
 
-fn wrap<B: ChatBackend + 'static>(
-    backend: B,
-    kind: &'static str,
-    source: String,
-    base_url: String,
-    settings: &BackendSettings,
-) -> Selected {
-    Selected {
-        backend: Arc::new(RetryingBackend::new(backend, settings.retry)),
-        kind,
+/// The settings every selected backend shares, named by its kind.
+fn spec_of(kind: BackendKind, settings: &BackendSettings) -> BackendSpec {
+    let mut spec = BackendSpec::new(kind, kind.as_str());
+    spec.model = settings.model.clone();
+    spec.azure_api_version = settings.azure_api_version.clone();
+    spec.retry = settings.retry;
+    spec
+}
+
+/// A backend signed in with `key` at the configured base URL (or its default).
+fn keyed(kind: BackendKind, key: &Secret, settings: &BackendSettings) -> BackendSpec {
+    let mut spec = spec_of(kind, settings);
+    spec.api_key = Some(key.clone());
+    spec.base_url = non_empty_text(&settings.base_url).map(str::to_owned);
+    spec
+}
+
+fn copilot(token: Secret, settings: &BackendSettings) -> BackendSpec {
+    let mut spec = spec_of(BackendKind::Copilot, settings);
+    spec.api_key = Some(token);
+    spec.base_url = settings.copilot_api_base.clone();
+    spec.copilot_account_type = settings.copilot_account_type.unwrap_or_default();
+    spec.headers = settings
+        .copilot_headers
+        .iter()
+        .map(|(name, value)| (name.clone(), value.expose().to_owned()))
+        .collect();
+    spec
+}
+
+fn selected(spec: BackendSpec, source: String) -> Result<Selected, LlmError> {
+    Ok(Selected {
+        backend: build(&spec)?,
+        kind: spec.kind,
         source,
-        base_url,
-        model: settings.model.clone(),
-    }
-}
-
-fn model_or(settings: &BackendSettings, default: &str) -> String {
-    non_empty(&settings.model).unwrap_or(default).to_owned()
-}
-
-fn openai(
-    key: &str,
-    base_url: String,
-    settings: &BackendSettings,
-    source: String,
-) -> Result<Selected, LlmError> {
-    let mut config = OpenAiConfig::new(
-        "openai",
-        base_url.clone(),
-        model_or(settings, OPENAI_DEFAULT_MODEL),
-    );
-    config.api_key = Some(key.to_owned());
-    let backend = OpenAiBackend::new(config)?;
-    Ok(wrap(backend, "openai", source, base_url, settings))
-}
-
-fn anthropic(key: &str, settings: &BackendSettings, source: String) -> Result<Selected, LlmError> {
-    let mut config = AnthropicConfig::new("anthropic", model_or(settings, ANTHROPIC_DEFAULT_MODEL));
-    if let Some(base_url) = non_empty(&settings.base_url) {
-        config.base_url = base_url.to_owned();
-    }
-    config.api_key = Some(key.to_owned());
-    let base_url = config.base_url.clone();
-    let backend = AnthropicBackend::new(config)?;
-    Ok(wrap(backend, "anthropic", source, base_url, settings))
-}
-
-fn copilot(token: &str, settings: &BackendSettings, source: String) -> Result<Selected, LlmError> {
-    let mut config = CopilotConfig::new(token, model_or(settings, COPILOT_DEFAULT_MODEL));
-    if let Some(account_type) = settings.copilot_account_type {
-        config.account_type = account_type;
-    }
-    if let Some(api_base) = &settings.copilot_api_base {
-        config.api_base = Some(api_base.clone());
-    }
-    for (name, value) in &settings.copilot_headers {
-        config
-            .integration_headers
-            .retain(|(existing, _)| !existing.eq_ignore_ascii_case(name));
-        config
-            .integration_headers
-            .push((name.clone(), value.clone()));
-    }
-    let base_url = config
-        .api_base
-        .clone()
-        .unwrap_or_else(|| config.account_type.default_api_base().to_owned());
-    let backend = CopilotBackend::new(config)?;
-    Ok(wrap(backend, "copilot", source, base_url, settings))
-}
-
-fn ollama(
-    base_url: String,
-    settings: &BackendSettings,
-    source: String,
-) -> Result<Selected, LlmError> {
-    let mut config = OllamaConfig::new(model_or(settings, OLLAMA_DEFAULT_MODEL));
-    config.base_url = base_url.clone();
-    let backend = OllamaBackend::new(config)?;
-    Ok(wrap(backend, "ollama", source, base_url, settings))
+        base_url: spec.shown_base_url(),
+        model: spec.model,
+    })
 }

@@ -2,7 +2,8 @@
 //! message when nothing is configured.
 
 use bridge_llm::select::NOTHING_CONFIGURED;
-use bridge_llm::{BackendSettings, LlmError, Provider, select_backend};
+use bridge_llm::{BackendKind, BackendSettings, LlmError, select_backend};
+use bridge_policy::Secret;
 use bridge_testkit::MockLlm;
 use bridge_testkit::mock_llm::MOCK_OLLAMA_MODELS;
 
@@ -27,17 +28,21 @@ fn some(text: &str) -> Option<String> {
     Some(text.to_owned())
 }
 
+fn secret(text: &str) -> Option<Secret> {
+    Some(Secret::new(text))
+}
+
 #[tokio::test]
 async fn explicit_provider_beats_every_detected_key() {
     let settings = BackendSettings {
-        provider: Some(Provider::Anthropic),
-        api_key: some("byok-key"),
-        github_token: some("ghp_token"),
-        openai_api_key: some("sk-openai"),
+        provider: Some(BackendKind::Anthropic),
+        api_key: secret("byok-key"),
+        github_token: secret("ghp_token"),
+        openai_api_key: secret("sk-openai"),
         ..isolated()
     };
     let selected = select_backend(settings).await.unwrap();
-    assert_eq!(selected.kind, "anthropic");
+    assert_eq!(selected.kind.as_str(), "anthropic");
     assert_eq!(selected.source, "COPILOT_BYOK_PROVIDER=anthropic");
     assert_eq!(selected.base_url, "https://api.anthropic.com");
 }
@@ -45,14 +50,14 @@ async fn explicit_provider_beats_every_detected_key() {
 #[tokio::test]
 async fn explicit_openai_uses_the_configured_base_url_and_model() {
     let settings = BackendSettings {
-        provider: Some(Provider::OpenAi),
-        api_key: some("k"),
+        provider: Some(BackendKind::OpenAi),
+        api_key: secret("k"),
         base_url: some("http://127.0.0.1:9/v1"),
         model: some("my-model"),
         ..isolated()
     };
     let selected = select_backend(settings).await.unwrap();
-    assert_eq!(selected.kind, "openai");
+    assert_eq!(selected.kind.as_str(), "openai");
     assert_eq!(selected.base_url, "http://127.0.0.1:9/v1");
     assert_eq!(selected.model.as_deref(), Some("my-model"));
     assert_eq!(selected.backend.name(), "openai");
@@ -61,8 +66,8 @@ async fn explicit_openai_uses_the_configured_base_url_and_model() {
 #[tokio::test]
 async fn explicit_openai_defaults_to_the_public_api() {
     let settings = BackendSettings {
-        provider: Some(Provider::OpenAi),
-        api_key: some("k"),
+        provider: Some(BackendKind::OpenAi),
+        api_key: secret("k"),
         ..isolated()
     };
     let selected = select_backend(settings).await.unwrap();
@@ -72,8 +77,8 @@ async fn explicit_openai_defaults_to_the_public_api() {
 #[tokio::test]
 async fn explicit_azure_without_endpoint_or_deployment_names_the_missing_setting() {
     let settings = BackendSettings {
-        provider: Some(Provider::Azure),
-        api_key: some("k"),
+        provider: Some(BackendKind::Azure),
+        api_key: secret("k"),
         model: some("deploy"),
         ..isolated()
     };
@@ -84,8 +89,8 @@ async fn explicit_azure_without_endpoint_or_deployment_names_the_missing_setting
     );
 
     let settings = BackendSettings {
-        provider: Some(Provider::Azure),
-        api_key: some("k"),
+        provider: Some(BackendKind::Azure),
+        api_key: secret("k"),
         base_url: some("https://res.openai.azure.com"),
         ..isolated()
     };
@@ -96,8 +101,8 @@ async fn explicit_azure_without_endpoint_or_deployment_names_the_missing_setting
 #[tokio::test]
 async fn explicit_provider_without_a_key_is_an_error_not_a_fallback() {
     let settings = BackendSettings {
-        provider: Some(Provider::OpenAi),
-        anthropic_api_key: some("sk-ant"),
+        provider: Some(BackendKind::OpenAi),
+        anthropic_api_key: secret("sk-ant"),
         ..isolated()
     };
     let err = select_backend(settings).await.unwrap_err();
@@ -107,13 +112,13 @@ async fn explicit_provider_without_a_key_is_an_error_not_a_fallback() {
 #[tokio::test]
 async fn auto_detection_prefers_copilot_then_openai_then_anthropic() {
     let all = BackendSettings {
-        github_token: some("ghp_token"),
-        openai_api_key: some("sk-openai"),
-        anthropic_api_key: some("sk-ant"),
+        github_token: secret("ghp_token"),
+        openai_api_key: secret("sk-openai"),
+        anthropic_api_key: secret("sk-ant"),
         ..isolated()
     };
     let selected = select_backend(all.clone()).await.unwrap();
-    assert_eq!(selected.kind, "copilot");
+    assert_eq!(selected.kind.as_str(), "copilot");
     assert_eq!(selected.source, "auto-detected: COPILOT_GITHUB_TOKEN");
 
     let no_copilot = BackendSettings {
@@ -121,7 +126,7 @@ async fn auto_detection_prefers_copilot_then_openai_then_anthropic() {
         ..all.clone()
     };
     let selected = select_backend(no_copilot.clone()).await.unwrap();
-    assert_eq!(selected.kind, "openai");
+    assert_eq!(selected.kind.as_str(), "openai");
     assert_eq!(selected.source, "auto-detected: OPENAI_API_KEY");
 
     let only_anthropic = BackendSettings {
@@ -129,20 +134,20 @@ async fn auto_detection_prefers_copilot_then_openai_then_anthropic() {
         ..no_copilot
     };
     let selected = select_backend(only_anthropic).await.unwrap();
-    assert_eq!(selected.kind, "anthropic");
+    assert_eq!(selected.kind.as_str(), "anthropic");
     assert_eq!(selected.source, "auto-detected: ANTHROPIC_API_KEY");
 }
 
 #[tokio::test]
 async fn empty_keys_count_as_unset() {
     let settings = BackendSettings {
-        github_token: some("  "),
-        openai_api_key: some(""),
-        anthropic_api_key: some("sk-ant"),
+        github_token: secret("  "),
+        openai_api_key: secret(""),
+        anthropic_api_key: secret("sk-ant"),
         ..isolated()
     };
     let selected = select_backend(settings).await.unwrap();
-    assert_eq!(selected.kind, "anthropic");
+    assert_eq!(selected.kind.as_str(), "anthropic");
 }
 
 #[tokio::test]
@@ -150,11 +155,11 @@ async fn gh_token_is_used_before_api_keys() {
     // `echo auth token` prints a non-empty line: it stands in for `gh auth token`.
     let settings = BackendSettings {
         gh_program: some("echo"),
-        openai_api_key: some("sk-openai"),
+        openai_api_key: secret("sk-openai"),
         ..isolated()
     };
     let selected = select_backend(settings).await.unwrap();
-    assert_eq!(selected.kind, "copilot");
+    assert_eq!(selected.kind.as_str(), "copilot");
     assert_eq!(selected.source, "auto-detected: gh auth token");
 }
 
@@ -162,11 +167,11 @@ async fn gh_token_is_used_before_api_keys() {
 async fn failing_gh_falls_through_to_the_next_source() {
     let settings = BackendSettings {
         gh_program: some("false"),
-        openai_api_key: some("sk-openai"),
+        openai_api_key: secret("sk-openai"),
         ..isolated()
     };
     let selected = select_backend(settings).await.unwrap();
-    assert_eq!(selected.kind, "openai");
+    assert_eq!(selected.kind.as_str(), "openai");
 }
 
 #[tokio::test]
@@ -178,7 +183,7 @@ async fn ollama_answering_is_detected_last() {
         ..BackendSettings::default()
     };
     let selected = select_backend(settings).await.unwrap();
-    assert_eq!(selected.kind, "ollama");
+    assert_eq!(selected.kind.as_str(), "ollama");
     assert_eq!(selected.base_url, mock.base_url());
     assert!(
         selected.source.starts_with("auto-detected: Ollama at "),
@@ -192,10 +197,13 @@ async fn ollama_answering_is_detected_last() {
     let settings = BackendSettings {
         ollama_base_url: mock.base_url(),
         gh_program: None,
-        anthropic_api_key: some("sk-ant"),
+        anthropic_api_key: secret("sk-ant"),
         ..BackendSettings::default()
     };
-    assert_eq!(select_backend(settings).await.unwrap().kind, "anthropic");
+    assert_eq!(
+        select_backend(settings).await.unwrap().kind.as_str(),
+        "anthropic"
+    );
 }
 
 #[tokio::test]
@@ -225,22 +233,28 @@ async fn nothing_configured_names_every_setting_and_validate() {
 #[test]
 fn debug_never_shows_secrets() {
     let settings = BackendSettings {
-        api_key: some("secret-byok"),
-        github_token: some("secret-gh"),
-        openai_api_key: some("secret-openai"),
-        anthropic_api_key: some("secret-ant"),
+        api_key: secret("secret-byok"),
+        github_token: secret("secret-gh"),
+        openai_api_key: secret("secret-openai"),
+        anthropic_api_key: secret("secret-ant"),
         ..BackendSettings::default()
     };
     let shown = format!("{settings:?}");
     assert!(!shown.contains("secret-"), "{shown}");
-    assert!(shown.contains("<redacted>"));
+    assert!(shown.contains("[REDACTED]"));
 }
 
 #[test]
 fn provider_names_parse_case_insensitively() {
-    assert_eq!("OpenAI".parse::<Provider>().unwrap(), Provider::OpenAi);
-    assert_eq!(" azure ".parse::<Provider>().unwrap(), Provider::Azure);
-    let err = "gemini".parse::<Provider>().unwrap_err();
+    assert_eq!(
+        "OpenAI".parse::<BackendKind>().unwrap(),
+        BackendKind::OpenAi
+    );
+    assert_eq!(
+        " azure ".parse::<BackendKind>().unwrap(),
+        BackendKind::Azure
+    );
+    let err = "gemini".parse::<BackendKind>().unwrap_err();
     assert!(err.to_string().contains("gemini"), "{err}");
 }
 
@@ -248,14 +262,14 @@ fn provider_names_parse_case_insensitively() {
 async fn explicit_azure_routes_by_deployment_with_the_default_api_version() {
     let mock = MockLlm::start(Vec::new()).await;
     let settings = BackendSettings {
-        provider: Some(Provider::Azure),
-        api_key: some("az-key"),
+        provider: Some(BackendKind::Azure),
+        api_key: secret("az-key"),
         base_url: Some(mock.base_url()),
         model: some("my-deployment"),
         ..isolated()
     };
     let selected = select_backend(settings).await.unwrap();
-    assert_eq!(selected.kind, "azure");
+    assert_eq!(selected.kind.as_str(), "azure");
     let request = bridge_llm::ChatRequest {
         messages: vec![bridge_llm::Message::text(bridge_llm::Role::User, "hello")],
         ..Default::default()
@@ -283,7 +297,7 @@ async fn copilot_account_type_and_api_base_come_from_the_settings() {
         ..Default::default()
     };
     let selected = bridge_llm::select_backend(settings.clone()).await.unwrap();
-    assert_eq!(selected.kind, "copilot");
+    assert_eq!(selected.kind.as_str(), "copilot");
     assert_eq!(selected.base_url, "https://api.business.githubcopilot.com");
 
     settings.copilot_api_base = Some("https://copilot.internal.example".into());

@@ -86,7 +86,7 @@ fn workspace() -> tempfile::TempDir {
 }
 
 pub(crate) fn server_for(dir: &Path) -> MemoryServer {
-    MemoryServer::new(MemoryLayout::detect(Some(dir), |_| None))
+    MemoryServer::new(MemoryLayout::for_directory(dir, "--workspace"))
 }
 
 fn results(result: &CallToolResult) -> Vec<Value> {
@@ -353,8 +353,8 @@ async fn user_prefs_in_both_layouts() {
         ".openclaw/memory/plants.md",
         "tomatoes need sun\n",
     );
-    let home_str = home.path().display().to_string();
-    let layout = MemoryLayout::detect(None, |name| (name == "HOME").then(|| home_str.clone()));
+    let openclaw = bridge_config::OpenClawConfig::in_state_dir(home.path().join(".openclaw"));
+    let layout = MemoryLayout::detect(None, &openclaw);
     assert_eq!(layout.kind, LayoutKind::MemoryDir);
     let client = connect(MemoryServer::new(layout)).await;
     let missing = ok(&client, "openclaw_user_prefs", json!({})).await;
@@ -474,7 +474,7 @@ async fn bad_input_is_an_mcp_error_and_the_server_keeps_serving() {
 #[tokio::test]
 async fn serves_over_streamable_http() {
     let dir = workspace();
-    let layout = MemoryLayout::detect(Some(dir.path()), |_| None);
+    let layout = MemoryLayout::for_directory(dir.path(), "--workspace");
     let router =
         axum::Router::new().nest_service("/mcp/memory", bridge_mcp::memory::http_service(layout));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();

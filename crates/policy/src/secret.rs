@@ -25,3 +25,15 @@ impl std::fmt::Display for Secret {
         f.write_str("[REDACTED]")
     }
 }
+
+impl From<String> for Secret {
+    fn from(value: String) -> Self {
+        Self(value)
+    }
+}
+
+impl From<&str> for Secret {
+    fn from(value: &str) -> Self {
+        Self(value.to_owned())
+    }
+}

@@ -45,6 +45,11 @@ pub struct ServerContext {
     pub facts: Arc<DaemonFacts>,
     /// The chat backends the facade serves.
     pub backends: Arc<Backends>,
+    /// How the agent loop runs the tasks this daemon starts (`/mcp/code`),
+    /// as `run` would (see `crate::compose`).
+    pub native: Arc<bridge_engine::runner::native::NativeSettings>,
+    /// Where OpenClaw's memory is (`/mcp/memory`).
+    pub memory: Arc<bridge_mcp::memory::MemoryLayout>,
 }
 
 impl std::fmt::Debug for ServerContext {

@@ -186,7 +186,7 @@ impl Daemon {
             registry.add_listener(Arc::new(McpSessions(manager.clone())));
             Some(manager)
         };
-        let backends = Arc::new(crate::facade::select::build_backends(config).await);
+        let backends = Arc::new(crate::compose::build_backends(config).await);
         // First probes in the background, so the first /healthz has answers.
         tokio::spawn({
             let backends = backends.clone();
@@ -263,6 +263,11 @@ impl Daemon {
             token: Arc::from(file.token.as_str()),
             shutdown,
             backends,
+            native: Arc::new(crate::compose::native_settings(config)),
+            memory: Arc::new(bridge_mcp::memory::MemoryLayout::detect(
+                None,
+                &config.openclaw,
+            )),
             facts: Arc::new(DaemonFacts {
                 pid,
                 port,

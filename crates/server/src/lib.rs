@@ -30,6 +30,7 @@
 
 pub mod app;
 pub mod client;
+pub mod compose;
 pub mod daemon;
 pub mod facade;
 mod guard;

@@ -1,12 +1,13 @@
 //! The code MCP server as the daemon serves it (`/mcp/code`): file tools in
 //! the daemon's default session (or `?session=ID`), agent tasks by the
-//! native runner over the daemon's default chat backend.
+//! native runner over the daemon's default chat backend, with the settings
+//! `copilot-bridge run` uses (`crate::compose::native_settings`).
 
 use std::path::Path;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use bridge_engine::runner::native::{DEFAULT_MAX_TURNS, NativeRunner, NativeSettings};
+use bridge_engine::runner::native::{DEFAULT_MAX_TURNS, NativeRunner};
 use bridge_engine::runner::{RunContext, RunReport, RunRequest, Runner};
 use bridge_engine::{Session, SessionSpec};
 use bridge_mcp::code::{CodeServer, CodeTask, SessionSource, TaskRunner};
@@ -85,7 +86,7 @@ impl TaskRunner for DaemonTasks {
             }
             _ => (named, false),
         };
-        let runner = NativeRunner::new(entry.backend.clone(), NativeSettings::default());
+        let runner = NativeRunner::new(entry.backend.clone(), (*self.ctx.native).clone());
         let request = RunRequest {
             task: task.prompt,
             model: session.model().or_else(|| entry.default_model.clone()),

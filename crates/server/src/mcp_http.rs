@@ -19,7 +19,7 @@ pub(crate) fn routes(ctx: ServerContext) -> Router {
     Router::new()
         .nest_service("/mcp/code", crate::mcp_code::service(ctx.clone()))
         .nest_service("/mcp/session", session_service(ctx.clone()))
-        .nest_service("/mcp/memory", memory_service())
+        .nest_service("/mcp/memory", memory_service(&ctx))
         .route_layer(middleware::from_fn(errors::json_rpc_errors))
         .route_layer(middleware::from_fn_with_state(ctx, require_token))
 }
@@ -57,13 +57,14 @@ fn session_service(
     bridge_mcp::session::http_service(lookup, stop)
 }
 
-/// `/mcp/memory`: OpenClaw's memory, read-only, laid out as the daemon's
-/// environment says when it starts (`OPENCLAW_WORKSPACE`, else detected
-/// under `OPENCLAW_STATE_DIR` or `~/.openclaw`).
-fn memory_service() -> rmcp::transport::streamable_http_server::StreamableHttpService<
+/// `/mcp/memory`: OpenClaw's memory, read-only, laid out as the
+/// configuration said when the daemon started (`OPENCLAW_WORKSPACE`, else
+/// detected under `OPENCLAW_STATE_DIR` or `~/.openclaw`).
+fn memory_service(
+    ctx: &ServerContext,
+) -> rmcp::transport::streamable_http_server::StreamableHttpService<
     bridge_mcp::memory::MemoryServer,
     rmcp::transport::streamable_http_server::session::local::LocalSessionManager,
 > {
-    let layout = bridge_mcp::memory::MemoryLayout::detect(None, |name| std::env::var(name).ok());
-    bridge_mcp::memory::http_service(layout)
+    bridge_mcp::memory::http_service((*ctx.memory).clone())
 }

@@ -19,16 +19,15 @@ use std::time::Duration;
 use bridge_config::BridgeConfig;
 use bridge_engine::log::{EventLog, new_session_id};
 use bridge_engine::mcp::{McpManager, McpOptions};
-use bridge_engine::runner::copilot::{
-    ByokProvider, CopilotCliConfig, CopilotRunner, McpServer as CopilotMcpServer,
-};
-use bridge_engine::runner::native::{DEFAULT_MAX_TURNS, NativeRunner, NativeSettings};
+use bridge_engine::runner::copilot::CopilotRunner;
+use bridge_engine::runner::native::{DEFAULT_MAX_TURNS, NativeRunner};
 use bridge_engine::runner::{RunContext, RunReport, RunRequest, RunStatus, Runner, RunnerKind};
 use bridge_engine::{
     RegistryError, RegistrySettings, Session, SessionDefaults, SessionRegistry, SessionSpec,
 };
 use bridge_llm::{LlmError, select_backend};
 use bridge_policy::PermissionPolicy;
+use bridge_server::compose;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
@@ -112,7 +111,7 @@ pub async fn run_task(
     let config = match &attended {
         Attended::Terminal => config,
         Attended::Unattended { mcp_depth, .. } => {
-            depth_config = with_mcp_depth(config, *mcp_depth);
+            depth_config = compose::with_mcp_depth(config, *mcp_depth);
             &depth_config
         }
     };
@@ -250,25 +249,6 @@ pub async fn run_task(
     Ok(report)
 }
 
-/// `config` with the depth every MCP server the agent uses must count its
-/// calls from: in the environment of stdio servers, in a header of HTTP
-/// ones (see `bridge_mcp::depth`).
-fn with_mcp_depth(config: &BridgeConfig, depth: u64) -> BridgeConfig {
-    let mut config = config.clone();
-    for server in config.mcp.servers.values_mut() {
-        match server.transport() {
-            bridge_config::McpTransport::Stdio => server
-                .env
-                .insert(bridge_mcp::depth::DEPTH_ENV.to_owned(), depth.to_string()),
-            bridge_config::McpTransport::Http => server.headers.insert(
-                bridge_mcp::depth::DEPTH_HEADER.to_owned(),
-                depth.to_string(),
-            ),
-        };
-    }
-    config
-}
-
 /// Picks the runner; for the native one, the backend exactly as `validate`
 /// picks it, failing fast when there is none.
 async fn build_runner(
@@ -277,77 +257,21 @@ async fn build_runner(
 ) -> Result<(Arc<dyn Runner>, String), Failure> {
     match kind {
         RunnerKind::Native => {
-            let settings = bridge_server::facade::select::settings_from(config);
+            let settings = compose::backend_settings(config);
             let explicit = settings.provider.is_some();
             let selected = select_backend(settings)
                 .await
                 .map_err(|err| no_backend(&err, explicit))?;
-            let native = NativeSettings {
-                project_context: config.project_context.clone(),
-                error_policy: config.error_policy(),
-                ..NativeSettings::default()
-            };
-            let name = selected.kind.to_owned();
+            let native = compose::native_settings(config);
+            let name = selected.kind.as_str().to_owned();
             Ok((Arc::new(NativeRunner::new(selected.backend, native)), name))
         }
         RunnerKind::Copilot => {
-            let runner = CopilotRunner::new(copilot_cli_config(config)?);
+            let cli = compose::copilot_cli_config(config)
+                .map_err(|err| Failure::new(exit::CONFIG, format!("configuration error: {err}")))?;
+            let runner = CopilotRunner::new(cli);
             Ok((Arc::new(runner), "copilot-cli".to_owned()))
         }
-    }
-}
-
-/// The Copilot CLI's settings from ours: its path, the GitHub token, and a
-/// BYOK provider when one is configured.
-fn copilot_cli_config(config: &BridgeConfig) -> Result<CopilotCliConfig, Failure> {
-    let byok = match config.byok.provider {
-        None => None,
-        Some(provider) => Some(
-            ByokProvider::from_settings(
-                provider.as_str(),
-                config.byok.base_url.as_deref(),
-                config.byok.api_key.as_ref().map(|key| key.expose()),
-                config.byok.model.as_deref(),
-            )
-            .map_err(|err| Failure::new(exit::CONFIG, format!("configuration error: {err}")))?,
-        ),
-    };
-    let mcp_servers = config
-        .mcp
-        .servers
-        .iter()
-        .filter(|(_, server)| server.enabled)
-        .map(|(name, server)| (name.clone(), copilot_mcp_server(server)))
-        .collect();
-    Ok(CopilotCliConfig {
-        cli_path: config.cli_path.clone(),
-        github_token: config.github_token.as_ref().map(|t| t.expose().to_owned()),
-        byok,
-        mcp_servers,
-        ..CopilotCliConfig::default()
-    })
-}
-
-/// One of our `[mcp.servers.NAME]` in the Copilot CLI's session shape.
-fn copilot_mcp_server(server: &bridge_config::McpServerConfig) -> CopilotMcpServer {
-    let tools = if server.tools.is_empty() {
-        vec!["*".to_owned()]
-    } else {
-        server.tools.clone()
-    };
-    match server.transport() {
-        bridge_config::McpTransport::Stdio => CopilotMcpServer::Stdio {
-            command: server.command.clone().unwrap_or_default(),
-            args: server.args.clone(),
-            env: server.env.clone(),
-            cwd: server.cwd.as_ref().map(|dir| dir.display().to_string()),
-            tools,
-        },
-        bridge_config::McpTransport::Http => CopilotMcpServer::Http {
-            url: server.url.clone().unwrap_or_default(),
-            headers: server.headers.clone(),
-            tools,
-        },
     }
 }
 

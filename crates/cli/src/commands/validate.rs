@@ -20,7 +20,7 @@ const MODELS_SHOWN: usize = 5;
 const PING_TIMEOUT: Duration = Duration::from_secs(30);
 
 pub async fn run(config: &BridgeConfig) -> Result<ExitCode, Failure> {
-    let settings = bridge_server::facade::select::settings_from(config);
+    let settings = bridge_server::compose::backend_settings(config);
     let explicit = settings.provider.is_some();
     let selected = select_backend(settings).await.map_err(|err| match err {
         // A chosen provider missing its settings is a configuration mistake;
@@ -56,7 +56,7 @@ struct PingReport {
 
 fn timed_out(selected: &Selected) -> LlmError {
     LlmError::Timeout {
-        backend: selected.kind.to_owned(),
+        backend: selected.kind.as_str().to_owned(),
         after: PING_TIMEOUT,
     }
 }
@@ -128,7 +128,7 @@ impl PingReport {
         };
         let status = if self.chat.is_ok() { "OK" } else { "FAILED" };
         let rows = [
-            ("backend", selected.kind.to_owned()),
+            ("backend", selected.kind.as_str().to_owned()),
             ("selected because", selected.source.clone()),
             ("base URL", selected.base_url.clone()),
             (

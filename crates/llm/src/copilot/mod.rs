@@ -41,6 +41,22 @@ impl CopilotAccountType {
     }
 }
 
+impl std::str::FromStr for CopilotAccountType {
+    type Err = String;
+
+    /// `individual`, `business` or `enterprise` (config.toml's `account_type`).
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        match text {
+            "individual" => Ok(Self::Individual),
+            "business" => Ok(Self::Business),
+            "enterprise" => Ok(Self::Enterprise),
+            other => Err(format!(
+                "unknown Copilot account type {other:?}: expected individual, business or enterprise"
+            )),
+        }
+    }
+}
+
 /// The editor and integration headers Copilot's API checks. Copilot
 /// identifies the client by them and GitHub changes what it accepts over
 /// time (new editor versions, retired integration ids): when requests start

@@ -11,6 +11,8 @@
 
 use std::path::{Path, PathBuf};
 
+use bridge_config::OpenClawConfig;
+
 /// The two layouts OpenClaw has used.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LayoutKind {
@@ -39,11 +41,6 @@ pub struct MemoryLayout {
     pub reason: String,
 }
 
-/// The environment variable naming OpenClaw's workspace.
-pub const WORKSPACE_ENV: &str = "OPENCLAW_WORKSPACE";
-/// OpenClaw's state directory (default `~/.openclaw`).
-pub const STATE_DIR_ENV: &str = "OPENCLAW_STATE_DIR";
-
 impl MemoryLayout {
     pub fn workspace(root: &Path, reason: impl Into<String>) -> Self {
         Self {
@@ -65,25 +62,18 @@ impl MemoryLayout {
     }
 
     /// Picks the layout: `explicit` (the `--workspace` flag) first, then
-    /// `OPENCLAW_WORKSPACE`, then what exists under OpenClaw's state
-    /// directory (`OPENCLAW_STATE_DIR`, else `$HOME/.openclaw`).
-    pub fn detect(explicit: Option<&Path>, env: impl Fn(&str) -> Option<String>) -> Self {
-        let non_empty = |name: &str| env(name).filter(|value| !value.trim().is_empty());
+    /// the configured workspace (`OPENCLAW_WORKSPACE`), then what exists
+    /// under OpenClaw's state directory (`OPENCLAW_STATE_DIR`, else
+    /// `~/.openclaw`); bridge-config reads both.
+    pub fn detect(explicit: Option<&Path>, openclaw: &OpenClawConfig) -> Self {
         if let Some(dir) = explicit {
             return Self::for_directory(dir, "--workspace");
         }
-        if let Some(dir) = non_empty(WORKSPACE_ENV) {
-            return Self::workspace(Path::new(&dir), WORKSPACE_ENV);
+        if let Some(dir) = &openclaw.workspace {
+            return Self::workspace(dir, "OPENCLAW_WORKSPACE");
         }
-        let state_dir = match non_empty(STATE_DIR_ENV) {
-            Some(dir) => PathBuf::from(dir),
-            None => match non_empty("HOME") {
-                Some(home) => Path::new(&home).join(".openclaw"),
-                None => PathBuf::from(".openclaw"),
-            },
-        };
-        let workspace = state_dir.join("workspace");
-        let memory_dir = state_dir.join("memory");
+        let workspace = openclaw.state_dir.join("workspace");
+        let memory_dir = openclaw.state_dir.join("memory");
         if holds_workspace_memory(&workspace) {
             Self::workspace(&workspace, "detected (workspace layout)")
         } else if memory_dir.is_dir() {
@@ -95,7 +85,7 @@ impl MemoryLayout {
 
     /// A directory the user named: a workspace if it looks like one, else a
     /// memory directory if it holds notes directly, else a workspace.
-    fn for_directory(dir: &Path, reason: &str) -> Self {
+    pub fn for_directory(dir: &Path, reason: &str) -> Self {
         if holds_workspace_memory(dir) || !holds_markdown(dir) {
             Self::workspace(dir, format!("{reason} (workspace layout)"))
         } else {
@@ -152,16 +142,10 @@ fn holds_markdown(dir: &Path) -> bool {
 mod tests {
     use super::*;
 
-    fn env_of(pairs: &[(&str, String)]) -> impl Fn(&str) -> Option<String> {
-        let pairs: Vec<(String, String)> = pairs
-            .iter()
-            .map(|(k, v)| ((*k).to_owned(), v.clone()))
-            .collect();
-        move |name| {
-            pairs
-                .iter()
-                .find(|(k, _)| k == name)
-                .map(|(_, v)| v.clone())
+    fn openclaw(state_dir: &Path, workspace: Option<&str>) -> OpenClawConfig {
+        OpenClawConfig {
+            workspace: workspace.map(PathBuf::from),
+            ..OpenClawConfig::in_state_dir(state_dir)
         }
     }
 
@@ -171,10 +155,7 @@ mod tests {
         std::fs::create_dir_all(home.path().join(".openclaw/memory")).unwrap();
         let layout = MemoryLayout::detect(
             None,
-            env_of(&[
-                ("HOME", home.path().display().to_string()),
-                (WORKSPACE_ENV, "/elsewhere/ws".to_owned()),
-            ]),
+            &openclaw(&home.path().join(".openclaw"), Some("/elsewhere/ws")),
         );
         assert_eq!(layout.kind, LayoutKind::Workspace);
         assert_eq!(layout.root, Path::new("/elsewhere/ws"));
@@ -187,14 +168,12 @@ mod tests {
         let state = home.path().join(".openclaw");
         std::fs::create_dir_all(state.join("memory")).unwrap();
         std::fs::create_dir_all(state.join("workspace")).unwrap();
-        let layout =
-            MemoryLayout::detect(None, env_of(&[("HOME", home.path().display().to_string())]));
+        let layout = MemoryLayout::detect(None, &openclaw(&state, None));
         assert_eq!(layout.kind, LayoutKind::MemoryDir);
         assert_eq!(layout.root, state.join("memory"));
         assert_eq!(layout.user_prefs, state.join("USER.md"));
         std::fs::write(state.join("workspace/MEMORY.md"), "x").unwrap();
-        let layout =
-            MemoryLayout::detect(None, env_of(&[("HOME", home.path().display().to_string())]));
+        let layout = MemoryLayout::detect(None, &openclaw(&state, None));
         assert_eq!(layout.kind, LayoutKind::Workspace);
         assert_eq!(layout.root, state.join("workspace"));
     }
@@ -203,10 +182,10 @@ mod tests {
     fn an_explicit_directory_of_notes_is_a_memory_directory() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("note.md"), "x").unwrap();
-        let layout = MemoryLayout::detect(Some(dir.path()), |_| None);
+        let layout = MemoryLayout::for_directory(dir.path(), "--workspace");
         assert_eq!(layout.kind, LayoutKind::MemoryDir);
         std::fs::write(dir.path().join("MEMORY.md"), "x").unwrap();
-        let layout = MemoryLayout::detect(Some(dir.path()), |_| None);
+        let layout = MemoryLayout::for_directory(dir.path(), "--workspace");
         assert_eq!(layout.kind, LayoutKind::Workspace);
     }
 }

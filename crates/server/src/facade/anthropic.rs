@@ -19,7 +19,7 @@ use bridge_llm::anthropic::AnthropicSseEncoder;
 use bridge_llm::anthropic::inbound::{
     self, InboundError, InboundErrorKind, UpstreamFormat, message_object,
 };
-use bridge_llm::{ChatEvent, ChatStream, FinishReason, LlmError, collect};
+use bridge_llm::{BackendKind, ChatEvent, ChatStream, FinishReason, LlmError, collect};
 use futures::StreamExt;
 use serde_json::json;
 
@@ -59,7 +59,7 @@ async fn answer(
     let requested = body.get("model").and_then(|model| model.as_str());
     let route = ctx.backends.route(requested)?;
     let entry = route.entry;
-    let format = if entry.kind == "anthropic" {
+    let format = if entry.kind == BackendKind::Anthropic {
         UpstreamFormat::Anthropic
     } else {
         UpstreamFormat::OpenAiChat
@@ -154,7 +154,7 @@ fn invalid(err: InboundError) -> FacadeError {
 fn upstream_failed(backends: &Backends, entry: &BackendEntry, err: &LlmError) -> FacadeError {
     backends.record(&entry.name, availability_after(err));
     tracing::warn!(backend = %entry.name, "anthropic facade: upstream failed: {}", bridge_policy::redact::redact(&err.to_string()));
-    FacadeError::from_llm(&entry.kind, err)
+    FacadeError::from_llm(entry.kind, err)
 }
 
 /// An upstream that refused a request on its merits is up; one that could

@@ -31,7 +31,7 @@ pub struct BackendEntry {
     /// The name clients route by (`openai`, or the `[backends.NAME]` key).
     pub name: String,
     /// `openai`, `azure`, `anthropic`, `copilot`, `ollama`.
-    pub kind: String,
+    pub kind: bridge_llm::BackendKind,
     pub backend: Arc<dyn ChatBackend>,
     /// Where it is reached (no credentials in it).
     pub base_url: String,

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use bridge_llm::LlmError;
+use bridge_llm::{BackendKind, LlmError};
 use serde_json::{Value, json};
 
 use super::backends::RouteError;
@@ -79,9 +79,9 @@ impl FacadeError {
     /// An upstream failure of the backend `kind` (`copilot`, `openai`, …).
     /// Messages pass through the redactor: upstream error bodies may echo
     /// what they were sent.
-    pub fn from_llm(backend_kind: &str, err: &LlmError) -> Self {
+    pub fn from_llm(backend_kind: BackendKind, err: &LlmError) -> Self {
         let message = bridge_policy::redact::redact(&err.to_string()).into_owned();
-        let unavailable = if backend_kind == "copilot" {
+        let unavailable = if backend_kind == BackendKind::Copilot {
             "copilot_unavailable"
         } else {
             "backend_unavailable"

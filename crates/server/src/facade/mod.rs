@@ -13,7 +13,6 @@ pub mod errors;
 mod models;
 pub mod normalize;
 mod openai;
-pub mod select;
 pub mod timing;
 
 use axum::Router;

@@ -17,7 +17,7 @@ use axum::response::{IntoResponse, Response};
 use bridge_llm::openai::inbound::{
     ChunkEncoder, InboundError, InboundRequest, completion_object, parse_request,
 };
-use bridge_llm::{ChatRequest, ChatStream, LlmError, collect};
+use bridge_llm::{BackendKind, ChatRequest, ChatStream, LlmError, collect};
 use futures::StreamExt;
 use serde_json::Value;
 
@@ -128,7 +128,7 @@ fn upstream_request(
             }
             Ok(normalize::single_prompt_request(&inbound.request, turns))
         }
-        PromptStyle::Chat if entry.kind == "anthropic" => {
+        PromptStyle::Chat if entry.kind == BackendKind::Anthropic => {
             let (request, dropped) = inbound.for_anthropic().map_err(refused)?;
             if !dropped.is_empty() {
                 tracing::debug!(backend = %entry.name, ?dropped, "fields without an Anthropic equivalent left out");
@@ -150,7 +150,7 @@ fn upstream_failed(ctx: &ServerContext, entry: &BackendEntry, err: &LlmError) ->
         Availability::Unavailable
     };
     ctx.backends.record(&entry.name, seen);
-    let error = FacadeError::from_llm(&entry.kind, err);
+    let error = FacadeError::from_llm(entry.kind, err);
     tracing::warn!(backend = %entry.name, code = error.code, "upstream failed: {}", error.message);
     error
 }
@@ -174,7 +174,7 @@ struct SseState {
     pending: VecDeque<Bytes>,
     ctx: ServerContext,
     backend_name: String,
-    backend_kind: String,
+    backend_kind: BackendKind,
 }
 
 impl SseState {
@@ -192,7 +192,7 @@ impl SseState {
             pending,
             ctx: ctx.clone(),
             backend_name: entry.name.clone(),
-            backend_kind: entry.kind.clone(),
+            backend_kind: entry.kind,
         }
     }
 
@@ -214,7 +214,7 @@ impl SseState {
                     self.ctx
                         .backends
                         .record(&self.backend_name, Availability::Unavailable);
-                    let error = FacadeError::from_llm(&self.backend_kind, &err);
+                    let error = FacadeError::from_llm(self.backend_kind, &err);
                     tracing::warn!(
                         backend = %self.backend_name,
                         code = error.code,
@@ -265,18 +265,18 @@ mod tests {
             url: "http://127.0.0.1:1".into(),
             message: "connection refused".into(),
         };
-        let copilot = FacadeError::from_llm("copilot", &transport);
+        let copilot = FacadeError::from_llm(BackendKind::Copilot, &transport);
         assert_eq!(
             (copilot.status, copilot.code),
             (StatusCode::SERVICE_UNAVAILABLE, "copilot_unavailable")
         );
-        let openai = FacadeError::from_llm("openai", &transport);
+        let openai = FacadeError::from_llm(BackendKind::OpenAi, &transport);
         assert_eq!(
             (openai.status, openai.code),
             (StatusCode::SERVICE_UNAVAILABLE, "backend_unavailable")
         );
         let auth = FacadeError::from_llm(
-            "copilot",
+            BackendKind::Copilot,
             &LlmError::Auth {
                 backend: "copilot".into(),
                 message: "signed out".into(),
@@ -284,7 +284,7 @@ mod tests {
         );
         assert_eq!(auth.code, "copilot_unavailable");
         let server = FacadeError::from_llm(
-            "openai",
+            BackendKind::OpenAi,
             &LlmError::Http {
                 backend: "openai".into(),
                 status: 500,

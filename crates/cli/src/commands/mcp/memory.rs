@@ -9,8 +9,8 @@ use tokio_util::sync::CancellationToken;
 use crate::args::McpMemoryArgs;
 use crate::exit::Failure;
 
-pub async fn run(_config: &BridgeConfig, args: McpMemoryArgs) -> Result<ExitCode, Failure> {
-    let layout = MemoryLayout::detect(args.workspace.as_deref(), |name| std::env::var(name).ok());
+pub async fn run(config: &BridgeConfig, args: McpMemoryArgs) -> Result<ExitCode, Failure> {
+    let layout = MemoryLayout::detect(args.workspace.as_deref(), &config.openclaw);
     // Debug, not info: the first log line costs ~7 ms of start-up, and
     // agents spawn this server for every session.
     tracing::debug!(

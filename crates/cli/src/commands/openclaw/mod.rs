@@ -32,20 +32,25 @@ use crate::exit::Failure;
 /// The name of our entry under `mcp.servers`.
 pub const ENTRY_NAME: &str = "copilot-bridge";
 
-pub async fn run(_config: &BridgeConfig, command: OpenclawCommand) -> Result<ExitCode, Failure> {
+pub async fn run(config: &BridgeConfig, command: OpenclawCommand) -> Result<ExitCode, Failure> {
     let (registering, args) = match command {
         OpenclawCommand::Register(args) => (true, args),
         OpenclawCommand::Unregister(args) => (false, args),
     };
-    tokio::task::spawn_blocking(move || change(registering, &args))
+    // The flag, else OPENCLAW_CONFIG_PATH, else the state directory's
+    // openclaw.json (bridge-config resolves the last two).
+    let file = args
+        .config_file
+        .clone()
+        .unwrap_or_else(|| config.openclaw.config_path.clone());
+    tokio::task::spawn_blocking(move || change(registering, &file, &args))
         .await
         .map_err(|err| Failure::internal(format!("the OpenClaw registration failed: {err}")))?
 }
 
-fn change(registering: bool, args: &OpenclawArgs) -> Result<ExitCode, Failure> {
-    let file = config_path(args.config_file.as_deref(), |name| std::env::var(name).ok())?;
+fn change(registering: bool, file: &Path, args: &OpenclawArgs) -> Result<ExitCode, Failure> {
     let shown = file.display().to_string();
-    let text = match std::fs::read_to_string(&file) {
+    let text = match std::fs::read_to_string(file) {
         Ok(text) => Some(text),
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => None,
         Err(err) => return Err(Failure::internal(format!("cannot read {shown}: {err}"))),
@@ -87,10 +92,10 @@ fn change(registering: bool, args: &OpenclawArgs) -> Result<ExitCode, Failure> {
         return Ok(ExitCode::SUCCESS);
     }
     let backup = match &text {
-        Some(old) => Some(back_up(&file, old)?),
+        Some(old) => Some(back_up(file, old)?),
         None => None,
     };
-    write_atomically(&file, &edited)?;
+    write_atomically(file, &edited)?;
     let done = if registering { "Registered" } else { "Removed" };
     let _ = writeln!(out, "{done} {entry_path} in {shown}.");
     if let Some(backup) = backup {
@@ -108,28 +113,6 @@ fn change(registering: bool, args: &OpenclawArgs) -> Result<ExitCode, Failure> {
 
 fn plugin_tools_note() -> &'static str {
     "OpenClaw reaches copilot-bridge through the MCP tools copilot_read_file, copilot_create_file, copilot_list_files and copilot_code_task (what the plugin tools copilot_code and copilot_code_verbose do). copilot_orchestrate is not available yet."
-}
-
-/// OpenClaw's configuration file: the flag, else `OPENCLAW_CONFIG_PATH`,
-/// else `$OPENCLAW_STATE_DIR/openclaw.json`, else `~/.openclaw/openclaw.json`.
-fn config_path(
-    flag: Option<&Path>,
-    env: impl Fn(&str) -> Option<String>,
-) -> Result<PathBuf, Failure> {
-    let set = |name: &str| env(name).filter(|value| !value.trim().is_empty());
-    if let Some(path) = flag {
-        return Ok(path.to_path_buf());
-    }
-    if let Some(path) = set("OPENCLAW_CONFIG_PATH") {
-        return Ok(PathBuf::from(path));
-    }
-    if let Some(dir) = set("OPENCLAW_STATE_DIR") {
-        return Ok(Path::new(&dir).join("openclaw.json"));
-    }
-    let home = set("HOME").ok_or_else(|| {
-        Failure::usage("cannot find OpenClaw's configuration: HOME is not set; pass --config-file")
-    })?;
-    Ok(Path::new(&home).join(".openclaw").join("openclaw.json"))
 }
 
 /// Our `mcp.servers` entry: this very binary serving the code tools.
@@ -220,48 +203,5 @@ fn write_atomically(file: &Path, contents: &str) -> Result<(), Failure> {
 fn copy_permissions(from: &Path, to: &Path) {
     if let Ok(metadata) = std::fs::metadata(from) {
         let _ = std::fs::set_permissions(to, metadata.permissions());
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn config_path_precedence() {
-        fn env(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
-            let pairs: Vec<(String, String)> = pairs
-                .iter()
-                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-                .collect();
-            move |name| {
-                pairs
-                    .iter()
-                    .find(|(k, _)| k == name)
-                    .map(|(_, v)| v.clone())
-            }
-        }
-        let home = [("HOME", "/h")];
-        assert_eq!(
-            config_path(None, env(&home)).ok(),
-            Some(PathBuf::from("/h/.openclaw/openclaw.json"))
-        );
-        let state = [("HOME", "/h"), ("OPENCLAW_STATE_DIR", "/s")];
-        assert_eq!(
-            config_path(None, env(&state)).ok(),
-            Some(PathBuf::from("/s/openclaw.json"))
-        );
-        let both = [
-            ("OPENCLAW_STATE_DIR", "/s"),
-            ("OPENCLAW_CONFIG_PATH", "/c.json5"),
-        ];
-        assert_eq!(
-            config_path(None, env(&both)).ok(),
-            Some(PathBuf::from("/c.json5"))
-        );
-        assert_eq!(
-            config_path(Some(Path::new("/f.json")), env(&both)).ok(),
-            Some(PathBuf::from("/f.json"))
-        );
     }
 }

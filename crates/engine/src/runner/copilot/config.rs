@@ -1,10 +1,13 @@
 //! What the Copilot CLI runner is told: where the CLI is, how it signs in,
-//! which BYOK provider and MCP servers its session gets.
+//! which model provider (bring your own key) and MCP servers its session
+//! gets.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use bridge_llm::BackendKind;
+use bridge_policy::Secret;
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 
@@ -16,15 +19,15 @@ use crate::runner::RunRequest;
 pub const AUTH_TOKEN_ENV: &str = "COPILOT_SDK_AUTH_TOKEN";
 
 /// How to start and talk to the Copilot CLI.
-#[derive(Clone)]
+#[derive(Debug, Clone)]
 pub struct CopilotCliConfig {
     /// The `copilot` executable (`cli_path` / `COPILOT_CLI_PATH`); `None`
     /// looks for `copilot` on `PATH`.
     pub cli_path: Option<PathBuf>,
     /// A GitHub token for the CLI; `None` lets the CLI use its own sign-in.
-    pub github_token: Option<String>,
+    pub github_token: Option<Secret>,
     /// A bring-your-own-key model provider for the session.
-    pub byok: Option<ByokProvider>,
+    pub provider: Option<CliProvider>,
     /// MCP servers the CLI's session connects to, by name.
     pub mcp_servers: BTreeMap<String, McpServer>,
     /// Extra arguments after ours (e.g. `--log-level debug`).
@@ -43,7 +46,7 @@ impl Default for CopilotCliConfig {
         Self {
             cli_path: None,
             github_token: None,
-            byok: None,
+            provider: None,
             mcp_servers: BTreeMap::new(),
             extra_args: Vec::new(),
             env: Vec::new(),
@@ -53,53 +56,38 @@ impl Default for CopilotCliConfig {
     }
 }
 
-impl std::fmt::Debug for CopilotCliConfig {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("CopilotCliConfig")
-            .field("cli_path", &self.cli_path)
-            .field(
-                "github_token",
-                &self.github_token.as_ref().map(|_| "<redacted>"),
-            )
-            .field("byok", &self.byok)
-            .field("mcp_servers", &self.mcp_servers.keys().collect::<Vec<_>>())
-            .field("extra_args", &self.extra_args)
-            .field("request_timeout", &self.request_timeout)
-            .finish_non_exhaustive()
-    }
-}
-
-/// A BYOK provider as the CLI's session config takes it (`provider`).
-#[derive(Clone, PartialEq, Eq)]
-pub struct ByokProvider {
-    /// `openai`, `azure` or `anthropic` (Ollama speaks the OpenAI API: use
-    /// `openai` with its base URL).
-    pub kind: String,
+/// The model provider of the CLI's session (its `provider` field): where
+/// the CLI sends model requests itself when we bring the key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CliProvider {
+    /// The CLI's `type`: `openai`, `azure` or `anthropic` (Ollama speaks
+    /// the OpenAI API: `openai` with its base URL).
+    pub wire_type: &'static str,
     pub base_url: String,
-    pub api_key: Option<String>,
+    pub api_key: Option<Secret>,
     /// The model the session uses when the request names none.
     pub model: Option<String>,
     /// Azure's `api-version`.
     pub azure_api_version: Option<String>,
 }
 
-impl ByokProvider {
-    /// From our BYOK settings: `provider` is one of openai, azure, anthropic,
-    /// ollama; Ollama's OpenAI-compatible endpoint is used for it.
+impl CliProvider {
+    /// From our BYOK settings; Ollama's OpenAI-compatible endpoint is used
+    /// for it.
     pub fn from_settings(
-        provider: &str,
+        kind: BackendKind,
         base_url: Option<&str>,
-        api_key: Option<&str>,
+        api_key: Option<Secret>,
         model: Option<&str>,
     ) -> Result<Self, String> {
-        let (kind, default_base) = match provider {
-            "openai" => ("openai", Some("https://api.openai.com/v1")),
-            "anthropic" => ("anthropic", Some("https://api.anthropic.com")),
-            "azure" => ("azure", None),
-            "ollama" => ("openai", Some("http://localhost:11434/v1")),
-            other => {
+        let (wire_type, default_base) = match kind {
+            BackendKind::OpenAi => ("openai", Some("https://api.openai.com/v1")),
+            BackendKind::Anthropic => ("anthropic", Some("https://api.anthropic.com")),
+            BackendKind::Azure => ("azure", None),
+            BackendKind::Ollama => ("openai", Some("http://localhost:11434/v1")),
+            BackendKind::Copilot => {
                 return Err(format!(
-                    "BYOK provider {other:?} is not one the Copilot CLI supports (openai, azure, anthropic, ollama)"
+                    "BYOK provider {kind:?} is not one the Copilot CLI supports (openai, azure, anthropic, ollama)"
                 ));
             }
         };
@@ -108,39 +96,28 @@ impl ByokProvider {
             (None, Some(url)) => url.to_owned(),
             (None, None) => {
                 return Err(format!(
-                    "BYOK provider {provider} needs a base URL (COPILOT_BYOK_BASE_URL)"
+                    "BYOK provider {kind} needs a base URL (COPILOT_BYOK_BASE_URL)"
                 ));
             }
         };
         Ok(Self {
-            kind: kind.to_owned(),
+            wire_type,
             base_url,
-            api_key: api_key.map(str::to_owned),
+            api_key,
             model: model.map(str::to_owned),
             azure_api_version: None,
         })
     }
 
     fn to_wire(&self) -> Value {
-        let mut provider = json!({"type": self.kind, "baseUrl": self.base_url});
+        let mut provider = json!({"type": self.wire_type, "baseUrl": self.base_url});
         if let Some(key) = &self.api_key {
-            provider["apiKey"] = json!(key);
+            provider["apiKey"] = json!(key.expose());
         }
         if let Some(version) = &self.azure_api_version {
             provider["azure"] = json!({"apiVersion": version});
         }
         provider
-    }
-}
-
-impl std::fmt::Debug for ByokProvider {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ByokProvider")
-            .field("kind", &self.kind)
-            .field("base_url", &self.base_url)
-            .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
-            .field("model", &self.model)
-            .finish()
     }
 }
 
@@ -185,12 +162,12 @@ pub(crate) fn session_create_params(
     let model = request
         .model
         .clone()
-        .or_else(|| config.byok.as_ref().and_then(|b| b.model.clone()));
+        .or_else(|| config.provider.as_ref().and_then(|p| p.model.clone()));
     if let Some(model) = model {
         params.insert("model".into(), json!(model));
     }
-    if let Some(byok) = &config.byok {
-        params.insert("provider".into(), byok.to_wire());
+    if let Some(provider) = &config.provider {
+        params.insert("provider".into(), provider.to_wire());
     }
     if !config.mcp_servers.is_empty() {
         params.insert(

@@ -21,7 +21,7 @@ mod rpc;
 mod run;
 
 pub use client::{AuthStatus, CliStatus, CopilotClient, CopilotError, PROTOCOL_VERSIONS};
-pub use config::{AUTH_TOKEN_ENV, ByokProvider, CopilotCliConfig, McpServer};
+pub use config::{AUTH_TOKEN_ENV, CliProvider, CopilotCliConfig, McpServer};
 pub use policy::{CliToolNames, check_cli_tool, permission_subject};
 pub use run::run_copilot;
 

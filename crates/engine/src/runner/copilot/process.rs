@@ -67,7 +67,7 @@ impl CliProcess {
         }
         let mut args: Vec<&str> = vec!["--server", "--stdio", "--no-auto-update"];
         if let Some(token) = &config.github_token {
-            env = env.set(AUTH_TOKEN_ENV, token);
+            env = env.set(AUTH_TOKEN_ENV, token.expose());
             args.extend(["--auth-token-env", AUTH_TOKEN_ENV, "--no-auto-login"]);
         }
         let env = env.set_all(config.env.iter().map(|(k, v)| (k.as_str(), v.as_str())));

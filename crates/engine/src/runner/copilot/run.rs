@@ -111,7 +111,7 @@ async fn converse(
 ) -> Ending {
     // Without BYOK the CLI needs a GitHub sign-in; say so before a session
     // starts rather than after a model call fails.
-    if config.byok.is_none() {
+    if config.provider.is_none() {
         match client.auth_status().await {
             Ok(auth) if !auth.authenticated => return Ending::Failed(auth.user_message()),
             Ok(_) => {}
