@@ -3,7 +3,7 @@
 //! with an `api-version` query parameter and an `api-key` header instead of
 //! a bearer token.
 
-use std::fmt;
+use bridge_policy::Secret;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -13,7 +13,7 @@ use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use crate::{ChatBackend, ChatRequest, ChatStream, LlmError, OpenAiBackend, OpenAiConfig};
 
 /// Where and how to reach one Azure OpenAI deployment.
-#[derive(Clone)]
+#[derive(Debug, Clone)]
 pub struct AzureConfig {
     /// Shown in logs and errors.
     pub name: String,
@@ -25,7 +25,7 @@ pub struct AzureConfig {
     /// The `api-version` query parameter, e.g. `2024-10-21`.
     pub api_version: String,
     /// Sent as the `api-key` header.
-    pub api_key: String,
+    pub api_key: Secret,
     /// Limit for connecting and receiving the response headers.
     pub request_timeout: Duration,
     /// Limit for waiting on the next bytes of a streamed answer.
@@ -37,7 +37,7 @@ impl AzureConfig {
         endpoint: impl Into<String>,
         deployment: impl Into<String>,
         api_version: impl Into<String>,
-        api_key: impl Into<String>,
+        api_key: impl Into<Secret>,
     ) -> Self {
         Self {
             name: "azure".into(),
@@ -48,21 +48,6 @@ impl AzureConfig {
             request_timeout: Duration::from_secs(60),
             idle_timeout: Duration::from_secs(120),
         }
-    }
-}
-
-/// Keeps the API key out of logs.
-impl fmt::Debug for AzureConfig {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("AzureConfig")
-            .field("name", &self.name)
-            .field("endpoint", &self.endpoint)
-            .field("deployment", &self.deployment)
-            .field("api_version", &self.api_version)
-            .field("api_key", &"<redacted>")
-            .field("request_timeout", &self.request_timeout)
-            .field("idle_timeout", &self.idle_timeout)
-            .finish()
     }
 }
 
@@ -109,7 +94,7 @@ impl AzureBackend {
         url.query_pairs_mut()
             .append_pair("api-version", &config.api_version);
 
-        let mut key = HeaderValue::from_str(&config.api_key).map_err(|_| {
+        let mut key = HeaderValue::from_str(config.api_key.expose()).map_err(|_| {
             not_configured("the API key contains characters not allowed in a header".into())
         })?;
         key.set_sensitive(true);

@@ -32,7 +32,7 @@ pub struct BackendSpec {
     pub api_key: Option<Secret>,
     /// Sent with every request; for Copilot they replace its integration
     /// headers of the same name.
-    pub headers: Vec<(String, String)>,
+    pub headers: Vec<(String, Secret)>,
     /// Azure's `api-version`; [`AZURE_DEFAULT_API_VERSION`] when `None`.
     pub azure_api_version: Option<String>,
     pub copilot_account_type: CopilotAccountType,
@@ -82,7 +82,7 @@ impl BackendSpec {
 
 /// Builds the backend `spec` describes, wrapped in [`RetryingBackend`].
 pub fn build(spec: &BackendSpec) -> Result<Arc<dyn ChatBackend>, LlmError> {
-    let key = spec.api_key.as_ref().map(|key| key.expose().to_owned());
+    let key = spec.api_key.clone();
     let model = spec.default_model().unwrap_or_default().to_owned();
     let base_url = spec.shown_base_url();
     let backend: Arc<dyn ChatBackend> = match spec.kind {
@@ -131,7 +131,7 @@ pub fn build(spec: &BackendSpec) -> Result<Arc<dyn ChatBackend>, LlmError> {
                     .retain(|(existing, _)| !existing.eq_ignore_ascii_case(name));
                 config
                     .integration_headers
-                    .push((name.clone(), value.clone()));
+                    .push((name.clone(), value.expose().to_owned()));
             }
             retrying(CopilotBackend::new(config)?, spec)
         }
@@ -145,4 +145,37 @@ fn retrying<B: ChatBackend + 'static>(backend: B, spec: &BackendSpec) -> Arc<dyn
 
 fn non_empty(value: Option<&str>) -> Option<&str> {
     value.filter(|text| !text.trim().is_empty())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_and_header_values_stay_out_of_debug_output() {
+        let mut spec = BackendSpec::new(BackendKind::OpenAi, "proxy");
+        spec.api_key = Some("sk-key-value".into());
+        spec.headers = vec![("X-Proxy-Auth".into(), "proxy-credential".into())];
+        let mut openai = OpenAiConfig::new("proxy", "http://127.0.0.1:9/v1", "m");
+        openai.api_key = spec.api_key.clone();
+        openai.extra_headers = spec.headers.clone();
+        let mut anthropic = AnthropicConfig::new("proxy", "m");
+        anthropic.api_key = spec.api_key.clone();
+        anthropic.extra_headers = spec.headers.clone();
+        let shown = [
+            format!("{spec:?}"),
+            format!("{openai:?}"),
+            format!("{:?}", OpenAiBackend::new(openai).unwrap()),
+            format!("{anthropic:?}"),
+            format!("{:?}", AnthropicBackend::new(anthropic).unwrap()),
+        ];
+        for shown in shown {
+            assert!(
+                shown.contains("X-Proxy-Auth") || shown.contains("x-proxy-auth"),
+                "{shown}"
+            );
+            assert!(!shown.contains("sk-key-value"), "{shown}");
+            assert!(!shown.contains("proxy-credential"), "{shown}");
+        }
+    }
 }

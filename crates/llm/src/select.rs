@@ -236,11 +236,7 @@ fn copilot(token: Secret, settings: &BackendSettings) -> BackendSpec {
     spec.api_key = Some(token);
     spec.base_url = settings.copilot_api_base.clone();
     spec.copilot_account_type = settings.copilot_account_type.unwrap_or_default();
-    spec.headers = settings
-        .copilot_headers
-        .iter()
-        .map(|(name, value)| (name.clone(), value.expose().to_owned()))
-        .collect();
+    spec.headers = settings.copilot_headers.clone();
     spec
 }
 

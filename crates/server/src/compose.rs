@@ -256,7 +256,7 @@ fn table_spec(config: &BridgeConfig, table: &BackendConfig) -> BackendSpec {
     spec.headers = table
         .headers
         .iter()
-        .map(|(name, value)| (name.clone(), value.clone()))
+        .map(|(name, value)| (name.clone(), Secret::from(value.as_str())))
         .collect();
     spec.retry = retry_of(config);
     match table.provider {
@@ -272,7 +272,7 @@ fn table_spec(config: &BridgeConfig, table: &BackendConfig) -> BackendSpec {
                 .copilot
                 .headers
                 .iter()
-                .map(|(name, value)| (name.clone(), value.clone()))
+                .map(|(name, value)| (name.clone(), Secret::from(value.as_str())))
                 .chain(table_headers)
                 .collect();
         }

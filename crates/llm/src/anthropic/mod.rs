@@ -9,7 +9,7 @@ mod wire;
 
 pub use encoder::{AnthropicSseEncoder, events_to_anthropic_sse};
 
-use std::fmt;
+use bridge_policy::Secret;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -28,7 +28,7 @@ pub const ANTHROPIC_VERSION: &str = "2023-06-01";
 pub const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
 
 /// Where and how to reach the Anthropic API.
-#[derive(Clone)]
+#[derive(Debug, Clone)]
 pub struct AnthropicConfig {
     /// Shown in logs and errors (`anthropic`, `claude-proxy`, …).
     pub name: String,
@@ -36,9 +36,9 @@ pub struct AnthropicConfig {
     /// WITHOUT the version path. A trailing `/` is ignored.
     pub base_url: String,
     /// Sent as `x-api-key`.
-    pub api_key: Option<String>,
+    pub api_key: Option<Secret>,
     /// Added to every request (`anthropic-beta`, a proxy's header, …).
-    pub extra_headers: Vec<(String, String)>,
+    pub extra_headers: Vec<(String, Secret)>,
     /// Used when a request names no model.
     pub default_model: String,
     /// `max_tokens` of requests that set none: Anthropic requires one.
@@ -61,29 +61,6 @@ impl AnthropicConfig {
             request_timeout: Duration::from_secs(60),
             idle_timeout: Duration::from_secs(120),
         }
-    }
-}
-
-/// Keeps the API key out of logs.
-impl fmt::Debug for AnthropicConfig {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("AnthropicConfig")
-            .field("name", &self.name)
-            .field("base_url", &self.base_url)
-            .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
-            .field(
-                "extra_headers",
-                &self
-                    .extra_headers
-                    .iter()
-                    .map(|(name, _)| name.as_str())
-                    .collect::<Vec<_>>(),
-            )
-            .field("default_model", &self.default_model)
-            .field("max_tokens", &self.max_tokens)
-            .field("request_timeout", &self.request_timeout)
-            .field("idle_timeout", &self.idle_timeout)
-            .finish()
     }
 }
 
@@ -120,7 +97,7 @@ impl AnthropicBackend {
             HeaderValue::from_static(ANTHROPIC_VERSION),
         );
         if let Some(key) = &config.api_key {
-            let mut value = HeaderValue::from_str(key).map_err(|_| {
+            let mut value = HeaderValue::from_str(key.expose()).map_err(|_| {
                 not_configured("the API key contains characters not allowed in a header".into())
             })?;
             value.set_sensitive(true);
@@ -129,8 +106,10 @@ impl AnthropicBackend {
         for (header, value) in &config.extra_headers {
             let header_name = HeaderName::from_bytes(header.as_bytes())
                 .map_err(|_| not_configured(format!("invalid header name {header:?}")))?;
-            let header_value = HeaderValue::from_str(value)
+            let mut header_value = HeaderValue::from_str(value.expose())
                 .map_err(|_| not_configured(format!("invalid value of header {header:?}")))?;
+            // A proxy's header may carry a credential: keep it out of Debug.
+            header_value.set_sensitive(true);
             headers.insert(header_name, header_value);
         }
         let client = reqwest::Client::builder()

@@ -6,6 +6,7 @@
 mod gh;
 mod token;
 
+use bridge_policy::Secret;
 use std::fmt;
 use std::time::Duration;
 
@@ -74,13 +75,13 @@ pub fn default_integration_headers() -> Vec<(String, String)> {
     .collect()
 }
 
-#[derive(Clone)]
+#[derive(Debug, Clone)]
 pub struct CopilotConfig {
     /// Shown in logs and errors.
     pub name: String,
     /// A GitHub token of an account with Copilot (`COPILOT_GITHUB_TOKEN`,
     /// else `gh auth token`). Secret: never logged.
-    pub github_token: String,
+    pub github_token: Secret,
     /// The token exchange endpoint ([`COPILOT_TOKEN_URL`]).
     pub token_url: String,
     /// Overrides the API base; else the one the token exchange names, else
@@ -102,7 +103,7 @@ pub struct CopilotConfig {
 }
 
 impl CopilotConfig {
-    pub fn new(github_token: impl Into<String>, default_model: impl Into<String>) -> Self {
+    pub fn new(github_token: impl Into<Secret>, default_model: impl Into<String>) -> Self {
         Self {
             name: "copilot".into(),
             github_token: github_token.into(),
@@ -115,24 +116,6 @@ impl CopilotConfig {
             request_timeout: Duration::from_secs(60),
             idle_timeout: Duration::from_secs(120),
         }
-    }
-}
-
-/// Keeps the GitHub token out of logs.
-impl fmt::Debug for CopilotConfig {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("CopilotConfig")
-            .field("name", &self.name)
-            .field("github_token", &"<redacted>")
-            .field("token_url", &self.token_url)
-            .field("api_base", &self.api_base)
-            .field("account_type", &self.account_type)
-            .field("integration_headers", &self.integration_headers)
-            .field("default_model", &self.default_model)
-            .field("refresh_margin", &self.refresh_margin)
-            .field("request_timeout", &self.request_timeout)
-            .field("idle_timeout", &self.idle_timeout)
-            .finish()
     }
 }
 
@@ -163,7 +146,7 @@ impl CopilotBackend {
     pub fn new(config: CopilotConfig) -> Result<Self, LlmError> {
         let name = config.name.clone();
         let not_configured = |what: &str| LlmError::NotConfigured(format!("{name}: {what}"));
-        if config.github_token.trim().is_empty() {
+        if config.github_token.expose().trim().is_empty() {
             return Err(not_configured(
                 "no GitHub token: set COPILOT_GITHUB_TOKEN or run `gh auth login`",
             ));
@@ -177,14 +160,19 @@ impl CopilotBackend {
             .unwrap_or_else(|| config.account_type.default_api_base().to_owned());
         let mut inner_config =
             OpenAiConfig::new(&config.name, &fallback_api_base, &config.default_model);
-        inner_config.extra_headers = config.integration_headers;
+        inner_config.extra_headers = config
+            .integration_headers
+            .into_iter()
+            .map(|(name, value)| (name, Secret::from(value)))
+            .collect();
         inner_config.request_timeout = config.request_timeout;
         inner_config.idle_timeout = config.idle_timeout;
         // Validates the base URL and the integration headers.
         let inner = OpenAiBackend::new(inner_config)?;
-        let (header, value) = github_authorization(&config.github_token).ok_or_else(|| {
-            not_configured("the GitHub token contains characters not allowed in a header")
-        })?;
+        let (header, value) =
+            github_authorization(config.github_token.expose()).ok_or_else(|| {
+                not_configured("the GitHub token contains characters not allowed in a header")
+            })?;
         let mut exchange_headers = HeaderMap::new();
         exchange_headers.insert(header, value);
         Ok(Self {

@@ -7,7 +7,7 @@ pub mod inbound;
 mod stream;
 mod wire;
 
-use std::fmt;
+use bridge_policy::Secret;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -20,7 +20,7 @@ use crate::sse::DEFAULT_MAX_LINE_BYTES;
 use crate::{ChatBackend, ChatRequest, ChatStream, LlmError};
 
 /// Where and how to reach an OpenAI-compatible server.
-#[derive(Clone)]
+#[derive(Debug, Clone)]
 pub struct OpenAiConfig {
     /// Shown in logs and errors (`openai`, `vllm-local`, …).
     pub name: String,
@@ -29,9 +29,9 @@ pub struct OpenAiConfig {
     /// `http://localhost:11434/v1` for Ollama. A trailing `/` is ignored.
     pub base_url: String,
     /// Sent as `Authorization: Bearer …`; `None` for local servers.
-    pub api_key: Option<String>,
+    pub api_key: Option<Secret>,
     /// Added to every request (`OpenAI-Organization`, a proxy's header, …).
-    pub extra_headers: Vec<(String, String)>,
+    pub extra_headers: Vec<(String, Secret)>,
     /// Used when a request names no model.
     pub default_model: String,
     /// Limit for connecting and receiving the response headers.
@@ -56,28 +56,6 @@ impl OpenAiConfig {
             request_timeout: Duration::from_secs(60),
             idle_timeout: Duration::from_secs(120),
         }
-    }
-}
-
-/// Keeps the API key out of logs.
-impl fmt::Debug for OpenAiConfig {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("OpenAiConfig")
-            .field("name", &self.name)
-            .field("base_url", &self.base_url)
-            .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
-            .field(
-                "extra_headers",
-                &self
-                    .extra_headers
-                    .iter()
-                    .map(|(name, _)| name.as_str())
-                    .collect::<Vec<_>>(),
-            )
-            .field("default_model", &self.default_model)
-            .field("request_timeout", &self.request_timeout)
-            .field("idle_timeout", &self.idle_timeout)
-            .finish()
     }
 }
 
@@ -109,17 +87,20 @@ impl OpenAiBackend {
         let mut headers = HeaderMap::new();
         headers.insert(ACCEPT, HeaderValue::from_static("text/event-stream"));
         if let Some(key) = &config.api_key {
-            let mut value = HeaderValue::from_str(&format!("Bearer {key}")).map_err(|_| {
-                not_configured("the API key contains characters not allowed in a header".into())
-            })?;
+            let mut value =
+                HeaderValue::from_str(&format!("Bearer {}", key.expose())).map_err(|_| {
+                    not_configured("the API key contains characters not allowed in a header".into())
+                })?;
             value.set_sensitive(true);
             headers.insert(AUTHORIZATION, value);
         }
         for (header, value) in &config.extra_headers {
             let header_name = HeaderName::from_bytes(header.as_bytes())
                 .map_err(|_| not_configured(format!("invalid header name {header:?}")))?;
-            let header_value = HeaderValue::from_str(value)
+            let mut header_value = HeaderValue::from_str(value.expose())
                 .map_err(|_| not_configured(format!("invalid value of header {header:?}")))?;
+            // A proxy's header may carry a credential: keep it out of Debug.
+            header_value.set_sensitive(true);
             headers.insert(header_name, header_value);
         }
         let client = reqwest::Client::builder()
