@@ -50,23 +50,7 @@ pub fn stdout_json(output: &std::process::Output) -> serde_json::Value {
 }
 
 /// The repository's root (the peers and their scripts live under it).
-pub fn repo_root() -> std::path::PathBuf {
-    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-/// The Python peers' interpreter (scripts/install-test-deps.sh makes the
-/// venv); without it the test is skipped loudly, and fails in CI, which
-/// installs it first.
-pub fn python() -> Option<std::path::PathBuf> {
-    let python = repo_root().join(".peers/venv/bin/python");
-    if python.exists() {
-        return Some(python);
-    }
-    let message = "the Python peers are missing: run scripts/install-test-deps.sh";
-    assert!(std::env::var_os("CI").is_none(), "{message}");
-    eprintln!("\n*** SKIPPED: {message} ***\n");
-    None
-}
+pub use bridge_testkit::{python, repo_root};
 
 /// Runs tests/peers/python/mcp_probe.py in `mode` with `steps`, over a clean
 /// environment plus `env` with `home` as HOME and the state directory: its

@@ -140,15 +140,9 @@ pub(crate) fn read_small_file(path: &Path) -> Result<Vec<u8>, String> {
     Ok(bytes)
 }
 
-/// Error texts quote the offending line; a hostile file makes that line huge.
-pub(crate) fn bounded(mut text: String) -> String {
-    const MAX_CHARS: usize = 300;
-    if let Some((cut, _)) = text.char_indices().nth(MAX_CHARS) {
-        text.truncate(cut);
-        text.push('…');
-    }
-    text
-}
+/// Characters of a configuration file an error quotes at most: error
+/// texts quote the offending line, and a hostile file makes it huge.
+pub(crate) const QUOTED_CHARS: usize = 300;
 
 fn is_section(name: &str) -> bool {
     KEYS.iter().any(|spec| {

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use crate::BackendKind;
 use crate::file::{
-    bounded, copilot_section, read_config_file, read_small_file, structured_sections,
+    QUOTED_CHARS, copilot_section, read_config_file, read_small_file, structured_sections,
 };
 use crate::keys::{self, KEYS, KeySpec};
 use crate::value::{self, LogLevel};
@@ -362,7 +362,7 @@ impl ConfigLoader {
         }
         let dotenv_error = |message: String| ConfigError::DotEnv {
             path: path.clone(),
-            message: bounded(message),
+            message: bridge_policy::redact::shorten(&message, QUOTED_CHARS),
         };
         let bytes = read_small_file(&path).map_err(dotenv_error)?;
         for item in dotenvy::from_read_iter(bytes.as_slice()) {

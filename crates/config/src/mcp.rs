@@ -164,7 +164,10 @@ pub fn env_references(text: &str) -> Result<Vec<&str>, String> {
     while let Some(start) = rest.find("${") {
         let after = &rest[start + 2..];
         let Some(end) = after.find('}') else {
-            return Err(format!("unterminated \"${{\" in {:?}", bounded_value(text)));
+            return Err(format!(
+                "unterminated \"${{\" in {:?}",
+                bridge_policy::redact::shorten(text, crate::file::QUOTED_CHARS)
+            ));
         };
         let name = &after[..end];
         let valid = name
@@ -194,9 +197,12 @@ pub fn expand_env_references(
     while let Some(start) = rest.find("${") {
         out.push_str(&rest[..start]);
         let after = &rest[start + 2..];
-        let end = after
-            .find('}')
-            .ok_or_else(|| format!("unterminated \"${{\" in {:?}", bounded_value(text)))?;
+        let end = after.find('}').ok_or_else(|| {
+            format!(
+                "unterminated \"${{\" in {:?}",
+                bridge_policy::redact::shorten(text, crate::file::QUOTED_CHARS)
+            )
+        })?;
         let name = &after[..end];
         match lookup(name) {
             Some(value) => out.push_str(&value),
@@ -230,10 +236,6 @@ fn is_reference_only(value: &str) -> bool {
         rest = &after[end + 1..];
     }
     rest.is_empty() && env_references(value).is_ok()
-}
-
-fn bounded_value(text: &str) -> String {
-    crate::file::bounded(bridge_policy::redact(text).into_owned())
 }
 
 /// Parses and validates `[mcp]`; relative `cwd`s resolve with `absolute`.

@@ -5,7 +5,7 @@ use std::time::Instant;
 
 use bridge_policy::audit::{now_timestamp, summarize_for_audit};
 use bridge_policy::{AuditEntry, redact_value};
-use bridge_protocol::Decision;
+use bridge_protocol::{Decision, FailureKind};
 use serde::Serialize;
 use serde_json::{Value, json};
 
@@ -39,11 +39,15 @@ impl CallOrigin {
     }
 }
 
-/// Why a call produced no result. `code` is the source's own vocabulary:
-/// the workspace tools' codes (`policy_denied`, `not_found`, ...) or a
-/// provider's `errorCode` (`CANCELLED`, `DISCONNECTED`, ...).
+/// Why a call produced no result. `code` is the source's own vocabulary,
+/// shown on the wire as it came: the workspace tools' codes
+/// (`policy_denied`, `not_found`, ...), a provider's `errorCode`
+/// (`CANCELLED`, `DISCONNECTED`, ...) or the MCP client's. Decisions are
+/// made on `kind` ([`FailureKind::of_code`]), never on the code's text.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ToolFailure {
+    #[serde(skip)]
+    pub kind: FailureKind,
     pub code: String,
     pub message: String,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -51,12 +55,21 @@ pub struct ToolFailure {
 }
 
 impl ToolFailure {
+    /// A failure with the source's own `code`; its kind is the one the
+    /// code stands for.
     pub fn new(code: impl Into<String>, message: impl Into<String>) -> Self {
+        let code = code.into();
         Self {
-            code: code.into(),
+            kind: FailureKind::of_code(&code),
+            code,
             message: message.into(),
             details: None,
         }
+    }
+
+    pub fn with_details(mut self, details: Value) -> Self {
+        self.details = Some(details);
+        self
     }
 
     pub fn denied(reason: impl Into<String>) -> Self {
@@ -64,7 +77,7 @@ impl ToolFailure {
     }
 
     pub fn is_denied(&self) -> bool {
-        self.code == "policy_denied"
+        self.kind == FailureKind::Denied
     }
 }
 

@@ -87,7 +87,7 @@ impl RuleMatch {
 pub fn compile_regex(pattern: &str) -> Result<Regex, RuleError> {
     let error = |reason: String| RuleError::Pattern {
         field: "regex",
-        pattern: pattern.chars().take(200).collect(),
+        pattern: bridge_policy::redact::preview(pattern, 200),
         reason,
     };
     if pattern.len() > MAX_PATTERN_CHARS {
@@ -105,7 +105,7 @@ fn glob(field: &'static str, pattern: &str) -> Result<GlobMatcher, RuleError> {
         .map(|g| g.compile_matcher())
         .map_err(|err| RuleError::Pattern {
             field,
-            pattern: pattern.chars().take(200).collect(),
+            pattern: bridge_policy::redact::preview(pattern, 200),
             reason: err.to_string(),
         })
 }

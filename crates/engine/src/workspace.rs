@@ -45,6 +45,7 @@ impl ToolFailure {
             _ => None,
         };
         Self {
+            kind: err.kind(),
             code: err.code().to_owned(),
             message: err.to_string(),
             details,

@@ -14,9 +14,7 @@ use bridge_llm::BackendKind;
 use bridge_testkit::TempWorkspace;
 use serde_json::Value;
 
-fn workspace_root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
+use bridge_testkit::repo_root as workspace_root;
 
 /// The fake CLI binary, built once per test process.
 fn fake_cli() -> PathBuf {

@@ -14,22 +14,7 @@ use serde_json::json;
 
 use crate::support::{TestGateway, fast_registry_settings, fast_settings};
 
-/// The Python of the peers venv (`scripts/install-test-deps.sh`), with the
-/// real `websockets` package. `None` (loudly) on a machine without it; in
-/// CI its absence fails the test.
-fn venv_python() -> Option<PathBuf> {
-    let python = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.peers/venv/bin/python");
-    if python.exists() {
-        return Some(python);
-    }
-    let message = format!(
-        "{} is missing: run scripts/install-test-deps.sh to install the Python peer",
-        python.display()
-    );
-    assert!(std::env::var_os("CI").is_none(), "{message}");
-    eprintln!("\n*** SKIPPED: {message} ***\n");
-    None
-}
+use bridge_testkit::python as venv_python;
 
 async fn trusted_gateway(settings: GatewaySettings, registry: RegistrySettings) -> TestGateway {
     let gw = TestGateway::start_with(settings, registry).await;

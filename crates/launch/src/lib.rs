@@ -192,7 +192,7 @@ async fn keep_tail(
             Ok(_) => {}
         }
         let text = String::from_utf8_lossy(&line);
-        let text = bridge_policy::redact(text.trim());
+        let text = text.trim();
         if text.is_empty() || lines == 0 {
             continue;
         }
@@ -200,7 +200,7 @@ async fn keep_tail(
         if tail.len() == lines {
             tail.pop_front();
         }
-        tail.push_back(text.chars().take(line_chars).collect());
+        tail.push_back(bridge_policy::redact::preview(text, line_chars));
     }
 }
 

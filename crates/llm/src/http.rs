@@ -15,13 +15,8 @@ use crate::LlmError;
 /// recognise it, not enough to flood a log with an HTML page.
 pub(crate) const MESSAGE_CUT_CHARS: usize = 300;
 
-/// The first `max_chars` characters of `text`, with a marker when cut.
-pub(crate) fn cut(text: &str, max_chars: usize) -> String {
-    match text.char_indices().nth(max_chars) {
-        Some((end, _)) => format!("{}… ({} bytes in all)", &text[..end], text.len()),
-        None => text.to_owned(),
-    }
-}
+/// The first `max_chars` characters of `text`, redacted, with the cut note.
+pub(crate) use bridge_policy::redact::shorten as cut;
 
 /// The human message of an upstream error body: the `error.message` of the
 /// OpenAI-style JSON (also used by Azure, Anthropic and most compatible
@@ -287,7 +282,7 @@ mod tests {
         let long = "é".repeat(20);
         let cut_text = cut(&long, 5);
         assert!(cut_text.starts_with("ééééé…"), "{cut_text}");
-        assert!(cut_text.contains("40 bytes"), "{cut_text}");
+        assert!(cut_text.contains("30 more bytes"), "{cut_text}");
     }
 
     #[test]

@@ -11,90 +11,18 @@ use std::hint::black_box;
 use std::path::Path;
 
 use bridge_mcp::memory::{MemoryLayout, MemoryServer};
+use bridge_testkit::memory_corpus::{Filler, note_path, write_note};
 use criterion::{Criterion, criterion_group, criterion_main};
 
 const NOTES: u32 = 10_000;
 
-const WORDS: &[&str] = &[
-    "meeting",
-    "project",
-    "deploy",
-    "review",
-    "bug",
-    "fix",
-    "release",
-    "notes",
-    "user",
-    "database",
-    "migration",
-    "api",
-    "test",
-    "refactor",
-    "design",
-    "plan",
-    "call",
-    "email",
-    "budget",
-    "team",
-    "server",
-    "client",
-    "cache",
-    "latency",
-    "index",
-    "query",
-    "docs",
-    "build",
-    "pipeline",
-    "alert",
-    "incident",
-    "backup",
-    "schema",
-    "feature",
-    "flag",
-    "metric",
-];
-
-/// A small deterministic generator: the corpus is identical on every run.
-struct Lcg(u64);
-
-impl Lcg {
-    fn word(&mut self) -> &'static str {
-        self.0 = self
-            .0
-            .wrapping_mul(6_364_136_223_846_793_005)
-            .wrapping_add(1_442_695_040_888_963_407);
-        WORDS[((self.0 >> 33) as usize) % WORDS.len()]
-    }
-}
-
+/// The generated corpus: one dated or topic note per number, a rare term
+/// planted in every 97th.
 fn write_corpus(root: &Path) {
-    let mut rng = Lcg(7);
+    let mut filler = Filler::new(7);
     for n in 0..NOTES {
-        let name = if n % 2 == 0 {
-            let day = n / 2;
-            format!(
-                "memory/{:04}-{:02}-{:02}.md",
-                2000 + day / 336,
-                1 + (day / 28) % 12,
-                1 + day % 28
-            )
-        } else {
-            format!("memory/topics/t{n:05}.md")
-        };
-        let mut text = String::from("# Notes\n\n");
-        for line in 0..12 {
-            let words: Vec<&str> = (0..10).map(|_| rng.word()).collect();
-            text.push_str(&words.join(" "));
-            if n % 97 == 0 && line == 5 {
-                text.push_str(" quokka");
-            }
-            text.push('\n');
-        }
-        let path = root.join(name);
-        if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent).expect("create the corpus directories");
-        }
-        std::fs::write(path, text).expect("write a note");
+        let planted = (n % 97 == 0).then_some((5, "quokka"));
+        write_note(root, &note_path(n), &filler.note_with(12, planted));
     }
 }
 

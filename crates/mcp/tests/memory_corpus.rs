@@ -3,90 +3,19 @@
 
 use std::time::{Duration, Instant};
 
+use bridge_testkit::memory_corpus::{Filler, note_path};
+
 use crate::memory::{server_for, write};
-
-/// Deterministic filler text from a fixed vocabulary.
-struct Filler(u64);
-
-impl Filler {
-    const WORDS: &'static [&'static str] = &[
-        "meeting",
-        "project",
-        "deploy",
-        "review",
-        "bug",
-        "fix",
-        "release",
-        "notes",
-        "user",
-        "database",
-        "migration",
-        "api",
-        "test",
-        "refactor",
-        "design",
-        "plan",
-        "call",
-        "email",
-        "budget",
-        "team",
-        "server",
-        "client",
-        "cache",
-        "latency",
-        "index",
-        "query",
-        "docs",
-        "build",
-        "pipeline",
-        "alert",
-        "incident",
-        "backup",
-        "schema",
-        "feature",
-        "flag",
-        "metric",
-    ];
-
-    fn word(&mut self) -> &'static str {
-        self.0 = self
-            .0
-            .wrapping_mul(6_364_136_223_846_793_005)
-            .wrapping_add(1_442_695_040_888_963_407);
-        Self::WORDS[((self.0 >> 33) as usize) % Self::WORDS.len()]
-    }
-
-    fn note(&mut self, lines: usize) -> String {
-        let mut text = String::from("# Notes\n\n");
-        for _ in 0..lines {
-            let line: Vec<&str> = (0..10).map(|_| self.word()).collect();
-            text.push_str(&line.join(" "));
-            text.push('\n');
-        }
-        text
-    }
-}
 
 /// 10,000 notes: daily notes over ~27 years plus topic notes, with a few
 /// planted ones whose ranking the test knows.
 fn big_corpus() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
-    let mut filler = Filler(7);
+    let mut filler = Filler::new(7);
     write(root, "MEMORY.md", &filler.note(20));
     for n in 0..9_989u32 {
-        let name = if n % 2 == 0 {
-            let day = n / 2;
-            format!(
-                "memory/{:04}-{:02}-{:02}.md",
-                2000 + day / 336,
-                1 + (day / 28) % 12,
-                1 + day % 28
-            )
-        } else {
-            format!("memory/topics/t{n:05}.md")
-        };
-        write(root, &name, &filler.note(12));
+        write(root, &note_path(n), &filler.note(12));
     }
     // Heading and body: the clear winner for its query.
     write(

@@ -51,8 +51,7 @@ pub const AUDIT_MAX_ARRAY_ITEMS: usize = 100;
 pub fn summarize_for_audit(value: &Value) -> Value {
     match value {
         Value::String(text) if text.len() > AUDIT_MAX_STRING_BYTES => {
-            let cut = redact_and_cut(text, AUDIT_MAX_STRING_BYTES);
-            Value::String(format!("{}…[{} more bytes]", cut.text, cut.omitted_bytes))
+            Value::String(redact_and_cut(text, AUDIT_MAX_STRING_BYTES).noted())
         }
         Value::Array(items) => {
             let mut kept: Vec<Value> = items

@@ -1,4 +1,5 @@
-//! Quoting a client's input in an error message without echoing all of it.
+//! Quoting a client's input in an error message without echoing all of it,
+//! and the one mark every cut text in the project ends with.
 //!
 //! An error that repeats what it refuses turns every oversized or bogus
 //! message into an answer at least as large (a 1 MB `type` once came back
@@ -14,9 +15,27 @@ pub const EXCERPT_CHARS: usize = 200;
 /// a quote that did not go through [`excerpt`].
 pub const ERROR_MESSAGE_MAX_BYTES: usize = 1024;
 
+/// The mark a cut text ends with. Where a reader needs to know how much is
+/// missing (an error, an audit value, a tool's output) it is followed by the
+/// size: see [`CutNote`]. Text that is cut in a redacting crate goes
+/// through `bridge_policy::redact::cut`, which uses both.
+pub const CUT_MARK: &str = "…";
+
+/// `…[N more bytes]`: the cut mark and the bytes it left out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CutNote {
+    pub omitted_bytes: usize,
+}
+
+impl fmt::Display for CutNote {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{CUT_MARK}[{} more bytes]", self.omitted_bytes)
+    }
+}
+
 /// At most [`EXCERPT_CHARS`] characters of `text`, cut at a character
 /// boundary. `Display` writes the text, `Debug` writes it quoted; either
-/// ends with `…` and the full length when it was cut.
+/// ends with the [`CutNote`] when it was cut.
 pub fn excerpt(text: &str) -> Excerpt<'_> {
     let cut = text.char_indices().nth(EXCERPT_CHARS).map(|(at, _)| at);
     Excerpt {
@@ -39,7 +58,8 @@ impl Excerpt<'_> {
 
     fn write_tail(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if self.cut() {
-            write!(f, "…({} bytes)", self.full_len)?;
+            let omitted_bytes = self.full_len - self.head.len();
+            write!(f, "{}", CutNote { omitted_bytes })?;
         }
         Ok(())
     }
@@ -60,8 +80,9 @@ impl fmt::Debug for Excerpt<'_> {
 }
 
 /// `text` if it is at most `max_bytes` long, else cut at a character
-/// boundary with `…` appended (the result may exceed `max_bytes` by the
-/// three bytes of the ellipsis).
+/// boundary with [`CUT_MARK`] appended (the result may exceed `max_bytes`
+/// by the mark's three bytes). For fields of a fixed size, where a note
+/// of the size would not fit.
 pub fn bounded(mut text: String, max_bytes: usize) -> String {
     if text.len() > max_bytes {
         let mut end = max_bytes;
@@ -69,7 +90,7 @@ pub fn bounded(mut text: String, max_bytes: usize) -> String {
             end -= 1;
         }
         text.truncate(end);
-        text.push('…');
+        text.push_str(CUT_MARK);
     }
     text
 }
@@ -85,11 +106,15 @@ mod tests {
     }
 
     #[test]
-    fn long_text_is_cut_at_a_character_boundary_and_says_how_long_it_was() {
+    fn long_text_is_cut_at_a_character_boundary_and_says_how_much_was_left_out() {
         let text = "é".repeat(1_000_000);
         let shown = excerpt(&text).to_string();
         assert!(shown.starts_with(&"é".repeat(EXCERPT_CHARS)));
-        assert!(shown.ends_with("…(2000000 bytes)"), "{shown}");
+        let omitted = 2_000_000 - 2 * EXCERPT_CHARS;
+        assert!(
+            shown.ends_with(&format!("…[{omitted} more bytes]")),
+            "{shown}"
+        );
         assert_eq!(shown.chars().filter(|c| *c == 'é').count(), EXCERPT_CHARS);
         let quoted = format!("{:?}", excerpt(&text));
         assert!(quoted.len() < 3 * EXCERPT_CHARS, "{}", quoted.len());

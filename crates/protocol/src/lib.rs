@@ -7,12 +7,14 @@
 
 pub mod decision;
 pub mod excerpt;
+pub mod failure;
 pub mod json;
 pub mod jsonrpc;
 pub mod tool;
 
 pub use decision::{Decision, DecisionKind};
 pub use excerpt::{Excerpt, excerpt};
+pub use failure::FailureKind;
 pub use json::json_kind;
 pub use tool::{ToolEffect, ToolSpec};
 pub mod provider;

@@ -134,11 +134,11 @@ impl GatewayClient {
             .map_err(|err| self.unreachable(&err))?;
         let body: Value = serde_json::from_str(&text).map_err(|_| {
             if status.is_success() {
-                RpcCallError::BadResponse(text.chars().take(200).collect())
+                RpcCallError::BadResponse(bridge_policy::redact::shorten(&text, 200))
             } else {
                 RpcCallError::Http {
                     status: status.as_u16(),
-                    message: text.chars().take(200).collect(),
+                    message: bridge_policy::redact::shorten(&text, 200),
                 }
             }
         })?;

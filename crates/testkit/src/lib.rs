@@ -8,12 +8,15 @@
 //! directories and real symlinks for tests to run against.
 
 pub mod fake_keys;
+pub mod memory_corpus;
 pub mod mock_llm;
+pub mod peers;
 pub mod provider_client;
 pub mod swap_race;
 
 pub use fake_keys::FakeKey;
 pub use mock_llm::{MockLlm, MockReply, MockToolCall, RecordedRequest};
+pub use peers::{python, repo_root};
 pub use provider_client::{ProviderClient, Received};
 pub use swap_race::SwapRace;
 
@@ -117,7 +120,7 @@ pub fn built_binary(name: &str) -> PathBuf {
     if let Some(path) = built.get(name) {
         return path.clone();
     }
-    let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let workspace = peers::repo_root();
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
     let status = std::process::Command::new(cargo)
         .args(["build", "-q", "-p", "bridge-testkit", "--bin", name])

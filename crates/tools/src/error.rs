@@ -1,4 +1,4 @@
-use bridge_protocol::{Decision, DecisionKind};
+use bridge_protocol::{Decision, DecisionKind, FailureKind};
 use serde_json::{Value, json};
 
 /// Why a tool call did not produce a result. Each variant has a stable
@@ -112,21 +112,27 @@ impl ToolError {
         }
     }
 
-    /// A stable, documented code for the error class.
-    pub fn code(&self) -> &'static str {
+    /// The kind of failure this is.
+    pub fn kind(&self) -> FailureKind {
         match self {
-            Self::UnknownTool(_) => "unknown_tool",
-            Self::InvalidArguments(_) => "invalid_arguments",
-            Self::Denied(_) => "policy_denied",
-            Self::NotFound(_) => "not_found",
-            Self::Conflict { .. } => "conflict",
-            Self::TooLarge { .. } => "too_large",
-            Self::Binary(_) => "binary_file",
-            Self::NotConfigured(_) => "not_configured",
-            Self::Timeout(_) => "timeout",
-            Self::Io { .. } => "io_error",
-            Self::Failed(_) => "failed",
+            Self::UnknownTool(_) => FailureKind::UnknownTool,
+            Self::InvalidArguments(_) => FailureKind::InvalidArguments,
+            Self::Denied(_) => FailureKind::Denied,
+            Self::NotFound(_) => FailureKind::NotFound,
+            Self::Conflict { .. } => FailureKind::Conflict,
+            Self::TooLarge { .. } => FailureKind::TooLarge,
+            Self::Binary(_) => FailureKind::BinaryFile,
+            Self::NotConfigured(_) => FailureKind::NotConfigured,
+            Self::Timeout(_) => FailureKind::Timeout,
+            Self::Io { .. } => FailureKind::Io,
+            Self::Failed(_) => FailureKind::Failed,
         }
+    }
+
+    /// A stable, documented code for the error class
+    /// ([`FailureKind::tool_code`]).
+    pub fn code(&self) -> &'static str {
+        self.kind().tool_code().unwrap_or("failed")
     }
 
     /// The error as JSON: `{code, message, details?}`.
@@ -145,16 +151,7 @@ impl ToolError {
 pub const MAX_ERROR_TEXT_CHARS: usize = 2000;
 
 /// `text` redacted and cut to [`MAX_ERROR_TEXT_CHARS`] characters, with a
-/// note of what was left out; redacted before it is cut, so a secret the
-/// cut goes through is replaced whole.
+/// note of what was left out.
 fn bounded(text: &str) -> String {
-    let max_bytes = text
-        .char_indices()
-        .nth(MAX_ERROR_TEXT_CHARS)
-        .map_or(text.len(), |(at, _)| at);
-    let cut = bridge_policy::redact::redact_and_cut(text, max_bytes);
-    if cut.omitted_bytes == 0 {
-        return cut.text.into_owned();
-    }
-    format!("{}… [{} more bytes]", cut.text, cut.omitted_bytes)
+    bridge_policy::redact::shorten(text, MAX_ERROR_TEXT_CHARS)
 }

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use bridge_config::BridgeConfig;
 use bridge_engine::{CallOrigin, ToolFailure};
+use bridge_protocol::FailureKind;
 use bridge_tools::ToolRegistry;
 use serde_json::{Value, json};
 
@@ -93,13 +94,13 @@ pub(crate) fn parse_arguments(text: &str) -> Result<Value, Failure> {
 }
 
 fn tool_failure(failure: &ToolFailure) -> Failure {
-    let code = match failure.code.as_str() {
-        "policy_denied" => exit::DENIED,
-        "unknown_tool" | "invalid_arguments" => exit::USAGE,
+    let code = match failure.kind {
+        FailureKind::Denied => exit::DENIED,
+        FailureKind::UnknownTool | FailureKind::InvalidArguments => exit::USAGE,
         _ => exit::FAILED,
     };
-    let hint = match failure.code.as_str() {
-        "unknown_tool" => " (see `copilot-bridge tools`)",
+    let hint = match failure.kind {
+        FailureKind::UnknownTool => " (see `copilot-bridge tools`)",
         _ => "",
     };
     Failure::new(code, format!("{failure}{hint}")).with_json(json!({ "error": failure }))

@@ -172,12 +172,14 @@ fn read_head(reader: File, path: &Path, summary: &mut SessionSummary) {
 
 /// The first line of `text`, at most [`PROMPT_PREVIEW_CHARS`] characters.
 fn preview(text: &str) -> String {
-    let line = text.trim().lines().next().unwrap_or("");
-    let mut cut: String = line.chars().take(PROMPT_PREVIEW_CHARS).collect();
-    if cut.len() < line.len() || line.len() < text.trim().len() {
-        cut.push('…');
+    use bridge_protocol::excerpt::CUT_MARK;
+    let text = text.trim();
+    let line = text.lines().next().unwrap_or("");
+    let mut shown = bridge_policy::redact::preview(line, PROMPT_PREVIEW_CHARS);
+    if line.len() < text.len() && !shown.ends_with(CUT_MARK) {
+        shown.push_str(CUT_MARK);
     }
-    cut
+    shown
 }
 
 struct Tail {

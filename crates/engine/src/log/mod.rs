@@ -146,7 +146,7 @@ pub fn session_file(dir: &Path, id: &str) -> PathBuf {
 pub fn validate_session_id(id: &str) -> Result<(), LogError> {
     let invalid = |reason| {
         Err(LogError::InvalidId {
-            id: id.chars().take(MAX_SESSION_ID_LEN + 8).collect(),
+            id: bridge_policy::redact::preview(id, MAX_SESSION_ID_LEN + 8),
             reason,
         })
     };

@@ -76,14 +76,19 @@ impl ToolHandler for McpToolHandler {
                     server.name, self.tool
                 ),
             )),
-            Ok(Err(ServiceError::McpError(error))) => Err(ToolFailure {
-                code: MCP_ERROR.to_owned(),
-                message: format!(
-                    "MCP server '{}' refused {}: {} (JSON-RPC error {})",
-                    server.name, self.tool, error.message, error.code.0
-                ),
-                details: error.data.map(|data| json!({"data": data})),
-            }),
+            Ok(Err(ServiceError::McpError(error))) => {
+                let failure = ToolFailure::new(
+                    MCP_ERROR,
+                    format!(
+                        "MCP server '{}' refused {}: {} (JSON-RPC error {})",
+                        server.name, self.tool, error.message, error.code.0
+                    ),
+                );
+                Err(match error.data {
+                    Some(data) => failure.with_details(json!({"data": data})),
+                    None => failure,
+                })
+            }
             Ok(Err(ServiceError::TransportClosed | ServiceError::TransportSend(_))) => {
                 // The supervisor is about to learn why; give it a moment so
                 // the failure names the cause.
@@ -123,11 +128,8 @@ pub(crate) fn map_result(
         } else {
             text
         };
-        return Err(ToolFailure {
-            code: MCP_TOOL_ERROR.to_owned(),
-            message,
-            details: Some(json!({"server": server, "tool": tool, "content": content})),
-        });
+        return Err(ToolFailure::new(MCP_TOOL_ERROR, message)
+            .with_details(json!({"server": server, "tool": tool, "content": content})));
     }
     let mut value = json!({"content": content});
     if let Some(structured) = result.structured_content {

@@ -215,8 +215,7 @@ async fn read_stdout(
                 }
             }
             Err(err) => {
-                let sample: String = String::from_utf8_lossy(text).chars().take(200).collect();
-                let sample = bridge_policy::redact(&sample).into_owned();
+                let sample = bridge_policy::redact::shorten(&String::from_utf8_lossy(text), 200);
                 let what = if serde_json::from_slice::<serde_json::Value>(text).is_ok() {
                     format!("a JSON value that is not a JSON-RPC message ({err})")
                 } else {

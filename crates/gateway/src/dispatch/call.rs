@@ -274,7 +274,7 @@ async fn outcome(provider: &Arc<ProviderHandle>, reply: ToolResult) -> Result<Va
         return match files::read_file_ref(dir, file.clone()).await {
             Ok(value) => Ok(value),
             Err(failure) => {
-                if failure.code == tool_error_code::UNAUTHORIZED {
+                if failure.kind == bridge_protocol::FailureKind::Unauthorized {
                     provider.out.error(
                         ErrorMessage::new(ErrorCode::Unauthorized, failure.message.clone())
                             .reply_to("tool.result")

@@ -34,7 +34,7 @@ fn unauthorized(message: String) -> ToolFailure {
 }
 
 fn read_blocking(persist_dir: &Path, file: &FileRef) -> Result<Value, ToolFailure> {
-    let shown = file.path.chars().take(300).collect::<String>();
+    let shown = bridge_protocol::excerpt(&file.path).to_string();
     let root = persist_dir.canonicalize().map_err(|err| {
         ToolFailure::new(
             tool_error_code::INTERNAL,

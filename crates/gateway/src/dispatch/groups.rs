@@ -334,7 +334,7 @@ fn target_description(members: &[Member]) -> String {
                     .as_ref()
                     .and_then(|meta| meta.get(key))
                     .and_then(Value::as_str)
-                    .map(|s| s.chars().take(120).collect::<String>())
+                    .map(|s| bridge_policy::redact::preview(s, 120))
             };
             match (text("title"), text("url")) {
                 (Some(title), Some(url)) => format!("{} ({title} — {url})", m.instance_id()),

@@ -195,10 +195,7 @@ pub(crate) fn on_tool_progress(conn: &Connection, progress: ToolProgress) -> Flo
         .get(&progress.id)
         .map(|p| p.session_id.clone());
     if let Some(session) = session_id.and_then(|id| conn.gw.registry.get(&id)) {
-        let mut message: String = progress.message.chars().take(MAX_PROGRESS_CHARS).collect();
-        if message.len() < progress.message.len() {
-            message.push('…');
-        }
+        let message = bridge_policy::redact::preview(&progress.message, MAX_PROGRESS_CHARS);
         session.log(&provider.name, &message);
     }
     Flow::Continue

@@ -5,8 +5,13 @@
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Component, Path, PathBuf};
 
+use bridge_policy::redact::shorten;
 use serde::{Deserialize, Serialize};
 use tokio::io::AsyncReadExt;
+
+/// Characters of the file an error quotes at most: a hostile file makes
+/// an error that quotes it huge.
+const QUOTED_CHARS: usize = 300;
 
 /// The project config file, at the root of a session's workspace.
 pub const PROJECT_CONFIG_FILE: &str = "tap.config.json";
@@ -95,7 +100,7 @@ pub(crate) async fn read_config(workspace: &Path) -> Result<Option<ProjectProvid
     }
     serde_json::from_slice(&bytes)
         .map(Some)
-        .map_err(|err| bounded(err.to_string()))
+        .map_err(|err| shorten(&err.to_string(), QUOTED_CHARS))
 }
 
 /// Checks every provider and resolves its working directory; the first
@@ -160,7 +165,7 @@ fn check_name(name: &str) -> Result<(), String> {
     } else {
         Err(format!(
             "{:?} must be 1 to {MAX_NAME_CHARS} letters, digits, '-', '_' or '.'",
-            bounded(name.to_owned())
+            shorten(name, QUOTED_CHARS)
         ))
     }
 }
@@ -214,14 +219,4 @@ async fn resolve_cwd(workspace: &Path, relative: Option<&str>) -> Result<PathBuf
         return Err(format!("{relative:?} is not a directory"));
     }
     Ok(resolved)
-}
-
-/// Error texts may quote the file; a hostile file makes them huge.
-fn bounded(mut text: String) -> String {
-    const MAX_CHARS: usize = 300;
-    if let Some((cut, _)) = text.char_indices().nth(MAX_CHARS) {
-        text.truncate(cut);
-        text.push('…');
-    }
-    text
 }

@@ -54,7 +54,7 @@ fn describe_peer(headers: &HeaderMap) -> String {
         headers
             .get(name)
             .and_then(|v| v.to_str().ok())
-            .map(|v| v.chars().take(120).collect::<String>())
+            .map(|v| bridge_policy::redact::preview(v, 120))
     };
     match (header("origin"), header("user-agent")) {
         (Some(origin), _) => format!("origin {origin}"),

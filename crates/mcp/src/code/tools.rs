@@ -196,7 +196,7 @@ pub fn file_result(tool: &str, outcome: CallOutcome) -> Result<CallToolResult, E
     } = outcome;
     let value = match result {
         Ok(value) => value,
-        Err(failure) if failure.code == "invalid_arguments" => {
+        Err(failure) if failure.kind == bridge_protocol::FailureKind::InvalidArguments => {
             return Err(invalid_params(format!("{tool}: {}", failure.message)));
         }
         Err(failure) => return Ok(failure_result(&failure, context)),

@@ -232,10 +232,10 @@ fn cut(line: &str, terms: &[String]) -> String {
         .min(chars.len() - SNIPPET_CHARS);
     let mut out: String = chars[start..start + SNIPPET_CHARS].iter().collect();
     if start > 0 {
-        out.insert(0, '…');
+        out.insert_str(0, bridge_protocol::excerpt::CUT_MARK);
     }
     if start + SNIPPET_CHARS < chars.len() {
-        out.push('…');
+        out.push_str(bridge_protocol::excerpt::CUT_MARK);
     }
     out
 }

@@ -51,7 +51,7 @@ pub(crate) fn check_types(
             return Err(format!(
                 "{tool}: argument `{name}` must be {}, not {}",
                 allowed.join(" or "),
-                kind_of(value)
+                schema_type_of(value)
             ));
         }
     }
@@ -78,7 +78,9 @@ fn has_type(value: &Value, kind: &str) -> bool {
     }
 }
 
-fn kind_of(value: &Value) -> &'static str {
+/// The JSON Schema `type` `value` has (`integer` for a whole number): the
+/// schema's own words, unlike [`bridge_protocol::json_kind`]'s prose.
+fn schema_type_of(value: &Value) -> &'static str {
     match value {
         Value::Null => "null",
         Value::Bool(_) => "boolean",

@@ -3,11 +3,15 @@
 //! replaced whole. A rule cannot recognise half a token, so cutting first
 //! would leave the half it keeps in plain sight.
 //!
-//! Every place that cuts tool output, error text or audit values to a size
-//! cuts through here.
+//! Every place that cuts tool output, error text, audit values or a
+//! one-line preview to a size cuts through here, and every cut ends with
+//! the one mark, `…` ([`bridge_protocol::excerpt::CUT_MARK`]), followed by
+//! `[N more bytes]` where the reader needs to know how much is missing.
 
 use std::borrow::Cow;
 use std::ops::Range;
+
+use bridge_protocol::excerpt::{CUT_MARK, CutNote};
 
 use super::{REDACTED, secret_spans};
 
@@ -24,6 +28,48 @@ pub struct Cut<'a> {
     pub text: Cow<'a, str>,
     /// Bytes of the original text after the cut (0 when nothing was cut).
     pub omitted_bytes: usize,
+}
+
+impl Cut<'_> {
+    /// The text, ending with `…[N more bytes]` when something was cut.
+    pub fn noted(self) -> String {
+        if self.omitted_bytes == 0 {
+            return self.text.into_owned();
+        }
+        let mut text = self.text.into_owned();
+        let note = CutNote {
+            omitted_bytes: self.omitted_bytes,
+        };
+        text.push_str(&note.to_string());
+        text
+    }
+}
+
+/// `text` redacted and cut to at most `max_chars` characters, ending with
+/// `…[N more bytes]` when cut: for an error or a log line that quotes
+/// text of any size.
+pub fn shorten(text: &str, max_chars: usize) -> String {
+    redact_and_cut(text, char_offset(text, max_chars)).noted()
+}
+
+/// `text` redacted and cut to at most `max_chars` characters, ending with
+/// `…` when cut: for a list, a table cell or a summary line, where a size
+/// would be noise.
+pub fn preview(text: &str, max_chars: usize) -> String {
+    let cut = redact_and_cut(text, char_offset(text, max_chars));
+    let mut shown = cut.text.into_owned();
+    if cut.omitted_bytes > 0 {
+        shown.push_str(CUT_MARK);
+    }
+    shown
+}
+
+/// The byte offset of the character `max_chars` of `text` (its length when
+/// it is shorter).
+pub fn char_offset(text: &str, max_chars: usize) -> usize {
+    text.char_indices()
+        .nth(max_chars)
+        .map_or(text.len(), |(at, _)| at)
 }
 
 /// `text` redacted and cut to its first `max_bytes` bytes (on a character

@@ -82,3 +82,31 @@ fn an_excerpt_shows_secrets_crossing_either_edge_as_one_marker() {
     assert_eq!(excerpt, "middle");
     assert!(matches!(excerpt, Cow::Borrowed(_)));
 }
+
+#[test]
+fn shorten_counts_characters_redacts_first_and_notes_what_it_left_out() {
+    assert_eq!(bridge_policy::redact::shorten("short", 10), "short");
+    let text = "é".repeat(50);
+    assert_eq!(
+        bridge_policy::redact::shorten(&text, 10),
+        format!("{}…[80 more bytes]", "é".repeat(10))
+    );
+    // The cut goes through the token: it is replaced whole, never halved.
+    let token = format!("ghp_{}", "A1b2C3d4".repeat(5));
+    let shown = bridge_policy::redact::shorten(&format!("token {token} end"), 12);
+    assert!(!shown.contains("ghp_"), "{shown}");
+    assert!(
+        shown.contains("[REDACTED]") && shown.contains("more bytes]"),
+        "{shown}"
+    );
+}
+
+#[test]
+fn preview_counts_characters_and_marks_the_cut_without_a_size() {
+    use bridge_policy::redact::preview;
+    assert_eq!(preview("one line", 20), "one line");
+    assert_eq!(preview("abcdefgh", 3), "abc…");
+    assert_eq!(preview(&"é".repeat(9), 3), "ééé…");
+    let token = format!("ghp_{}", "A1b2C3d4".repeat(5));
+    assert_eq!(preview(&format!("use {token}"), 10), "use [REDACTED]…");
+}

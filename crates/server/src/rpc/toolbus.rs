@@ -277,7 +277,7 @@ async fn call(session: &Session, tool: &str, args: Value) -> RpcResult {
 
 fn bus_error(failure: &ToolFailure, call_id: &str, context: &[String]) -> ErrorObject {
     let mut error = call_failure(failure, call_id, context);
-    if failure.code == "invalid_arguments" {
+    if failure.kind == bridge_protocol::FailureKind::InvalidArguments {
         error.code = INVALID_PARAMS;
     }
     error

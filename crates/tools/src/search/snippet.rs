@@ -11,7 +11,7 @@ use std::borrow::Cow;
 
 use bridge_policy::redact::{CUT_CONTEXT_BYTES, redact_excerpt};
 
-const ELLIPSIS: char = '…';
+use bridge_protocol::excerpt::CUT_MARK as ELLIPSIS;
 
 /// The line without its `\n` or `\r\n`.
 pub(crate) fn strip_terminator(line: &[u8]) -> &[u8] {
@@ -29,7 +29,7 @@ pub(crate) fn context_line(line: &[u8], max_chars: usize) -> String {
     let head = redact_excerpt(&text, 0..head.len());
     let mut out = String::with_capacity(head.len() + 3);
     out.push_str(&head);
-    out.push(ELLIPSIS);
+    out.push_str(ELLIPSIS);
     out
 }
 
@@ -78,12 +78,12 @@ pub(crate) fn matched_line(line: &[u8], match_start: usize, max_chars: usize) ->
 fn join(cut_front: bool, head: &str, tail: &str, cut_back: bool) -> String {
     let mut out = String::with_capacity(head.len() + tail.len() + 6);
     if cut_front {
-        out.push(ELLIPSIS);
+        out.push_str(ELLIPSIS);
     }
     out.push_str(head);
     out.push_str(tail);
     if cut_back {
-        out.push(ELLIPSIS);
+        out.push_str(ELLIPSIS);
     }
     out
 }

@@ -298,7 +298,7 @@ impl Parser<'_> {
                 self.pos = start;
                 self.error(&format!(
                     "unexpected {:?}",
-                    word.chars().take(20).collect::<String>()
+                    bridge_policy::redact::preview(word, 20)
                 ))
             }),
         }

@@ -81,11 +81,7 @@ fn cell(text: &str) -> String {
     text.replace('|', "\\|").replace(['\n', '\r'], " ")
 }
 
+/// `text` for a table cell or a progress line, redacted.
 pub fn shorten(text: &str, max_chars: usize) -> String {
-    let mut chars = text.chars();
-    let mut short: String = chars.by_ref().take(max_chars).collect();
-    if chars.next().is_some() {
-        short.push('…');
-    }
-    short
+    bridge_policy::redact::preview(text, max_chars)
 }

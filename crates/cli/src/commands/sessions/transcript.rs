@@ -311,9 +311,5 @@ fn compact(value: Option<&Value>) -> String {
 }
 
 fn preview(text: &str) -> String {
-    let mut cut: String = text.chars().take(PREVIEW_CHARS).collect();
-    if cut.len() < text.len() {
-        cut.push('…');
-    }
-    cut
+    bridge_policy::redact::preview(text, PREVIEW_CHARS)
 }

@@ -110,10 +110,7 @@ impl RunState {
             name,
             arguments: summarize_for_audit(&arguments),
             ok,
-            summary: bridge_policy::redact(&summary)
-                .chars()
-                .take(SUMMARY_CHARS)
-                .collect(),
+            summary: bridge_policy::redact::preview(&summary, SUMMARY_CHARS),
             duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
         });
     }

@@ -103,8 +103,13 @@ fn is_header_name(name: &str) -> bool {
 
 /// The start of unexpected bytes, for an error message a person can act on.
 fn excerpt(bytes: &[u8]) -> String {
-    let text = String::from_utf8_lossy(&bytes[..bytes.len().min(120)]);
-    bridge_policy::redact(text.trim_end()).into_owned()
+    const SHOWN_BYTES: usize = 120;
+    // Redacted before it is cut: keep what the redactor needs past the cut.
+    let window = bytes
+        .len()
+        .min(SHOWN_BYTES + bridge_policy::redact::CUT_CONTEXT_BYTES);
+    let text = String::from_utf8_lossy(&bytes[..window]);
+    bridge_policy::redact::redact_and_cut(text.trim_end(), SHOWN_BYTES).noted()
 }
 
 #[cfg(test)]

@@ -199,9 +199,7 @@ async fn read_loop<R: AsyncRead + Unpin>(
             (None, None) => {
                 break format!(
                     "the Copilot CLI sent a message that is neither a request nor a response: {}",
-                    bridge_policy::redact(
-                        &message.to_string().chars().take(200).collect::<String>()
-                    )
+                    bridge_policy::redact::shorten(&message.to_string(), 200)
                 );
             }
         }

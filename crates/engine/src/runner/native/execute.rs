@@ -211,8 +211,8 @@ async fn run_one(cx: &LoopContext<'_>, planned: &Planned<'_>, parent: Option<&st
             .append(types::TOOL_EXECUTION_COMPLETE, data, start_id);
     }
     let summary = match &outcome.result {
-        Ok(value) => summarize_text(&value.to_string()),
-        Err(failure) => summarize_text(&failure.to_string()),
+        Ok(value) => bridge_policy::redact::preview(&value.to_string(), SUMMARY_CHARS),
+        Err(failure) => bridge_policy::redact::preview(&failure.to_string(), SUMMARY_CHARS),
     };
     Executed {
         call_id: call.id.clone(),
@@ -287,19 +287,4 @@ async fn call_with_recovery(
         tokio::time::sleep(retry_backoff(cx.settings.retry_base_delay).delay(retries_made)).await;
         retries_made += 1;
     }
-}
-
-/// The report's line for a call: the first [`SUMMARY_CHARS`] characters,
-/// redacted before they are cut, `…` marking the cut.
-fn summarize_text(text: &str) -> String {
-    let max_bytes = text
-        .char_indices()
-        .nth(SUMMARY_CHARS)
-        .map_or(text.len(), |(at, _)| at);
-    let cut = bridge_policy::redact::redact_and_cut(text, max_bytes);
-    let mut summary = cut.text.into_owned();
-    if cut.omitted_bytes > 0 {
-        summary.push('…');
-    }
-    summary
 }

@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use bridge_policy::errors::{Backoff, ErrorClass, ErrorPolicy, RecoveryAction, classify};
-use bridge_protocol::ToolEffect;
+use bridge_protocol::{FailureKind, ToolEffect};
 
 use crate::call::ToolFailure;
 
@@ -85,12 +85,26 @@ pub fn truncate_for_model(text: String, limit: usize) -> (String, usize) {
 /// verdicts (denied, conflict, a failed command) are results for the model,
 /// never retried; only failures of the way to the tool can pass.
 pub(super) fn tool_failure_class(failure: &ToolFailure) -> ErrorClass {
-    match failure.code.as_str() {
-        "timeout" | "TIMEOUT" | "DISCONNECTED" | "UNAVAILABLE" => ErrorClass::Transient,
-        "rate_limited" | "RATE_LIMITED" => ErrorClass::RateLimit,
-        "not_found" | "NOT_FOUND" => ErrorClass::NotFound,
-        "policy_denied" | "invalid_arguments" | "unknown_tool" | "conflict" => ErrorClass::Other,
-        _ => match classify(None, &failure.message) {
+    match failure.kind {
+        FailureKind::Timeout | FailureKind::Disconnected | FailureKind::Unavailable => {
+            ErrorClass::Transient
+        }
+        FailureKind::RateLimited => ErrorClass::RateLimit,
+        FailureKind::NotFound => ErrorClass::NotFound,
+        FailureKind::Denied
+        | FailureKind::InvalidArguments
+        | FailureKind::UnknownTool
+        | FailureKind::Conflict => ErrorClass::Other,
+        // Kinds that do not say whether what was named exists: the message may.
+        FailureKind::TooLarge
+        | FailureKind::BinaryFile
+        | FailureKind::NotConfigured
+        | FailureKind::Cancelled
+        | FailureKind::Unauthorized
+        | FailureKind::Failed
+        | FailureKind::Io
+        | FailureKind::Internal
+        | FailureKind::Other => match classify(None, &failure.message) {
             ErrorClass::NotFound => ErrorClass::NotFound,
             _ => ErrorClass::Other,
         },
@@ -196,5 +210,21 @@ mod tests {
             tool_recovery(&policy, &denied, Some(ToolEffect::Read), 0),
             RecoveryAction::Skip
         );
+    }
+
+    #[test]
+    fn every_source_s_vocabulary_classifies_alike() {
+        for code in ["timeout", "TIMEOUT", "mcp_timeout", "DISCONNECTED", "mcp_unavailable"] {
+            let failure = ToolFailure::new(code, "no answer");
+            assert_eq!(tool_failure_class(&failure), ErrorClass::Transient, "{code}");
+        }
+        for code in ["rate_limited", "RATE_LIMITED"] {
+            let failure = ToolFailure::new(code, "busy");
+            assert_eq!(tool_failure_class(&failure), ErrorClass::RateLimit, "{code}");
+        }
+        let provider_own = ToolFailure::new("NO_SUCH_PAGE", "the page was not found");
+        assert_eq!(tool_failure_class(&provider_own), ErrorClass::NotFound);
+        let conflict = ToolFailure::new("conflict", "the file was not found unchanged");
+        assert_eq!(tool_failure_class(&conflict), ErrorClass::Other);
     }
 }

@@ -203,9 +203,5 @@ fn stage_label(argv: &[Word]) -> String {
         .map(|word| word.raw.as_str())
         .collect::<Vec<_>>()
         .join(" ");
-    if text.chars().count() > MAX_CHARS {
-        format!("{}...", text.chars().take(MAX_CHARS).collect::<String>())
-    } else {
-        text
-    }
+    crate::redact::preview(&text, MAX_CHARS)
 }
