@@ -19,7 +19,7 @@ mod decide;
 mod events;
 mod hooks;
 pub mod log;
-pub mod mcp;
+pub mod mcp_client;
 mod registry;
 pub mod runner;
 mod session;

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bridge_config::McpServerConfig;
-use bridge_engine::mcp::{McpManager, McpOptions, ServerState};
+use bridge_engine::mcp_client::{McpManager, McpOptions, ServerState};
 use bridge_engine::{
     CallOrigin, RegistrySettings, Session, SessionDefaults, SessionRegistry, SessionSpec, ToolOwner,
 };

@@ -1,4 +1,5 @@
-//! The Provider Interface v2 server (`../shared/spec/provider-interface-v2.md`).
+//! The Provider Interface v2 server (the protocol as copilot-bridge speaks
+//! it: docs/providers.md).
 //!
 //! Providers connect over WebSocket (or in-process, through
 //! [`LocalProvider`]), authenticate at one of three trust levels, bind to

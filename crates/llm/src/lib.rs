@@ -30,6 +30,7 @@ pub mod retry;
 pub mod select;
 pub mod sse;
 mod sse_stream;
+pub mod translate;
 mod types;
 
 pub use anthropic::{AnthropicBackend, AnthropicConfig};

@@ -2,7 +2,7 @@
 
 use std::time::{Duration, Instant};
 
-use bridge_llm::anthropic::events_to_anthropic_sse;
+use bridge_llm::translate::anthropic::encode_events;
 use bridge_llm::{
     AnthropicBackend, AnthropicConfig, ChatBackend, ChatEvent, ChatRequest, FinishReason, LlmError,
     Message, Role, ToolCall, ToolDefinition, collect,
@@ -492,7 +492,7 @@ async fn the_encoder_output_served_by_an_upstream_decodes_to_the_same_answer() {
         },
     ];
     // Served in small pieces, so records and lines are split.
-    let body = events_to_anthropic_sse("msg_e", "claude", &events).concat();
+    let body = encode_events("msg_e", "claude", &events).concat();
     let pieces = small_pieces(&body, 5);
     let mock = MockLlm::start(vec![MockReply::Raw {
         status: 200,

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bridge_config::BridgeConfig;
-use bridge_engine::mcp::{McpManager, McpOptions};
+use bridge_engine::mcp_client::{McpManager, McpOptions};
 use bridge_engine::{
     RegistrySettings, Session, SessionDefaults, SessionListener, SessionRegistry, SessionSpec,
 };

@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use bridge_config::BridgeConfig;
 use bridge_engine::log::{EventLog, new_session_id};
-use bridge_engine::mcp::{McpManager, McpOptions};
+use bridge_engine::mcp_client::{McpManager, McpOptions};
 use bridge_engine::runner::copilot::CopilotRunner;
 use bridge_engine::runner::native::{DEFAULT_MAX_TURNS, NativeRunner};
 use bridge_engine::runner::{RunContext, RunReport, RunRequest, RunStatus, Runner, RunnerKind};

@@ -25,8 +25,8 @@
 
 mod execute;
 mod history;
-mod hooks;
 mod journal;
+mod lifecycle;
 mod model;
 mod prompt;
 mod run_loop;
@@ -39,7 +39,7 @@ use bridge_llm::ChatBackend;
 use bridge_policy::ErrorPolicy;
 
 pub use history::messages_from_replayed;
-pub use hooks::{TOOL_RESULT_LIMIT, truncate_for_model};
+pub use lifecycle::{TOOL_RESULT_LIMIT, truncate_for_model};
 pub use prompt::{SECTION_INSTRUCTIONS, base_sections};
 
 use super::{RunContext, RunReport, RunRequest, Runner, RunnerKind};

@@ -1,13 +1,9 @@
 //! The Anthropic Messages backend (`POST /v1/messages`), and the reverse
 //! mapping of our events to its stream format for the facade.
 
-mod encoder;
-pub mod inbound;
 mod message;
 mod stream;
 mod wire;
-
-pub use encoder::{AnthropicSseEncoder, events_to_anthropic_sse};
 
 use bridge_policy::Secret;
 use std::time::Duration;

@@ -3,7 +3,7 @@ use serde_json::json;
 use futures::StreamExt;
 
 use super::*;
-use crate::anthropic::events_to_anthropic_sse;
+use crate::translate::anthropic::encode_events;
 use crate::{ChatResponse, collect};
 
 fn record(name: &str, data: serde_json::Value) -> String {
@@ -292,7 +292,7 @@ fn unknown_events_and_blocks_are_skipped() {
 
 #[test]
 fn encoder_round_trips_our_own_events() {
-    let records = events_to_anthropic_sse("msg_x", "claude", &expected());
+    let records = encode_events("msg_x", "claude", &expected());
     assert!(records[0].starts_with("event: message_start\n"));
     assert!(records.last().unwrap().starts_with("event: message_stop\n"));
     let body = records.concat();
@@ -330,7 +330,7 @@ fn encoder_keeps_block_indexes_right_when_calls_and_text_interleave() {
             reason: FinishReason::ToolCalls,
         },
     ];
-    let records = events_to_anthropic_sse("m", "claude", &interleaved);
+    let records = encode_events("m", "claude", &interleaved);
     // Blocks are numbered in order, each started once and stopped once.
     let mut starts = Vec::new();
     let mut stops = Vec::new();
@@ -364,7 +364,7 @@ fn encoder_keeps_block_indexes_right_when_calls_and_text_interleave() {
 
 #[test]
 fn encoder_ignores_events_after_finish() {
-    let mut encoder = crate::anthropic::AnthropicSseEncoder::new("m", "claude");
+    let mut encoder = crate::translate::anthropic::StreamEncoder::new("m", "claude");
     let records = encoder.encode(&ChatEvent::Finish {
         reason: FinishReason::Stop,
     });

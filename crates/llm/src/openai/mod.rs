@@ -3,7 +3,6 @@
 //! OpenRouter, …).
 
 mod completion;
-pub mod inbound;
 mod stream;
 mod wire;
 

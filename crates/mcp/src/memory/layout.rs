@@ -3,7 +3,7 @@
 //! - **workspace** (current OpenClaw): the agent workspace, by default
 //!   `~/.openclaw/workspace/`, holding `MEMORY.md`, daily notes in
 //!   `memory/YYYY-MM-DD.md` and the user's preferences in `USER.md`;
-//! - **memory directory** (copilot-bridge-design.md §4.3): notes in
+//! - **memory directory** (the older layout): notes in
 //!   `~/.openclaw/memory/*.md` and preferences in `~/.openclaw/USER.md`.
 //!
 //! Detection never fails: a layout whose directory does not exist yet is

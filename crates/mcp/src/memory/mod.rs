@@ -1,6 +1,6 @@
 //! OpenClaw's memory as a read-only MCP server: `openclaw_memory_search`,
 //! `openclaw_memory_read` and `openclaw_user_prefs`
-//! (copilot-bridge-design.md §4.3). Reads only `.md` files inside the
+//! (docs/mcp-servers.md). Reads only `.md` files inside the
 //! memory root ([`contain`]); writes nothing.
 
 pub mod contain;

@@ -1,5 +1,5 @@
 //! Provider Interface v2: the messages between the gateway and providers
-//! (`../shared/spec/provider-interface-v2.md`).
+//! (docs/providers.md).
 //!
 //! Both directions are internally tagged by `type`. Unknown fields are
 //! ignored; an unknown `type` parses as [`ProviderMessage::Unknown`] so the

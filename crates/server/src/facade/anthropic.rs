@@ -15,9 +15,9 @@ use axum::body::Body;
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use bridge_llm::anthropic::AnthropicSseEncoder;
-use bridge_llm::anthropic::inbound::{
-    self, InboundError, InboundErrorKind, UpstreamFormat, message_object,
+use bridge_llm::translate::anthropic::StreamEncoder;
+use bridge_llm::translate::anthropic::{
+    self, InboundError, InboundErrorKind, UpstreamFormat, response_object,
 };
 use bridge_llm::{BackendKind, ChatEvent, ChatStream, FinishReason, LlmError, collect};
 use futures::StreamExt;
@@ -64,7 +64,7 @@ async fn answer(
     } else {
         UpstreamFormat::OpenAiChat
     };
-    let inbound = inbound::parse_messages_request(&body, format).map_err(invalid)?;
+    let inbound = anthropic::parse_request(&body, format).map_err(invalid)?;
     // Clients match answers to what they asked for, not to the routed name.
     let model = inbound
         .model
@@ -91,7 +91,7 @@ async fn answer(
     if inbound.stream {
         let relay = Relay {
             upstream,
-            encoder: AnthropicSseEncoder::new(&message_id, &model),
+            encoder: StreamEncoder::new(&message_id, &model),
             called_tools: false,
             done: false,
             backends: Arc::clone(&ctx.backends),
@@ -110,7 +110,7 @@ async fn answer(
 
     let answer = overhead.upstream(collect(upstream)).await;
     let answer = answer.map_err(|err| upstream_failed(&ctx.backends, &entry, &err))?;
-    let message = message_object(&message_id, &model, &answer);
+    let message = response_object(&message_id, &model, &answer);
     Ok((
         StatusCode::OK,
         [(header::CONTENT_TYPE, "application/json")],
@@ -120,12 +120,12 @@ async fn answer(
 }
 
 /// `POST /v1/messages/count_tokens`: `{"input_tokens": N}`, estimated
-/// locally (see [`inbound::estimate_input_tokens`]); no backend is asked,
+/// locally (see [`anthropic::estimate_input_tokens`]); no backend is asked,
 /// since most of them cannot count.
 pub(crate) async fn count_tokens(headers: HeaderMap, body: Body) -> Response {
     let overhead = Overhead::start();
     let counted = match read_json_object(&headers, body).await {
-        Ok(body) => inbound::estimate_input_tokens(&body).map_err(invalid),
+        Ok(body) => anthropic::estimate_input_tokens(&body).map_err(invalid),
         Err(err) => Err(err),
     };
     let mut response = match counted {
@@ -170,7 +170,7 @@ fn availability_after(err: &LlmError) -> Availability {
 /// chunk per event that produces records.
 struct Relay {
     upstream: ChatStream,
-    encoder: AnthropicSseEncoder,
+    encoder: StreamEncoder,
     called_tools: bool,
     done: bool,
     backends: Arc<Backends>,

@@ -14,8 +14,8 @@ use axum::body::{Body, Bytes};
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use bridge_llm::openai::inbound::{
-    ChunkEncoder, InboundError, InboundRequest, completion_object, parse_request,
+use bridge_llm::translate::openai::{
+    InboundError, InboundRequest, StreamEncoder, parse_request, response_object,
 };
 use bridge_llm::{BackendKind, ChatRequest, ChatStream, LlmError, collect};
 use futures::StreamExt;
@@ -94,12 +94,12 @@ async fn answer(
     let id = format!("chatcmpl-{}", bridge_policy::ids::random_hex(12));
     let created = unix_now();
     if inbound.stream {
-        let encoder = ChunkEncoder::new(id, created, shown_model, inbound.include_usage);
+        let encoder = StreamEncoder::new(id, created, shown_model, inbound.include_usage);
         return Ok(sse_response(SseState::new(ctx, &entry, events, encoder)));
     }
     let collected = clock.upstream(collect(events)).await;
     let whole = collected.map_err(|err| upstream_failed(ctx, &entry, &err))?;
-    let completion = completion_object(&id, created, &shown_model, &whole);
+    let completion = response_object(&id, created, &shown_model, &whole);
     Ok((
         StatusCode::OK,
         [(header::CONTENT_TYPE, "application/json")],
@@ -170,7 +170,7 @@ fn sse_data(value: &Value) -> Bytes {
 /// client goes away, taking the upstream stream with it.
 struct SseState {
     events: Option<ChatStream>,
-    encoder: ChunkEncoder,
+    encoder: StreamEncoder,
     pending: VecDeque<Bytes>,
     ctx: ServerContext,
     backend_name: String,
@@ -182,7 +182,7 @@ impl SseState {
         ctx: &ServerContext,
         entry: &BackendEntry,
         events: ChatStream,
-        encoder: ChunkEncoder,
+        encoder: StreamEncoder,
     ) -> Self {
         let mut pending = VecDeque::new();
         pending.push_back(sse_data(&encoder.start()));

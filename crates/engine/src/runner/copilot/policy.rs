@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 
 use crate::call::record_of_args;
 use crate::decide::Verdict;
-use crate::mcp::exposed_name;
+use crate::mcp_client::exposed_name;
 use crate::session::Session;
 use crate::tools::ToolOwner;
 

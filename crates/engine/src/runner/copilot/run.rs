@@ -289,7 +289,7 @@ async fn answer_hook(
         "preMcpToolCall" => {
             let verdict = match (text("serverName"), text("toolName")) {
                 (Some(server), Some(tool)) => {
-                    let name = crate::mcp::exposed_name(server, tool);
+                    let name = crate::mcp_client::exposed_name(server, tool);
                     let owner = ToolOwner::Mcp(server.to_owned());
                     let args = tool_arguments(input.get("arguments"));
                     check_cli_tool(session, hook, &name, &owner, &args).await

@@ -10,7 +10,7 @@ use bridge_protocol::{ToolEffect, json_kind};
 use futures::StreamExt;
 use serde_json::{Value, json};
 
-use super::hooks::{retry_backoff, tool_failure_class, tool_recovery, truncate_for_model};
+use super::lifecycle::{retry_backoff, tool_failure_class, tool_recovery, truncate_for_model};
 use super::run_loop::LoopContext;
 use crate::call::{CallOrigin, CallOutcome, ToolFailure};
 use crate::log::types;

@@ -7,7 +7,7 @@ use bridge_policy::errors::{ErrorClass, RecoveryAction};
 use futures::StreamExt;
 use serde_json::json;
 
-use super::hooks::retry_backoff;
+use super::lifecycle::retry_backoff;
 use super::run_loop::{LoopContext, RunFailure};
 use crate::log::types;
 use crate::runner::RunStatus;

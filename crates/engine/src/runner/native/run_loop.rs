@@ -8,8 +8,8 @@ use bridge_llm::{ChatBackend, ChatRequest, FinishReason, Message, Role, ToolDefi
 use serde_json::json;
 
 use super::execute::run_calls;
-use super::hooks::submit_prompt;
 use super::journal::Journal;
+use super::lifecycle::submit_prompt;
 use super::model::ask;
 use super::prompt::system_prompt;
 use super::{NativeRunner, NativeSettings};

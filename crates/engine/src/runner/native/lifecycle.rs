@@ -1,4 +1,5 @@
-//! The hooks the loop itself applies: `onUserPromptSubmitted`,
+//! The loop's own lifecycle steps (the SDK calls them hooks; they are not
+//! the providers' hook rules of `crate::hooks`): `onUserPromptSubmitted`,
 //! `onPostToolUse` and the decisions of `onErrorOccurred`. (`onPreToolUse`
 //! is [`Session::call_tool`](crate::Session::call_tool)'s.)
 
@@ -9,8 +10,8 @@ use bridge_protocol::{FailureKind, ToolEffect};
 
 use crate::call::ToolFailure;
 
-/// Bytes of one tool result the model gets (design §6: results over 10 KB
-/// are truncated).
+/// Bytes of one tool result the model gets: more is cut, with a note that
+/// says how much (docs/runners.md).
 pub const TOOL_RESULT_LIMIT: usize = 10 * 1024;
 
 /// The prompt as `onUserPromptSubmitted` leaves it.
@@ -214,13 +215,27 @@ mod tests {
 
     #[test]
     fn every_source_s_vocabulary_classifies_alike() {
-        for code in ["timeout", "TIMEOUT", "mcp_timeout", "DISCONNECTED", "mcp_unavailable"] {
+        for code in [
+            "timeout",
+            "TIMEOUT",
+            "mcp_timeout",
+            "DISCONNECTED",
+            "mcp_unavailable",
+        ] {
             let failure = ToolFailure::new(code, "no answer");
-            assert_eq!(tool_failure_class(&failure), ErrorClass::Transient, "{code}");
+            assert_eq!(
+                tool_failure_class(&failure),
+                ErrorClass::Transient,
+                "{code}"
+            );
         }
         for code in ["rate_limited", "RATE_LIMITED"] {
             let failure = ToolFailure::new(code, "busy");
-            assert_eq!(tool_failure_class(&failure), ErrorClass::RateLimit, "{code}");
+            assert_eq!(
+                tool_failure_class(&failure),
+                ErrorClass::RateLimit,
+                "{code}"
+            );
         }
         let provider_own = ToolFailure::new("NO_SUCH_PAGE", "the page was not found");
         assert_eq!(tool_failure_class(&provider_own), ErrorClass::NotFound);

@@ -35,7 +35,7 @@ enum Held {
 /// `message_start` to `message_stop`, each a complete `event:`/`data:`
 /// record ending in a blank line.
 #[derive(Debug)]
-pub struct AnthropicSseEncoder {
+pub struct StreamEncoder {
     message_id: String,
     model: String,
     started: bool,
@@ -46,7 +46,7 @@ pub struct AnthropicSseEncoder {
     usage: Option<Usage>,
 }
 
-impl AnthropicSseEncoder {
+impl StreamEncoder {
     pub fn new(message_id: impl Into<String>, model: impl Into<String>) -> Self {
         Self {
             message_id: message_id.into(),
@@ -275,8 +275,8 @@ fn stop_reason(reason: &FinishReason) -> &str {
 }
 
 /// A whole answer's events as Anthropic SSE records, in order.
-pub fn events_to_anthropic_sse(message_id: &str, model: &str, events: &[ChatEvent]) -> Vec<String> {
-    let mut encoder = AnthropicSseEncoder::new(message_id, model);
+pub fn encode_events(message_id: &str, model: &str, events: &[ChatEvent]) -> Vec<String> {
+    let mut encoder = StreamEncoder::new(message_id, model);
     events
         .iter()
         .flat_map(|event| encoder.encode(event))

@@ -1,7 +1,7 @@
 //! The OpenAI chat-completions format as a server speaks it: parsing a
-//! client's `POST /chat/completions` body into a [`ChatRequest`]
+//! client's `POST /chat/completions` body into a [`ChatRequest`](crate::ChatRequest)
 //! ([`parse_request`]), and answering with `chat.completion.chunk`s
-//! ([`ChunkEncoder`]) or one `chat.completion` ([`completion_object`]).
+//! ([`StreamEncoder`]) or one `chat.completion` ([`response_object`]).
 //!
 //! For the facade of the daemon. This module only translates JSON; it must
 //! not choose a backend, talk to the network or log message content.
@@ -10,5 +10,5 @@ mod encode;
 mod request;
 mod to_anthropic;
 
-pub use encode::{ChunkEncoder, completion_object, finish_reason_name};
+pub use encode::{StreamEncoder, finish_reason_name, response_object};
 pub use request::{InboundError, InboundRequest, parse_request};

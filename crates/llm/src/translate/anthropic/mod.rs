@@ -1,7 +1,7 @@
-//! The other direction of the Anthropic mapping, for the facade: an
-//! Anthropic Messages request (what Claude Code and the Anthropic SDKs send)
-//! into a [`ChatRequest`], and a [`ChatResponse`] back into an Anthropic
-//! `message` object.
+//! The Anthropic Messages format as a server speaks it, for the facade: a
+//! client's request (what Claude Code and the Anthropic SDKs send) into a
+//! [`ChatRequest`] ([`parse_request`]), and the answer as an Anthropic
+//! stream ([`StreamEncoder`]) or one `message` object ([`response_object`]).
 //!
 //! Two targets, because what survives depends on the upstream:
 //! - [`UpstreamFormat::Anthropic`]: the upstream speaks this very format, so
@@ -17,6 +17,7 @@
 //!   of earlier turns are dropped; image and document blocks become a short
 //!   placeholder text, since our messages carry text only.
 
+mod encode;
 mod reply;
 mod tools;
 
@@ -24,7 +25,8 @@ use serde_json::{Map, Value};
 
 use crate::{ChatRequest, Message, Role, ToolCall};
 
-pub use reply::{message_object, stop_reason};
+pub use encode::{StreamEncoder, encode_events};
+pub use reply::{response_object, stop_reason};
 use tools::{tool_choice, tools};
 
 /// The wire format of the backend a request goes to.
@@ -105,7 +107,7 @@ const MODELLED: [&str; 5] = [
 ];
 
 /// Parses a `POST /v1/messages` body for an upstream of `format`.
-pub fn parse_messages_request(
+pub fn parse_request(
     body: &Map<String, Value>,
     format: UpstreamFormat,
 ) -> Result<InboundRequest, InboundError> {
@@ -503,5 +505,4 @@ fn tool_result(block: &Map<String, Value>, param: &str) -> Result<Message, Inbou
 }
 
 #[cfg(test)]
-#[path = "inbound_tests.rs"]
 mod tests;

@@ -11,7 +11,7 @@ fn object(value: Value) -> Map<String, Value> {
 }
 
 fn openai(body: Value) -> Result<InboundRequest, InboundError> {
-    parse_messages_request(&object(body), UpstreamFormat::OpenAiChat)
+    parse_request(&object(body), UpstreamFormat::OpenAiChat)
 }
 
 /// A Claude Code-shaped conversation: system blocks, a tool round trip
@@ -107,7 +107,7 @@ fn a_tool_round_trip_maps_to_openai_messages_in_order() {
 #[test]
 fn an_anthropic_upstream_gets_every_field_but_model_and_stream_natively() {
     let body = conversation();
-    let parsed = parse_messages_request(&object(body.clone()), UpstreamFormat::Anthropic).unwrap();
+    let parsed = parse_request(&object(body.clone()), UpstreamFormat::Anthropic).unwrap();
     let extra = serde_json::to_value(&parsed.chat.extra).unwrap();
     for field in [
         "system",
@@ -134,7 +134,7 @@ fn an_anthropic_upstream_gets_every_field_but_model_and_stream_natively() {
     let mut body = conversation();
     body["messages"][0]["content"] = json!([{"type": "search_result", "source": "x"}]);
     body["tools"] = json!([{"type": "web_search_20250305", "name": "web_search"}]);
-    let parsed = parse_messages_request(&object(body.clone()), UpstreamFormat::Anthropic).unwrap();
+    let parsed = parse_request(&object(body.clone()), UpstreamFormat::Anthropic).unwrap();
     assert!(parsed.chat.tools.is_empty());
     assert_eq!(parsed.chat.extra["tools"], body["tools"]);
 }
@@ -353,7 +353,7 @@ fn the_message_object_has_text_parsed_tool_input_stop_reason_and_usage() {
         finish: Some(FinishReason::Stop),
     };
     assert_eq!(
-        message_object("msg_1", "gpt-4o", &response),
+        response_object("msg_1", "gpt-4o", &response),
         json!({
             "id": "msg_1", "type": "message", "role": "assistant", "model": "gpt-4o",
             "content": [
@@ -385,7 +385,7 @@ fn stop_reasons_follow_the_finish_reason() {
         stop_reason(Some(&FinishReason::Other("stop_sequence".into())), false),
         "stop_sequence"
     );
-    let empty = message_object("m", "x", &ChatResponse::default());
+    let empty = response_object("m", "x", &ChatResponse::default());
     assert_eq!(empty["content"], json!([]));
     assert_eq!(
         empty["usage"],

@@ -26,8 +26,8 @@ mod handler;
 mod http;
 mod naming;
 pub(crate) use naming::exposed_name;
-mod server;
 mod stdio;
+mod supervisor;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -43,7 +43,7 @@ use crate::tools::ToolConflict;
 
 pub use handler::{MCP_ERROR, MCP_TIMEOUT, MCP_TOOL_ERROR, MCP_UNAVAILABLE};
 
-use server::ServerShared;
+use supervisor::ServerShared;
 
 /// Where `${VAR}` references and the inherited variables of stdio servers
 /// come from (the process environment, unless a test says otherwise).
@@ -186,7 +186,7 @@ impl McpManager {
                 filter,
                 env.clone(),
             ));
-            tasks.push(tokio::spawn(server::supervise(
+            tasks.push(tokio::spawn(supervisor::supervise(
                 server.clone(),
                 shutdown.clone(),
             )));

@@ -36,7 +36,7 @@ fn usage_json(usage: &Usage) -> Value {
 /// indices the upstream used (Anthropic counts its text blocks too):
 /// OpenAI clients assemble calls by that index.
 #[derive(Debug)]
-pub struct ChunkEncoder {
+pub struct StreamEncoder {
     id: String,
     created: u64,
     model: String,
@@ -46,7 +46,7 @@ pub struct ChunkEncoder {
     finished: bool,
 }
 
-impl ChunkEncoder {
+impl StreamEncoder {
     pub fn new(
         id: impl Into<String>,
         created: u64,
@@ -171,7 +171,7 @@ impl ChunkEncoder {
 }
 
 /// The `chat.completion` object of a whole answer.
-pub fn completion_object(id: &str, created: u64, model: &str, response: &ChatResponse) -> Value {
+pub fn response_object(id: &str, created: u64, model: &str, response: &ChatResponse) -> Value {
     let mut message = Map::new();
     message.insert("role".into(), json!("assistant"));
     let content = if response.text.is_empty() && !response.tool_calls.is_empty() {
@@ -225,8 +225,8 @@ mod tests {
     use super::*;
     use crate::ToolCall;
 
-    fn encoder(include_usage: bool) -> ChunkEncoder {
-        ChunkEncoder::new("chatcmpl-1", 1700000000, "m", include_usage)
+    fn encoder(include_usage: bool) -> StreamEncoder {
+        StreamEncoder::new("chatcmpl-1", 1700000000, "m", include_usage)
     }
 
     #[test]
@@ -357,7 +357,7 @@ mod tests {
             finish: Some(FinishReason::ToolCalls),
         };
         assert_eq!(
-            completion_object("chatcmpl-9", 7, "m", &response),
+            response_object("chatcmpl-9", 7, "m", &response),
             json!({
                 "id": "chatcmpl-9", "object": "chat.completion", "created": 7, "model": "m",
                 "choices": [{"index": 0, "message": {
@@ -372,7 +372,7 @@ mod tests {
             text: "Hello".into(),
             ..ChatResponse::default()
         };
-        let object = completion_object("c", 1, "m", &text_only);
+        let object = response_object("c", 1, "m", &text_only);
         assert_eq!(object["choices"][0]["message"]["content"], json!("Hello"));
         assert_eq!(object["choices"][0]["finish_reason"], json!("stop"));
         assert!(object.get("usage").is_none());

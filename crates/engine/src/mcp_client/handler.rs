@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 use crate::call::ToolFailure;
 use crate::tools::{ToolHandler, ToolInvocation};
 
-use super::server::ServerShared;
+use super::supervisor::ServerShared;
 
 /// The server is down, restarting or gave up.
 pub const MCP_UNAVAILABLE: &str = "mcp_unavailable";

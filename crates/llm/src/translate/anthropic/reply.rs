@@ -22,7 +22,7 @@ pub fn stop_reason(finish: Option<&FinishReason>, called_tools: bool) -> String 
 /// is its arguments parsed; arguments that are not a JSON object (a model's
 /// mistake) are passed as `{"raw_arguments": "<text>"}`, which fails the
 /// tool's schema so the client reports the mistake back to the model.
-pub fn message_object(id: &str, model: &str, response: &ChatResponse) -> Value {
+pub fn response_object(id: &str, model: &str, response: &ChatResponse) -> Value {
     let mut content = Vec::new();
     if !response.text.is_empty() {
         content.push(json!({"type": "text", "text": response.text}));

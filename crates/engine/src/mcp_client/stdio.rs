@@ -169,7 +169,7 @@ async fn read_stderr(
         if text.is_empty() {
             continue;
         }
-        tracing::info!(target: "bridge_engine::mcp", server = %server, "stderr: {text}");
+        tracing::info!(target: "bridge_engine::mcp_client", server = %server, "stderr: {text}");
         let mut kept = lock(&diagnostics.stderr);
         if kept.len() == STDERR_KEEP {
             kept.pop_front();
