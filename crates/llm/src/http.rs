@@ -9,7 +9,79 @@ use futures::{Stream, StreamExt};
 use reqwest::header::{HeaderMap, RETRY_AFTER};
 use reqwest::{Response, StatusCode};
 
+use bridge_policy::Secret;
+use reqwest::header::{ACCEPT, HeaderName, HeaderValue};
+
 use crate::LlmError;
+
+/// What an HTTP backend checks and builds from its configuration once, so
+/// a mistake shows at start-up rather than at the first request.
+#[derive(Debug)]
+pub(crate) struct Connection {
+    /// Without a trailing `/`.
+    pub base_url: String,
+    /// Sent with every request; the credential and the extra headers are
+    /// marked sensitive (a proxy's header may carry one too), so they stay
+    /// out of `Debug`.
+    pub headers: HeaderMap,
+    pub client: reqwest::Client,
+}
+
+impl Connection {
+    /// Checks `base_url` (http or https), then builds the headers: `Accept:
+    /// text/event-stream`, `fixed`, the `credential` header (its value a
+    /// secret) and `extra`. Errors name the backend `name` and the input.
+    pub fn new(
+        name: &str,
+        base_url: &str,
+        fixed: &[(&'static str, &'static str)],
+        credential: Option<(HeaderName, Secret)>,
+        extra: &[(String, Secret)],
+        connect_timeout: Duration,
+    ) -> Result<Self, LlmError> {
+        let not_configured = |what: String| LlmError::NotConfigured(format!("{name}: {what}"));
+        let base_url = base_url.trim_end_matches('/').to_owned();
+        let parsed = reqwest::Url::parse(&base_url)
+            .map_err(|err| not_configured(format!("invalid base URL {base_url:?}: {err}")))?;
+        if !matches!(parsed.scheme(), "http" | "https") {
+            return Err(not_configured(format!(
+                "base URL {base_url:?} is not http(s)"
+            )));
+        }
+        let mut headers = HeaderMap::new();
+        headers.insert(ACCEPT, HeaderValue::from_static("text/event-stream"));
+        for (header, value) in fixed {
+            headers.insert(
+                HeaderName::from_static(header),
+                HeaderValue::from_static(value),
+            );
+        }
+        if let Some((header, value)) = credential {
+            let mut value = HeaderValue::from_str(value.expose()).map_err(|_| {
+                not_configured("the API key contains characters not allowed in a header".into())
+            })?;
+            value.set_sensitive(true);
+            headers.insert(header, value);
+        }
+        for (header, value) in extra {
+            let header_name = HeaderName::from_bytes(header.as_bytes())
+                .map_err(|_| not_configured(format!("invalid header name {header:?}")))?;
+            let mut header_value = HeaderValue::from_str(value.expose())
+                .map_err(|_| not_configured(format!("invalid value of header {header:?}")))?;
+            header_value.set_sensitive(true);
+            headers.insert(header_name, header_value);
+        }
+        let client = reqwest::Client::builder()
+            .connect_timeout(connect_timeout)
+            .build()
+            .map_err(|err| not_configured(format!("cannot build HTTP client: {err}")))?;
+        Ok(Self {
+            base_url,
+            headers,
+            client,
+        })
+    }
+}
 
 /// How much of a body or chunk goes into an error message: enough to
 /// recognise it, not enough to flood a log with an HTML page.

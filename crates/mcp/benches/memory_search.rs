@@ -21,7 +21,7 @@ const NOTES: u32 = 10_000;
 fn write_corpus(root: &Path) {
     let mut filler = Filler::new(7);
     for n in 0..NOTES {
-        let planted = (n % 97 == 0).then_some((5, "quokka"));
+        let planted = n.is_multiple_of(97).then_some((5, "quokka"));
         write_note(root, &note_path(n), &filler.note_with(12, planted));
     }
 }

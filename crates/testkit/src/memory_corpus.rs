@@ -90,7 +90,7 @@ impl Filler {
 /// (`memory/YYYY-MM-DD.md`, 28-day months from 2000), odd ones topic notes
 /// (`memory/topics/tNNNNN.md`).
 pub fn note_path(n: u32) -> String {
-    if n % 2 == 0 {
+    if n.is_multiple_of(2) {
         let day = n / 2;
         format!(
             "memory/{:04}-{:02}-{:02}.md",

@@ -324,5 +324,4 @@ pub(crate) fn decode_chunks(chunks: &[&[u8]]) -> Vec<Result<ChatEvent, LlmError>
 }
 
 #[cfg(test)]
-#[path = "stream_tests.rs"]
 mod tests;

@@ -11,10 +11,9 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use futures::{StreamExt, TryStreamExt};
-use reqwest::Url;
-use reqwest::header::{ACCEPT, AUTHORIZATION, HeaderMap, HeaderName, HeaderValue};
+use reqwest::header::{ACCEPT, AUTHORIZATION, HeaderMap, HeaderValue};
 
-use crate::http::{AnswerBody, MESSAGE_CUT_CHARS, Upstream, cut};
+use crate::http::{AnswerBody, Connection, MESSAGE_CUT_CHARS, Upstream, cut};
 use crate::sse::DEFAULT_MAX_LINE_BYTES;
 use crate::{ChatBackend, ChatRequest, ChatStream, LlmError};
 
@@ -74,38 +73,24 @@ impl OpenAiBackend {
     /// mistake shows at start-up rather than at the first request.
     pub fn new(config: OpenAiConfig) -> Result<Self, LlmError> {
         let name = config.name;
-        let not_configured = |what: String| LlmError::NotConfigured(format!("{name}: {what}"));
-        let base_url = config.base_url.trim_end_matches('/').to_owned();
-        let parsed = Url::parse(&base_url)
-            .map_err(|err| not_configured(format!("invalid base URL {base_url:?}: {err}")))?;
-        if !matches!(parsed.scheme(), "http" | "https") {
-            return Err(not_configured(format!(
-                "base URL {base_url:?} is not http(s)"
-            )));
-        }
-        let mut headers = HeaderMap::new();
-        headers.insert(ACCEPT, HeaderValue::from_static("text/event-stream"));
-        if let Some(key) = &config.api_key {
-            let mut value =
-                HeaderValue::from_str(&format!("Bearer {}", key.expose())).map_err(|_| {
-                    not_configured("the API key contains characters not allowed in a header".into())
-                })?;
-            value.set_sensitive(true);
-            headers.insert(AUTHORIZATION, value);
-        }
-        for (header, value) in &config.extra_headers {
-            let header_name = HeaderName::from_bytes(header.as_bytes())
-                .map_err(|_| not_configured(format!("invalid header name {header:?}")))?;
-            let mut header_value = HeaderValue::from_str(value.expose())
-                .map_err(|_| not_configured(format!("invalid value of header {header:?}")))?;
-            // A proxy's header may carry a credential: keep it out of Debug.
-            header_value.set_sensitive(true);
-            headers.insert(header_name, header_value);
-        }
-        let client = reqwest::Client::builder()
-            .connect_timeout(config.request_timeout)
-            .build()
-            .map_err(|err| not_configured(format!("cannot build HTTP client: {err}")))?;
+        let credential = config.api_key.as_ref().map(|key| {
+            (
+                AUTHORIZATION,
+                Secret::from(format!("Bearer {}", key.expose())),
+            )
+        });
+        let Connection {
+            base_url,
+            headers,
+            client,
+        } = Connection::new(
+            &name,
+            &config.base_url,
+            &[],
+            credential,
+            &config.extra_headers,
+            config.request_timeout,
+        )?;
         Ok(Self {
             name,
             base_url,

@@ -508,5 +508,4 @@ impl InboundRequest {
 }
 
 #[cfg(test)]
-#[path = "request_tests.rs"]
 mod tests;
