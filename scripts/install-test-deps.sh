@@ -47,13 +47,19 @@ if ! cmp -s "$requirements" "$venv/.installed-requirements.txt"; then
   cp "$requirements" "$venv/.installed-requirements.txt"
 fi
 
-# The real GitHub Copilot CLI (the Copilot runner's tests start it signed
-# out): exactly this version, reinstalled only when the pin changes.
-copilot_version=1.0.102
-copilot_dir=.peers/copilot
-if [ "$(cat "$copilot_dir/.installed-version" 2>/dev/null)" != "$copilot_version" ]; then
-  mkdir -p "$copilot_dir"
-  npm install --prefix "$copilot_dir" --no-audit --no-fund --no-save --loglevel=error \
-    "@github/copilot@$copilot_version" >/dev/null
-  echo "$copilot_version" > "$copilot_dir/.installed-version"
-fi
+# The real agents, exactly these versions, each in its own gitignored folder
+# and reinstalled only when its pin changes: the Copilot runner's tests start
+# the Copilot CLI signed out; the conformance tests (crates/cli/tests/agents)
+# run every agent against the daemon.
+install_agent() {
+  local dir=".peers/$1" package="$2"
+  if [ "$(cat "$dir/.installed-version" 2>/dev/null)" != "$package" ]; then
+    rm -rf "$dir"
+    mkdir -p "$dir"
+    npm install --prefix "$dir" --no-audit --no-fund --no-save --loglevel=error "$package" >/dev/null
+    echo "$package" > "$dir/.installed-version"
+  fi
+}
+install_agent copilot @github/copilot@1.0.102
+install_agent claude @anthropic-ai/claude-code@2.1.328
+install_agent codex @openai/codex@0.169.0

@@ -2,6 +2,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod agents;
 mod cli_config;
 mod cli_daemon;
 mod cli_mcp_code;

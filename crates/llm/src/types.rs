@@ -85,6 +85,10 @@ pub struct ChatRequest {
     /// backends that speak the same wire format.
     #[serde(default)]
     pub extra: BTreeMap<String, Value>,
+    /// Request headers of the client forwarded, like `extra`, to a backend
+    /// of the client's own wire format (Anthropic's `anthropic-beta`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub headers: BTreeMap<String, String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -10,6 +10,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::support::{Setup, TestDaemon};
 
+mod claude_code;
 mod clients;
 
 /// Every stream must end well within this.
@@ -215,7 +216,7 @@ async fn tool_use_round_trips_through_an_openai_upstream() {
         starts,
         [
             &json!({"type": "text", "text": ""}),
-            &json!({"type": "tool_use", "id": "call_1", "name": "read_file", "input": {}}),
+            &json!({"type": "tool_use", "id": "toolu_call_1", "name": "read_file", "input": {}}),
         ]
     );
     let input: String = records
@@ -240,10 +241,10 @@ async fn tool_use_round_trips_through_an_openai_upstream() {
                 {"role": "user", "content": "what is in a.txt?"},
                 {"role": "assistant", "content": [
                     {"type": "text", "text": "Let me look."},
-                    {"type": "tool_use", "id": "call_1", "name": "read_file", "input": {"path": "a.txt"}},
+                    {"type": "tool_use", "id": "toolu_call_1", "name": "read_file", "input": {"path": "a.txt"}},
                 ]},
                 {"role": "user", "content": [
-                    {"type": "tool_result", "tool_use_id": "call_1", "content": [{"type": "text", "text": "hi"}]},
+                    {"type": "tool_result", "tool_use_id": "toolu_call_1", "content": [{"type": "text", "text": "hi"}]},
                     {"type": "text", "text": "Summarise."},
                 ]},
             ],
@@ -433,17 +434,70 @@ async fn bad_requests_are_refused_with_anthropic_errors() {
     let daemon = TestDaemon::with(Setup::default().openai_backend(&mock.base_url())).await;
     let user = json!([{"role": "user", "content": "hi"}]);
     let cases: Vec<(&str, String, u16, &str, &str)> = vec![
-        ("text/plain", hello(false).to_string(), 415, "invalid_request_error", "unsupported_media_type"),
-        ("application/json", "{\"model\": ".into(), 400, "invalid_request_error", "invalid_json"),
-        ("application/json", "[1, 2]".into(), 400, "invalid_request_error", "invalid_json"),
-        ("application/json", json!({"model": "m", "max_tokens": 5}).to_string(), 400, "invalid_request_error", "missing_field"),
-        ("application/json", json!({"model": "m", "messages": user}).to_string(), 400, "invalid_request_error", "missing_field"),
-        ("application/json", json!({"model": "m", "max_tokens": "ten", "messages": user}).to_string(), 400, "invalid_request_error", "invalid_field"),
-        ("application/json", json!({"model": "m", "max_tokens": 5, "messages": {"role": "user"}}).to_string(), 400, "invalid_request_error", "invalid_field"),
-        ("application/json", json!({"model": "m", "max_tokens": 5, "messages": [{"role": "system", "content": "x"}]}).to_string(), 400, "invalid_request_error", "invalid_field"),
-        ("application/json", json!({"model": "m", "max_tokens": 5, "messages": user, "stream": "yes"}).to_string(), 400, "invalid_request_error", "invalid_field"),
-        ("application/json", json!({"model": "m", "max_tokens": 5, "messages": user,
-            "tools": [{"type": "web_search_20250305", "name": "web_search"}]}).to_string(), 400, "invalid_request_error", "unsupported_by_backend"),
+        (
+            "text/plain",
+            hello(false).to_string(),
+            415,
+            "invalid_request_error",
+            "unsupported_media_type",
+        ),
+        (
+            "application/json",
+            "{\"model\": ".into(),
+            400,
+            "invalid_request_error",
+            "invalid_json",
+        ),
+        (
+            "application/json",
+            "[1, 2]".into(),
+            400,
+            "invalid_request_error",
+            "invalid_json",
+        ),
+        (
+            "application/json",
+            json!({"model": "m", "max_tokens": 5}).to_string(),
+            400,
+            "invalid_request_error",
+            "missing_field",
+        ),
+        (
+            "application/json",
+            json!({"model": "m", "messages": user}).to_string(),
+            400,
+            "invalid_request_error",
+            "missing_field",
+        ),
+        (
+            "application/json",
+            json!({"model": "m", "max_tokens": "ten", "messages": user}).to_string(),
+            400,
+            "invalid_request_error",
+            "invalid_field",
+        ),
+        (
+            "application/json",
+            json!({"model": "m", "max_tokens": 5, "messages": {"role": "user"}}).to_string(),
+            400,
+            "invalid_request_error",
+            "invalid_field",
+        ),
+        (
+            "application/json",
+            json!({"model": "m", "max_tokens": 5, "messages": [{"role": "tool", "content": "x"}]})
+                .to_string(),
+            400,
+            "invalid_request_error",
+            "invalid_field",
+        ),
+        (
+            "application/json",
+            json!({"model": "m", "max_tokens": 5, "messages": user, "stream": "yes"}).to_string(),
+            400,
+            "invalid_request_error",
+            "invalid_field",
+        ),
     ];
     for (content_type, body, status, kind, code) in cases {
         let response = daemon

@@ -1,6 +1,7 @@
 //! Where the repository and the installed test peers are: the Python venv
-//! and the agent CLIs that `scripts/install-test-deps.sh` puts under
-//! `.peers/`.
+//! and the real agent CLIs that `scripts/install-test-deps.sh` puts under
+//! `.peers/`. A missing peer skips its test loudly on a developer's machine
+//! and fails it in CI (`CI` set), which installs every peer first.
 
 use std::path::PathBuf;
 
@@ -14,11 +15,28 @@ pub fn repo_root() -> PathBuf {
 /// venv); without it the test is skipped loudly, and fails in CI, which
 /// installs it first.
 pub fn python() -> Option<PathBuf> {
-    let python = repo_root().join(".peers/venv/bin/python");
-    if python.exists() {
-        return Some(python);
+    installed(
+        repo_root().join(".peers/venv/bin/python"),
+        "the Python peers",
+    )
+}
+
+/// The executable `bin` of the npm package installed under `.peers/DIR`
+/// (`agent_cli("claude", "claude")`: Claude Code).
+pub fn agent_cli(dir: &str, bin: &str) -> Option<PathBuf> {
+    let path = repo_root()
+        .join(".peers")
+        .join(dir)
+        .join("node_modules/.bin")
+        .join(bin);
+    installed(path, bin)
+}
+
+fn installed(path: PathBuf, what: &str) -> Option<PathBuf> {
+    if path.exists() {
+        return Some(path);
     }
-    let message = "the Python peers are missing: run scripts/install-test-deps.sh";
+    let message = format!("{what}: not installed; run scripts/install-test-deps.sh");
     assert!(std::env::var_os("CI").is_none(), "{message}");
     eprintln!("\n*** SKIPPED: {message} ***\n");
     None

@@ -5,7 +5,8 @@ Usage: anthropic_messages.py --base-url http://127.0.0.1:PORT --api-key TOKEN
        [--model NAME]
 
 Prints one JSON object: what the stream gave (event types, text, the final
-message) and the whole message, so the calling test can assert on it.
+message), the whole message and the model list, so the calling test can
+assert on it.
 """
 
 import argparse
@@ -39,6 +40,7 @@ def main() -> int:
         final = stream.get_final_message()
 
     whole = client.messages.create(model=args.model, max_tokens=64, messages=messages)
+    models = [model.model_dump(mode="json") for model in client.models.list()]
 
     print(
         json.dumps(
@@ -47,6 +49,7 @@ def main() -> int:
                 "stream_text": "".join(texts),
                 "stream_final": final.model_dump(mode="json"),
                 "message": whole.model_dump(mode="json"),
+                "models": models,
             }
         )
     )

@@ -154,11 +154,14 @@ impl ChatBackend for AnthropicBackend {
         let url = self.url("/v1/messages");
         let body = wire::request_body(&request, &model, self.max_tokens, &self.name)?;
         tracing::debug!(backend = %self.name, %url, %model, "anthropic message");
-        let builder = self
+        let mut builder = self
             .client
             .post(&url)
             .headers(self.headers.clone())
             .json(&body);
+        for (name, value) in &request.headers {
+            builder = builder.header(name, value);
+        }
         let response = self.upstream().send(builder, &url).await?;
         match self
             .upstream()

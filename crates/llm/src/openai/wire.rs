@@ -236,6 +236,7 @@ mod tests {
             max_tokens: Some(100),
             stop: vec!["END".into()],
             extra: BTreeMap::new(),
+            headers: BTreeMap::new(),
         }
     }
 

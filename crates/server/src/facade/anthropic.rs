@@ -74,6 +74,19 @@ async fn answer(
         .unwrap_or_else(|| entry.name.clone());
     let mut request = inbound.chat;
     request.model = route.model;
+    if format == UpstreamFormat::Anthropic {
+        // Betas the client turned on (tool search, 1M context, …) reach
+        // the upstream that knows them.
+        if let Some(beta) = headers.get("anthropic-beta").and_then(|v| v.to_str().ok()) {
+            request
+                .headers
+                .insert("anthropic-beta".to_owned(), beta.to_owned());
+        }
+    }
+    for left_out in &inbound.ignored {
+        tracing::debug!(backend = %entry.name, "anthropic facade: left out {left_out}");
+    }
+    let input_estimate = anthropic::estimate_chat_tokens(&request);
     tracing::debug!(
         backend = %entry.name,
         model = %model,
@@ -91,7 +104,7 @@ async fn answer(
     if inbound.stream {
         let relay = Relay {
             upstream,
-            encoder: StreamEncoder::new(&message_id, &model),
+            encoder: StreamEncoder::new(&message_id, &model).with_input_estimate(input_estimate),
             called_tools: false,
             done: false,
             backends: Arc::clone(&ctx.backends),
@@ -145,7 +158,6 @@ fn invalid(err: InboundError) -> FacadeError {
     let code = match err.kind {
         InboundErrorKind::Missing => "missing_field",
         InboundErrorKind::Invalid => "invalid_field",
-        InboundErrorKind::Unsupported => "unsupported_by_backend",
     };
     FacadeError::invalid(code, err.to_string()).with_param(err.param)
 }

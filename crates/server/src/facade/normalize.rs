@@ -71,6 +71,7 @@ pub fn single_prompt_request(request: &ChatRequest, turns: usize) -> ChatRequest
         max_tokens: request.max_tokens,
         stop: request.stop.clone(),
         extra: Default::default(),
+        headers: Default::default(),
     }
 }
 

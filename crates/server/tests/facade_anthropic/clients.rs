@@ -54,6 +54,11 @@ async fn the_official_anthropic_python_package_streams_and_gets_whole_messages()
     assert_eq!(message["type"], "message");
     assert_eq!(message["content"][0]["text"], "A whole answer.");
     assert_eq!(message["stop_reason"], "end_turn");
+    // The SDK's own model type parsed the list: Anthropic's shape.
+    let models = got["models"].as_array().unwrap();
+    assert!(!models.is_empty(), "{got}");
+    assert_eq!(models[0]["type"], "model");
+    assert!(models[0]["display_name"].is_string());
 
     // The system prompt reached the upstream.
     let sent = &chat_requests(&mock)[0];

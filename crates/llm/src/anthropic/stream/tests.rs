@@ -355,7 +355,13 @@ fn encoder_keeps_block_indexes_right_when_calls_and_text_interleave() {
     let got = response_of(decoded);
     let want = response_of(interleaved);
     assert_eq!(got.text, want.text);
-    assert_eq!(got.tool_calls, want.tool_calls);
+    // The client sees Anthropic-shaped ids: the upstream's own, prefixed.
+    let ids: Vec<&str> = got.tool_calls.iter().map(|call| call.id.as_str()).collect();
+    assert_eq!(ids, ["toolu_a", "toolu_b", "toolu_c"]);
+    let names = |calls: &[crate::ToolCall]| -> Vec<String> {
+        calls.iter().map(|call| call.name.clone()).collect()
+    };
+    assert_eq!(names(&got.tool_calls), names(&want.tool_calls));
     assert_eq!(got.finish, Some(FinishReason::ToolCalls));
     assert_eq!(got.tool_calls[0].arguments, "{\"x\":1}");
     assert_eq!(got.tool_calls[1].arguments, "{\"y\":2}");

@@ -44,6 +44,9 @@ pub struct StreamEncoder {
     open: Option<Open>,
     held: VecDeque<Held>,
     usage: Option<Usage>,
+    /// `message_start`'s input tokens when the upstream reports none
+    /// before the first token.
+    input_estimate: u64,
 }
 
 impl StreamEncoder {
@@ -57,7 +60,16 @@ impl StreamEncoder {
             open: None,
             held: VecDeque::new(),
             usage: None,
+            input_estimate: 0,
         }
+    }
+
+    /// `message_start` carries `input_tokens` (Claude Code shows and budgets
+    /// by it): the upstream's count when it reports usage before the first
+    /// token, else this estimate ([`super::estimate_chat_tokens`]).
+    pub fn with_input_estimate(mut self, tokens: u64) -> Self {
+        self.input_estimate = tokens;
+        self
     }
 
     /// The SSE records for one more event; events after
@@ -65,6 +77,11 @@ impl StreamEncoder {
     pub fn encode(&mut self, event: &ChatEvent) -> Vec<String> {
         let mut out = Vec::new();
         if self.finished {
+            return out;
+        }
+        if let ChatEvent::Usage { usage } = event {
+            // Before the first token it is the count `message_start` wants.
+            self.usage = Some(*usage);
             return out;
         }
         self.start(&mut out);
@@ -77,7 +94,7 @@ impl StreamEncoder {
                 self.call_arguments(*index, arguments, &mut out)
             }
             ChatEvent::ToolCallEnd { index } => self.call_end(*index, &mut out),
-            ChatEvent::Usage { usage } => self.usage = Some(*usage),
+            ChatEvent::Usage { .. } => {}
             ChatEvent::Finish { reason } => self.finish(reason, &mut out),
         }
         out
@@ -88,6 +105,9 @@ impl StreamEncoder {
             return;
         }
         self.started = true;
+        let input_tokens = self
+            .usage
+            .map_or(self.input_estimate, |usage| usage.prompt_tokens);
         out.push(record(
             "message_start",
             &json!({"type": "message_start", "message": {
@@ -98,7 +118,7 @@ impl StreamEncoder {
                 "content": [],
                 "stop_reason": null,
                 "stop_sequence": null,
-                "usage": {"input_tokens": 0, "output_tokens": 0},
+                "usage": {"input_tokens": input_tokens, "output_tokens": 0},
             }}),
         ));
     }
@@ -220,7 +240,7 @@ impl StreamEncoder {
     fn open_call(&mut self, call: usize, id: &str, name: &str, out: &mut Vec<String>) {
         self.open_block(
             Open::Call { call },
-            json!({"type": "tool_use", "id": id, "name": name, "input": {}}),
+            json!({"type": "tool_use", "id": super::client_tool_id(id), "name": name, "input": {}}),
             out,
         );
     }

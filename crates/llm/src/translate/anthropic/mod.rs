@@ -18,6 +18,7 @@
 //!   placeholder text, since our messages carry text only.
 
 mod encode;
+mod estimate;
 mod reply;
 mod tools;
 
@@ -26,6 +27,7 @@ use serde_json::{Map, Value};
 use crate::{ChatRequest, Message, Role, ToolCall};
 
 pub use encode::{StreamEncoder, encode_events};
+pub use estimate::{estimate_chat_tokens, estimate_input_tokens};
 pub use reply::{response_object, stop_reason};
 use tools::{tool_choice, tools};
 
@@ -44,6 +46,10 @@ pub struct InboundRequest {
     /// The `model` the client asked for, as it asked.
     pub model: Option<String>,
     pub stream: bool,
+    /// What the request carried that the upstream cannot take and was left
+    /// out (server tools, block types with no equivalent), each as
+    /// `param: what`, for the log. Empty for an Anthropic upstream.
+    pub ignored: Vec<String>,
 }
 
 /// Why a request body is refused.
@@ -53,8 +59,6 @@ pub enum InboundErrorKind {
     Missing,
     /// A field has the wrong type or value.
     Invalid,
-    /// Valid Anthropic, but the chosen upstream cannot take it.
-    Unsupported,
 }
 
 /// A refused request: which field (a JSON path such as `messages.2.content`)
@@ -83,13 +87,29 @@ impl InboundError {
             message: message.into(),
         }
     }
+}
 
-    fn unsupported(param: impl Into<String>, message: impl Into<String>) -> Self {
-        Self {
-            kind: InboundErrorKind::Unsupported,
-            param: param.into(),
-            message: message.into(),
-        }
+/// Anthropic's tool call ids start with `toolu_`, and clients may check: an
+/// upstream's own id (OpenAI's `call_…`) gets the prefix on the way to the
+/// client ([`client_tool_id`]) and loses it on the way back
+/// ([`upstream_tool_id`]), so each side sees ids of its own shape.
+const TOOL_ID_PREFIX: &str = "toolu_";
+
+/// The id of an upstream's tool call as the client sees it.
+pub fn client_tool_id(id: &str) -> std::borrow::Cow<'_, str> {
+    if id.starts_with(TOOL_ID_PREFIX) {
+        std::borrow::Cow::Borrowed(id)
+    } else {
+        std::borrow::Cow::Owned(format!("{TOOL_ID_PREFIX}{id}"))
+    }
+}
+
+/// The id a client's `tool_use` / `tool_result` carries, as a non-Anthropic
+/// upstream gave it.
+fn upstream_tool_id(id: String, format: UpstreamFormat) -> String {
+    match id.strip_prefix(TOOL_ID_PREFIX) {
+        Some(own) if format == UpstreamFormat::OpenAiChat && !own.is_empty() => own.to_owned(),
+        _ => id,
     }
 }
 
@@ -114,32 +134,7 @@ pub fn parse_request(
     parse(body, format, true)
 }
 
-/// An estimate of the input tokens of a `POST /v1/messages/count_tokens`
-/// body (a Messages request without `max_tokens`): about four characters a
-/// token over the text, tool calls and tool schemas, four tokens of framing
-/// per message, and a flat 1,600 per image (Anthropic's cap for one image).
-pub fn estimate_input_tokens(body: &Map<String, Value>) -> Result<u64, InboundError> {
-    let request = parse(body, UpstreamFormat::OpenAiChat, false)?;
-    let mut chars = 0usize;
-    let mut images = 0u64;
-    for message in &request.chat.messages {
-        if let Some(text) = &message.content {
-            chars += text.len();
-            images += text.matches(OMITTED_IMAGE).count() as u64;
-            chars = chars.saturating_sub(text.matches(OMITTED_IMAGE).count() * OMITTED_IMAGE.len());
-        }
-        for call in &message.tool_calls {
-            chars += call.name.len() + call.arguments.len();
-        }
-    }
-    for tool in &request.chat.tools {
-        chars += tool.name.len() + tool.description.len() + tool.parameters.to_string().len();
-    }
-    let messages = request.chat.messages.len() as u64;
-    Ok((chars as u64).div_ceil(4) + 4 * messages + 1_600 * images)
-}
-
-fn parse(
+pub(super) fn parse(
     body: &Map<String, Value>,
     format: UpstreamFormat,
     require_max_tokens: bool,
@@ -177,7 +172,8 @@ fn parse(
     let stop = stop_sequences(body)?;
 
     let mut messages = Vec::new();
-    if let Some(system) = system_text(body.get("system"))? {
+    let mut ignored = Vec::new();
+    if let Some(system) = system_text(body.get("system"), "system")? {
         messages.push(Message::text(Role::System, system));
     }
     let wire_messages = match body.get("messages") {
@@ -192,9 +188,10 @@ fn parse(
         Some(_) => return Err(InboundError::invalid("messages", "must be an array")),
     };
     for (index, message) in wire_messages.iter().enumerate() {
-        push_message(message, &format!("messages.{index}"), format, &mut messages)?;
+        let param = format!("messages.{index}");
+        push_message(message, &param, format, &mut messages, &mut ignored)?;
     }
-    let tools = tools(body.get("tools"), format)?;
+    let tools = tools(body.get("tools"), format, &mut ignored)?;
     let tool_choice = tool_choice(body.get("tool_choice"))?;
 
     let mut extra = std::collections::BTreeMap::new();
@@ -230,9 +227,11 @@ fn parse(
             max_tokens,
             stop,
             extra,
+            headers: Default::default(),
         },
         model,
         stream,
+        ignored,
     })
 }
 
@@ -281,8 +280,9 @@ fn stop_sequences(body: &Map<String, Value>) -> Result<Vec<String>, InboundError
     }
 }
 
-/// `system` as a string or as text blocks (joined by a blank line).
-fn system_text(system: Option<&Value>) -> Result<Option<String>, InboundError> {
+/// `system` (or a system message's `content`) as a string or as text
+/// blocks, joined by a blank line.
+fn system_text(system: Option<&Value>, param: &str) -> Result<Option<String>, InboundError> {
     match system {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(text)) if text.is_empty() => Ok(None),
@@ -290,7 +290,7 @@ fn system_text(system: Option<&Value>) -> Result<Option<String>, InboundError> {
         Some(Value::Array(blocks)) => {
             let mut texts = Vec::new();
             for (index, block) in blocks.iter().enumerate() {
-                let param = format!("system.{index}");
+                let param = format!("{param}.{index}");
                 let block = block_object(block, &param)?;
                 if block_type(block, &param)? != "text" {
                     return Err(InboundError::invalid(
@@ -304,7 +304,7 @@ fn system_text(system: Option<&Value>) -> Result<Option<String>, InboundError> {
             Ok((!joined.is_empty()).then_some(joined))
         }
         Some(_) => Err(InboundError::invalid(
-            "system",
+            param,
             "must be a string or an array of text blocks",
         )),
     }
@@ -348,12 +348,15 @@ fn required_string(
 
 /// One wire message as our messages: a user message's tool results become
 /// tool messages (first, in order: OpenAI wants a call's answer right after
-/// the call), then its text as one user message.
+/// the call), then its text as one user message. A system message in the
+/// conversation (Claude Code sends them) stays a system message at its
+/// place.
 fn push_message(
     message: &Value,
     param: &str,
     format: UpstreamFormat,
     out: &mut Vec<Message>,
+    ignored: &mut Vec<String>,
 ) -> Result<(), InboundError> {
     let message = message
         .as_object()
@@ -361,10 +364,20 @@ fn push_message(
     let role = match message.get("role").and_then(Value::as_str) {
         Some("user") => Role::User,
         Some("assistant") => Role::Assistant,
+        Some("system") => {
+            let content_param = format!("{param}.content");
+            if message.get("content").is_none_or(Value::is_null) {
+                return Err(InboundError::missing(content_param));
+            }
+            if let Some(text) = system_text(message.get("content"), &content_param)? {
+                out.push(Message::text(Role::System, text));
+            }
+            return Ok(());
+        }
         Some(_) => {
             return Err(InboundError::invalid(
                 format!("{param}.role"),
-                "must be \"user\" or \"assistant\" (the system prompt goes in `system`)",
+                "must be \"user\", \"assistant\" or \"system\"",
             ));
         }
         None if message.get("role").is_none() => {
@@ -402,8 +415,10 @@ fn push_message(
             ("text", _) => texts.push(block_text(block, &param)?),
             ("image", _) => texts.push(OMITTED_IMAGE.to_owned()),
             ("document", _) => texts.push(OMITTED_DOCUMENT.to_owned()),
-            ("tool_use", Role::Assistant) => calls.push(tool_use(block, &param)?),
-            ("tool_result", Role::User) => results.push(tool_result(block, &param)?),
+            ("tool_use", Role::Assistant) => calls.push(tool_use(block, &param, format)?),
+            ("tool_result", Role::User) => {
+                results.push(tool_result(block, &param, format, ignored)?)
+            }
             // Reasoning of earlier turns only means something to the model
             // that wrote it (and its signature to Anthropic).
             ("thinking" | "redacted_thinking", Role::Assistant) => {}
@@ -420,16 +435,13 @@ fn push_message(
                     ),
                 ));
             }
-            // The native upstream knows block types we do not.
-            (_, _) if format == UpstreamFormat::Anthropic => {}
+            ("tool_reference", _) => texts.push(tool_reference(block, &param)?),
+            // The native upstream knows block types we do not; another
+            // cannot take them (server tool results, search results, …).
             (kind, _) => {
-                return Err(InboundError::unsupported(
-                    format!("{param}.type"),
-                    format!(
-                        "content blocks of type {kind:?} need an Anthropic backend; \
-                         this backend takes text, images (as a placeholder), tool_use and tool_result"
-                    ),
-                ));
+                if format != UpstreamFormat::Anthropic {
+                    ignored.push(format!("{param}: a {kind:?} block"));
+                }
             }
         }
     }
@@ -449,8 +461,12 @@ fn push_message(
     Ok(())
 }
 
-fn tool_use(block: &Map<String, Value>, param: &str) -> Result<ToolCall, InboundError> {
-    let id = required_string(block, "id", param)?;
+fn tool_use(
+    block: &Map<String, Value>,
+    param: &str,
+    format: UpstreamFormat,
+) -> Result<ToolCall, InboundError> {
+    let id = upstream_tool_id(required_string(block, "id", param)?, format);
     let name = required_string(block, "name", param)?;
     let arguments = match block.get("input") {
         None | Some(Value::Null) => "{}".to_owned(),
@@ -469,10 +485,23 @@ fn tool_use(block: &Map<String, Value>, param: &str) -> Result<ToolCall, Inbound
     })
 }
 
+/// A `tool_reference` block (Claude Code's tool search: the named tool is
+/// now loaded) as text the model can act on: the tool itself is among the
+/// functions sent, since `defer_loading` has no equivalent elsewhere.
+fn tool_reference(block: &Map<String, Value>, param: &str) -> Result<String, InboundError> {
+    let name = required_string(block, "tool_name", param)?;
+    Ok(format!("[tool {name} is available: call it by that name]"))
+}
+
 /// A `tool_result` block as a tool message. OpenAI's tool messages have no
 /// error flag, so a failed call's result says so in its text.
-fn tool_result(block: &Map<String, Value>, param: &str) -> Result<Message, InboundError> {
-    let call_id = required_string(block, "tool_use_id", param)?;
+fn tool_result(
+    block: &Map<String, Value>,
+    param: &str,
+    format: UpstreamFormat,
+    ignored: &mut Vec<String>,
+) -> Result<Message, InboundError> {
+    let call_id = upstream_tool_id(required_string(block, "tool_use_id", param)?, format);
     let content_param = format!("{param}.content");
     let mut text = match block.get("content") {
         None | Some(Value::Null) => String::new(),
@@ -486,7 +515,12 @@ fn tool_result(block: &Map<String, Value>, param: &str) -> Result<Message, Inbou
                     "text" => texts.push(block_text(part, &param)?),
                     "image" => texts.push(OMITTED_IMAGE.to_owned()),
                     "document" => texts.push(OMITTED_DOCUMENT.to_owned()),
-                    _ => {}
+                    "tool_reference" => texts.push(tool_reference(part, &param)?),
+                    kind => {
+                        if format != UpstreamFormat::Anthropic {
+                            ignored.push(format!("{param}: a {kind:?} block"));
+                        }
+                    }
                 }
             }
             texts.join("\n\n")

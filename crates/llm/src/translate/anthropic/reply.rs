@@ -36,7 +36,12 @@ pub fn response_object(id: &str, model: &str, response: &ChatResponse) -> Value 
                 _ => json!({"raw_arguments": call.arguments}),
             }
         };
-        content.push(json!({"type": "tool_use", "id": call.id, "name": call.name, "input": input}));
+        content.push(json!({
+            "type": "tool_use",
+            "id": super::client_tool_id(&call.id),
+            "name": call.name,
+            "input": input,
+        }));
     }
     let usage = response.usage.unwrap_or_default();
     json!({

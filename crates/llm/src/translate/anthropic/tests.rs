@@ -28,13 +28,13 @@ fn conversation() -> Value {
             {"role": "assistant", "content": [
                 {"type": "thinking", "thinking": "hmm", "signature": "sig"},
                 {"type": "text", "text": "Reading."},
-                {"type": "tool_use", "id": "toolu_1", "name": "Read", "input": {"path": "a"}},
-                {"type": "tool_use", "id": "toolu_2", "name": "Read", "input": {}},
+                {"type": "tool_use", "id": "toolu_call_1", "name": "Read", "input": {"path": "a"}},
+                {"type": "tool_use", "id": "toolu_call_2", "name": "Read", "input": {}},
             ]},
             {"role": "user", "content": [
                 {"type": "text", "text": "here:"},
-                {"type": "tool_result", "tool_use_id": "toolu_1", "content": "A"},
-                {"type": "tool_result", "tool_use_id": "toolu_2", "is_error": true,
+                {"type": "tool_result", "tool_use_id": "toolu_call_1", "content": "A"},
+                {"type": "tool_result", "tool_use_id": "toolu_call_2", "is_error": true,
                  "content": [{"type": "text", "text": "no such file"}, {"type": "image",
                    "source": {"type": "base64", "media_type": "image/png", "data": "AAAA"}}]},
             ]},
@@ -57,6 +57,7 @@ fn a_tool_round_trip_maps_to_openai_messages_in_order() {
     assert!(parsed.stream);
     assert_eq!(parsed.model.as_deref(), Some("claude-sonnet-4"));
     let chat = parsed.chat;
+    // The ids lose the `toolu_` the facade gave the upstream's own ids.
     assert_eq!(
         chat.messages,
         vec![
@@ -67,21 +68,21 @@ fn a_tool_round_trip_maps_to_openai_messages_in_order() {
                 content: Some("Reading.".into()),
                 tool_calls: vec![
                     ToolCall {
-                        id: "toolu_1".into(),
+                        id: "call_1".into(),
                         name: "Read".into(),
                         arguments: r#"{"path":"a"}"#.into()
                     },
                     ToolCall {
-                        id: "toolu_2".into(),
+                        id: "call_2".into(),
                         name: "Read".into(),
                         arguments: "{}".into()
                     },
                 ],
                 tool_call_id: None,
             },
-            Message::tool_result("toolu_1", "A"),
+            Message::tool_result("call_1", "A"),
             Message::tool_result(
-                "toolu_2",
+                "call_2",
                 format!("[tool error] no such file\n\n{OMITTED_IMAGE}")
             ),
             Message::text(Role::User, "here:"),
@@ -178,6 +179,78 @@ fn images_and_documents_become_placeholders_for_text_only_upstreams() {
     );
 }
 
+/// What Claude Code 2.1.328 sends with its default settings: a system
+/// message in the conversation, per-message `output_config`, per-block
+/// `cache_control` and `citations`, a deferred tool, a tool search's
+/// `tool_reference`, adaptive thinking, a server tool.
+fn claude_code_default() -> Value {
+    json!({
+        "model": "claude-opus-4-7",
+        "max_tokens": 32000,
+        "stream": true,
+        "thinking": {"type": "adaptive"},
+        "output_config": {"effort": "high"},
+        "context_management": {"edits": []},
+        "system": [{"type": "text", "text": "You are Claude Code.", "cache_control": {"type": "ephemeral", "ttl": "1h"}}],
+        "messages": [
+            {"role": "user", "content": [{"type": "text", "text": "find the tool", "cache_control": {"type": "ephemeral"}}]},
+            {"role": "system", "content": "Today is Wednesday.", "output_config": {"effort": "low"}},
+            {"role": "assistant", "content": [
+                {"type": "text", "text": "Searching.", "citations": null},
+                {"type": "tool_use", "id": "toolu_01", "name": "ToolSearch", "input": {"query": "weather"}},
+            ]},
+            {"role": "user", "content": [
+                {"type": "tool_result", "tool_use_id": "toolu_01",
+                 "content": [{"type": "tool_reference", "tool_name": "mcp__weather__forecast"}]},
+                {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {}},
+            ]},
+        ],
+        "tools": [
+            {"name": "ToolSearch", "input_schema": {"type": "object"}},
+            {"name": "mcp__weather__forecast", "input_schema": {"type": "object"}, "defer_loading": true},
+            {"type": "web_search_20250305", "name": "web_search", "max_uses": 5},
+        ],
+    })
+}
+
+#[test]
+fn claude_codes_default_request_is_accepted_and_what_is_left_out_is_named() {
+    let parsed = openai(claude_code_default()).unwrap();
+    let roles: Vec<Role> = parsed.chat.messages.iter().map(|m| m.role).collect();
+    assert_eq!(
+        roles,
+        [
+            Role::System,
+            Role::User,
+            Role::System,
+            Role::Assistant,
+            Role::Tool
+        ]
+    );
+    assert_eq!(
+        parsed.chat.messages[2].content.as_deref(),
+        Some("Today is Wednesday.")
+    );
+    let result = parsed.chat.messages[4].content.as_deref().unwrap();
+    assert!(result.contains("mcp__weather__forecast"), "{result}");
+    let tools: Vec<&str> = parsed.chat.tools.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(tools, ["ToolSearch", "mcp__weather__forecast"]);
+    assert_eq!(
+        parsed.ignored,
+        [
+            "messages.3.content.1: a \"server_tool_use\" block",
+            "tools.2: server tool \"web_search\" (web_search_20250305)",
+        ]
+    );
+    // The native upstream takes it all and leaves nothing out.
+    let native = parse_request(&object(claude_code_default()), UpstreamFormat::Anthropic).unwrap();
+    assert!(native.ignored.is_empty());
+    assert_eq!(
+        native.chat.extra["messages"],
+        claude_code_default()["messages"]
+    );
+}
+
 #[test]
 fn bad_input_names_the_field_and_the_problem() {
     let user = json!([{"role": "user", "content": "hi"}]);
@@ -243,9 +316,14 @@ fn bad_input_names_the_field_and_the_problem() {
             "system.0.type",
         ),
         (
-            json!({"max_tokens": 5, "messages": [{"role": "system", "content": "x"}]}),
+            json!({"max_tokens": 5, "messages": [{"role": "tool", "content": "x"}]}),
             InboundErrorKind::Invalid,
             "messages.0.role",
+        ),
+        (
+            json!({"max_tokens": 5, "messages": [{"role": "system", "content": 7}]}),
+            InboundErrorKind::Invalid,
+            "messages.0.content",
         ),
         (
             json!({"max_tokens": 5, "messages": [{"content": "x"}]}),
@@ -278,19 +356,14 @@ fn bad_input_names_the_field_and_the_problem() {
             "messages.0.content.0.input",
         ),
         (
-            json!({"max_tokens": 5, "messages": [{"role": "user", "content": [{"type": "search_result"}]}]}),
-            InboundErrorKind::Unsupported,
-            "messages.0.content.0.type",
-        ),
-        (
             json!({"max_tokens": 5, "messages": user, "tools": [{"name": "t"}]}),
             InboundErrorKind::Missing,
             "tools.0.input_schema",
         ),
         (
-            json!({"max_tokens": 5, "messages": user, "tools": [{"type": "web_search_20250305", "name": "web_search"}]}),
-            InboundErrorKind::Unsupported,
-            "tools.0.type",
+            json!({"max_tokens": 5, "messages": [{"role": "user", "content": [{"type": "tool_reference"}]}]}),
+            InboundErrorKind::Missing,
+            "messages.0.content.0.tool_name",
         ),
         (
             json!({"max_tokens": 5, "messages": user, "tool_choice": {"type": "tool"}}),
@@ -358,9 +431,9 @@ fn the_message_object_has_text_parsed_tool_input_stop_reason_and_usage() {
             "id": "msg_1", "type": "message", "role": "assistant", "model": "gpt-4o",
             "content": [
                 {"type": "text", "text": "Reading."},
-                {"type": "tool_use", "id": "call_1", "name": "Read", "input": {"path": "a"}},
-                {"type": "tool_use", "id": "call_2", "name": "Read", "input": {}},
-                {"type": "tool_use", "id": "call_3", "name": "Read", "input": {"raw_arguments": "{\"path\": "}},
+                {"type": "tool_use", "id": "toolu_call_1", "name": "Read", "input": {"path": "a"}},
+                {"type": "tool_use", "id": "toolu_call_2", "name": "Read", "input": {}},
+                {"type": "tool_use", "id": "toolu_call_3", "name": "Read", "input": {"raw_arguments": "{\"path\": "}},
             ],
             "stop_reason": "tool_use", "stop_sequence": null,
             "usage": {"input_tokens": 12, "output_tokens": 7},

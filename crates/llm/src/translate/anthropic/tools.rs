@@ -5,9 +5,14 @@ use serde_json::{Value, json};
 use super::{InboundError, UpstreamFormat, required_string};
 use crate::ToolDefinition;
 
+/// The client's tools as functions. `defer_loading` (Claude Code's tool
+/// search) has no equivalent elsewhere: a deferred tool is sent as an
+/// ordinary function. Anthropic's server tools run at Anthropic only: for
+/// another upstream they are left out and named in `ignored`.
 pub(super) fn tools(
     tools: Option<&Value>,
     format: UpstreamFormat,
+    ignored: &mut Vec<String>,
 ) -> Result<Vec<ToolDefinition>, InboundError> {
     let list = match tools {
         None | Some(Value::Null) => return Ok(Vec::new()),
@@ -23,17 +28,10 @@ pub(super) fn tools(
         let name = required_string(tool, "name", &param)?;
         let kind = tool.get("type").and_then(Value::as_str).unwrap_or("custom");
         if kind != "custom" {
-            // Anthropic's server tools (web search, code execution, …) run
-            // at Anthropic; no other upstream can run them.
-            if format == UpstreamFormat::Anthropic {
-                continue;
+            if format != UpstreamFormat::Anthropic {
+                ignored.push(format!("{param}: server tool {name:?} ({kind})"));
             }
-            return Err(InboundError::unsupported(
-                format!("{param}.type"),
-                format!(
-                    "{name:?} is an Anthropic server tool ({kind}); only an Anthropic backend runs those"
-                ),
-            ));
+            continue;
         }
         let description = match tool.get("description") {
             None | Some(Value::Null) => String::new(),

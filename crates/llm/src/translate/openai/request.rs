@@ -210,6 +210,7 @@ pub fn parse_request(mut body: Map<String, Value>) -> Result<InboundRequest, Inb
             max_tokens,
             stop,
             extra,
+            headers: Default::default(),
         },
         stream,
         include_usage,

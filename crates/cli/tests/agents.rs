@@ -1,0 +1,75 @@
+//! The real agents, unmodified, through the daemon's facade: each pinned
+//! release (scripts/install-test-deps.sh) runs offline with a private HOME,
+//! telemetry and updates off, against `serve` whose backend is the
+//! testkit's mock upstream. Each test asserts on what the agent printed and
+//! on what the mock received.
+
+mod claude_code;
+
+use std::path::Path;
+use std::time::Duration;
+
+use bridge_testkit::{MockLlm, RecordedRequest, TempWorkspace};
+
+use crate::cli_serve::Served;
+use crate::support::Bridge;
+
+/// An agent's whole run, model turns and its own tools included.
+const AGENT_PATIENCE: Duration = Duration::from_secs(120);
+
+/// `serve` in `workspace` with the mock as its OpenAI-wire backend.
+fn serve_with(mock: &MockLlm, workspace: TempWorkspace) -> Served {
+    let dead = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let dead_url = format!("http://{}", dead.local_addr().unwrap());
+    drop(dead);
+    let base_url = format!("{}/v1", mock.base_url());
+    Served::start_in(
+        Bridge::new(),
+        workspace,
+        &[
+            ("COPILOT_BRIDGE_NO_GH", "1"),
+            ("OLLAMA_HOST", &dead_url),
+            ("COPILOT_BYOK_PROVIDER", "openai"),
+            ("COPILOT_BYOK_BASE_URL", &base_url),
+            ("COPILOT_BYOK_API_KEY", "sk-upstream"),
+            ("COPILOT_BYOK_MODEL", "mock-model"),
+        ],
+    )
+}
+
+/// A command with nothing of the developer's environment: PATH, a private
+/// HOME under `home`, and `env`.
+fn agent_command(program: &Path, home: &Path, cwd: &Path) -> tokio::process::Command {
+    let mut command = tokio::process::Command::new(program);
+    command
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", home)
+        .current_dir(cwd)
+        .kill_on_drop(true);
+    command
+}
+
+/// Runs `command` to its end within [`AGENT_PATIENCE`]: (stdout, stderr).
+async fn run_agent(mut command: tokio::process::Command, what: &str) -> (String, String) {
+    let output = tokio::time::timeout(AGENT_PATIENCE, command.output())
+        .await
+        .unwrap_or_else(|_| panic!("{what} did not finish within {AGENT_PATIENCE:?}"))
+        .unwrap_or_else(|err| panic!("{what} could not start: {err}"));
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert!(
+        output.status.success(),
+        "{what} failed ({}):\nstdout: {stdout}\nstderr: {stderr}",
+        output.status
+    );
+    (stdout, stderr)
+}
+
+/// The chat requests the mock received (not the daemon's model probes).
+fn chat_requests(mock: &MockLlm) -> Vec<RecordedRequest> {
+    mock.requests()
+        .into_iter()
+        .filter(|request| request.method == "POST")
+        .collect()
+}

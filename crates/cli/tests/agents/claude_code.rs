@@ -1,0 +1,115 @@
+//! Claude Code (`@anthropic-ai/claude-code`, pinned in
+//! scripts/install-test-deps.sh) with its default model setting, through
+//! `/v1/messages` with `ANTHROPIC_BASE_URL` as docs/facade.md gives it.
+
+use bridge_testkit::{MockLlm, MockReply, MockToolCall, TempWorkspace, agent_cli};
+use serde_json::Value;
+
+use super::{agent_command, chat_requests, run_agent, serve_with};
+use crate::cli_serve::Served;
+
+/// `claude -p PROMPT --output-format json` against `served`; its JSON result.
+async fn claude(served: &Served, prompt: &str, extra: &[&str]) -> Option<Value> {
+    let program = agent_cli("claude", "claude")?;
+    let home = tempfile::tempdir().unwrap();
+    let mut command = agent_command(&program, home.path(), served.workspace.path());
+    command
+        .env("CLAUDE_CONFIG_DIR", home.path().join(".claude"))
+        .env("ANTHROPIC_BASE_URL", served.url(""))
+        .env("ANTHROPIC_AUTH_TOKEN", &served.token)
+        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+        .env("DISABLE_TELEMETRY", "1")
+        .env("DISABLE_AUTOUPDATER", "1")
+        .args(["-p", prompt, "--output-format", "json"])
+        .args(extra);
+    let (stdout, _) = run_agent(command, "claude").await;
+    Some(
+        serde_json::from_str(stdout.trim())
+            .unwrap_or_else(|err| panic!("claude printed no JSON result ({err}): {stdout}")),
+    )
+}
+
+#[tokio::test]
+async fn a_text_turn_with_claude_codes_default_settings() {
+    let mock = MockLlm::start(vec![MockReply::chunks(["Hello ", "from the mock."])]).await;
+    let served = serve_with(&mock, TempWorkspace::new());
+    let Some(result) = claude(&served, "Say hello", &[]).await else {
+        return;
+    };
+    assert_eq!(result["is_error"], false, "{result}");
+    assert_eq!(result["result"], "Hello from the mock.");
+
+    let requests = chat_requests(&mock);
+    assert_eq!(requests.len(), 1, "one model turn");
+    let sent = &requests[0].body;
+    // Claude Code's own default model name, as it asked for it.
+    let model = sent["model"].as_str().unwrap();
+    assert!(model.starts_with("claude-"), "{model}");
+    let messages = sent["messages"].as_array().unwrap();
+    assert_eq!(messages[0]["role"], "system");
+    let prompt = messages
+        .iter()
+        .filter(|m| m["role"] == "user")
+        .map(|m| m["content"].as_str().unwrap_or_default())
+        .collect::<String>();
+    assert!(prompt.contains("Say hello"), "{sent}");
+    // Its tools reach the model as functions.
+    let tools: Vec<&str> = sent["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["function"]["name"].as_str())
+        .collect();
+    assert!(
+        tools.contains(&"Read") && tools.contains(&"Bash"),
+        "{tools:?}"
+    );
+}
+
+#[tokio::test]
+async fn claude_code_runs_its_own_read_tool_and_finishes_the_turn() {
+    let workspace = TempWorkspace::new();
+    workspace.write("notes.txt", "the secret word is pineapple\n");
+    let notes = workspace.path().join("notes.txt");
+    let arguments = serde_json::json!({"file_path": notes}).to_string();
+    let mock = MockLlm::start(vec![
+        MockReply::ToolCalls {
+            text: None,
+            calls: vec![MockToolCall::new("call_read_1", "Read", arguments)],
+        },
+        MockReply::chunks(["The file says pineapple."]),
+    ])
+    .await;
+    let served = serve_with(&mock, workspace);
+    let Some(result) = claude(
+        &served,
+        "What does notes.txt say?",
+        &["--allowedTools", "Read"],
+    )
+    .await
+    else {
+        return;
+    };
+    assert_eq!(result["is_error"], false, "{result}");
+    assert_eq!(result["result"], "The file says pineapple.");
+    assert_eq!(result["num_turns"], 2);
+
+    let requests = chat_requests(&mock);
+    assert_eq!(requests.len(), 2, "the tool call and the answer");
+    let messages = requests[1].body["messages"].as_array().unwrap();
+    let call = messages
+        .iter()
+        .find(|m| m["role"] == "assistant" && m["tool_calls"].is_array())
+        .expect("the model's tool call is in the history");
+    assert_eq!(call["tool_calls"][0]["id"], "call_read_1");
+    assert_eq!(call["tool_calls"][0]["function"]["name"], "Read");
+    let answer = messages
+        .iter()
+        .find(|m| m["role"] == "tool")
+        .expect("Claude Code sent the tool's result back");
+    assert_eq!(answer["tool_call_id"], "call_read_1");
+    assert!(
+        answer["content"].as_str().unwrap().contains("pineapple"),
+        "{answer}"
+    );
+}
