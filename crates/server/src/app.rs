@@ -50,6 +50,8 @@ pub struct ServerContext {
     pub native: Arc<bridge_engine::runner::native::NativeSettings>,
     /// Where OpenClaw's memory is (`/mcp/memory`).
     pub memory: Arc<bridge_mcp::memory::MemoryLayout>,
+    /// The Responses API's kept conversations (`previous_response_id`).
+    pub responses: Arc<crate::facade::store::ResponseStore>,
 }
 
 impl std::fmt::Debug for ServerContext {

@@ -268,6 +268,10 @@ impl Daemon {
                 None,
                 &config.openclaw,
             )),
+            responses: Arc::new(crate::facade::store::ResponseStore::new(
+                home.join("responses"),
+                crate::facade::store::StoreLimits::default(),
+            )),
             facts: Arc::new(DaemonFacts {
                 pid,
                 port,

@@ -9,6 +9,7 @@ mod facade_anthropic;
 mod facade_openai;
 mod facade_openai_errors;
 mod facade_openai_peers;
+mod facade_responses;
 mod health;
 mod mcp_bad_input;
 mod one_decision;

@@ -1,4 +1,5 @@
-//! Translation between the wire formats clients speak to the facade and
+//! Translation between the wire formats clients speak to the facade
+//! (OpenAI chat completions, Anthropic Messages, OpenAI Responses) and
 //! the normalized [`ChatRequest`](crate::ChatRequest) /
 //! [`ChatEvent`](crate::ChatEvent): each format has a module with the same
 //! parts under the same names — `parse_request` (a client's body into an
@@ -11,3 +12,4 @@
 
 pub mod anthropic;
 pub mod openai;
+pub mod responses;

@@ -97,7 +97,7 @@ async fn answer(
     );
 
     let upstream = overhead.upstream(entry.backend.stream(request)).await;
-    let upstream = upstream.map_err(|err| upstream_failed(&ctx.backends, &entry, &err))?;
+    let upstream = upstream.map_err(|err| ctx.backends.failure(&entry, &err))?;
     ctx.backends.record(&entry.name, Availability::Ok);
     let message_id = format!("msg_{}", bridge_policy::ids::random_hex(12));
 
@@ -122,7 +122,7 @@ async fn answer(
     }
 
     let answer = overhead.upstream(collect(upstream)).await;
-    let answer = answer.map_err(|err| upstream_failed(&ctx.backends, &entry, &err))?;
+    let answer = answer.map_err(|err| ctx.backends.failure(&entry, &err))?;
     let message = response_object(&message_id, &model, &answer);
     Ok((
         StatusCode::OK,
@@ -162,22 +162,6 @@ fn invalid(err: InboundError) -> FacadeError {
     FacadeError::invalid(code, err.to_string()).with_param(err.param)
 }
 
-/// The error for the client, with what it says about the backend noted.
-fn upstream_failed(backends: &Backends, entry: &BackendEntry, err: &LlmError) -> FacadeError {
-    backends.record(&entry.name, availability_after(err));
-    tracing::warn!(backend = %entry.name, "anthropic facade: upstream failed: {}", bridge_policy::redact::redact(&err.to_string()));
-    FacadeError::from_llm(entry.kind, err)
-}
-
-/// An upstream that refused a request on its merits is up; one that could
-/// not be reached, timed out, failed (5xx) or spoke nonsense is not.
-fn availability_after(err: &LlmError) -> Availability {
-    match err {
-        LlmError::Http { status, .. } if *status < 500 => Availability::Ok,
-        _ => Availability::Unavailable,
-    }
-}
-
 /// The streamed answer: upstream events through the encoder, one SSE
 /// chunk per event that produces records.
 struct Relay {
@@ -210,7 +194,7 @@ impl Relay {
                 }
                 Some(Err(err)) => {
                     self.done = true;
-                    let error = upstream_failed(&self.backends, &self.entry, &err);
+                    let error = self.backends.failure(&self.entry, &err);
                     return Some((Ok(error_record(&error)), self));
                 }
                 None => {
@@ -222,7 +206,7 @@ impl Relay {
                         backend: self.entry.name.clone(),
                         message: "the answer ended without a finish".into(),
                     };
-                    let error = upstream_failed(&self.backends, &self.entry, &err);
+                    let error = self.backends.failure(&self.entry, &err);
                     return Some((Ok(error_record(&error)), self));
                 }
             }

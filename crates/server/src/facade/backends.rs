@@ -15,6 +15,8 @@ use std::time::{Duration, Instant};
 
 use bridge_llm::ChatBackend;
 
+use super::errors::FacadeError;
+
 /// How a backend takes a conversation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum PromptStyle {
@@ -304,6 +306,23 @@ impl Backends {
         if let Ok(mut probes) = self.probes.lock() {
             probes.insert(name.to_owned(), (Instant::now(), seen));
         }
+    }
+
+    /// The client's error for a failed upstream request, with what it says
+    /// about the backend noted: an upstream that refused a request on its
+    /// merits (4xx but 429) is up; one that could not be reached, timed
+    /// out, was rate-limited, failed (5xx) or spoke nonsense is not.
+    pub fn failure(&self, entry: &BackendEntry, err: &bridge_llm::LlmError) -> FacadeError {
+        let answered = matches!(err, bridge_llm::LlmError::Http { status, .. } if (400..500).contains(status) && *status != 429);
+        let seen = if answered {
+            Availability::Ok
+        } else {
+            Availability::Unavailable
+        };
+        self.record(&entry.name, seen);
+        let error = FacadeError::from_llm(entry.kind, err);
+        tracing::warn!(backend = %entry.name, code = error.code, "upstream failed: {}", error.message);
+        error
     }
 
     fn recent(&self, name: &str) -> Option<Availability> {

@@ -1,6 +1,6 @@
 //! The OpenAI- and Anthropic-compatible facade: `POST /v1/chat/completions`,
-//! `GET /v1/models` and `POST /v1/messages`, over the daemon's chat
-//! backends ([`backends::Backends`]).
+//! `POST /v1/responses`, `GET /v1/models` and `POST /v1/messages`, over the
+//! daemon's chat backends ([`backends::Backends`]).
 //!
 //! Every route needs the daemon's token, as `Authorization: Bearer` (what
 //! OpenAI clients send as their API key) or `x-api-key` (what Anthropic
@@ -13,6 +13,8 @@ pub mod errors;
 mod models;
 pub mod normalize;
 mod openai;
+mod responses;
+pub mod store;
 pub mod timing;
 
 use axum::Router;
@@ -28,6 +30,7 @@ use errors::{ErrorKind, FacadeError};
 pub(crate) fn routes(ctx: ServerContext) -> Router {
     Router::new()
         .route("/v1/chat/completions", post(openai::chat_completions))
+        .route("/v1/responses", post(responses::create))
         .route("/v1/models", get(models::list))
         .route("/v1/messages", post(anthropic::messages))
         .route("/v1/messages/count_tokens", post(anthropic::count_tokens))

@@ -8,7 +8,6 @@
 
 use std::collections::VecDeque;
 use std::convert::Infallible;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use axum::body::{Body, Bytes};
 use axum::extract::State;
@@ -17,7 +16,7 @@ use axum::response::{IntoResponse, Response};
 use bridge_llm::translate::openai::{
     InboundError, InboundRequest, StreamEncoder, parse_request, response_object,
 };
-use bridge_llm::{BackendKind, ChatRequest, ChatStream, LlmError, collect};
+use bridge_llm::{BackendKind, ChatRequest, ChatStream, collect};
 use futures::StreamExt;
 use serde_json::Value;
 
@@ -88,17 +87,17 @@ async fn answer(
     let started = clock.upstream(entry.backend.stream(request)).await;
     let events = match started {
         Ok(events) => events,
-        Err(err) => return Err(upstream_failed(ctx, &entry, &err)),
+        Err(err) => return Err(ctx.backends.failure(&entry, &err)),
     };
     ctx.backends.record(&entry.name, Availability::Ok);
     let id = format!("chatcmpl-{}", bridge_policy::ids::random_hex(12));
-    let created = unix_now();
+    let created = super::timing::unix_now();
     if inbound.stream {
         let encoder = StreamEncoder::new(id, created, shown_model, inbound.include_usage);
         return Ok(sse_response(SseState::new(ctx, &entry, events, encoder)));
     }
     let collected = clock.upstream(collect(events)).await;
-    let whole = collected.map_err(|err| upstream_failed(ctx, &entry, &err))?;
+    let whole = collected.map_err(|err| ctx.backends.failure(&entry, &err))?;
     let completion = response_object(&id, created, &shown_model, &whole);
     Ok((
         StatusCode::OK,
@@ -137,29 +136,6 @@ fn upstream_request(
         }
         PromptStyle::Chat => Ok(inbound.native()),
     }
-}
-
-/// The error for a failed upstream request, noting what it says about the
-/// backend's availability: a request it refused (4xx but 429) still shows
-/// it up.
-fn upstream_failed(ctx: &ServerContext, entry: &BackendEntry, err: &LlmError) -> FacadeError {
-    let answered = matches!(err, LlmError::Http { status, .. } if (400..500).contains(status) && *status != 429);
-    let seen = if answered {
-        Availability::Ok
-    } else {
-        Availability::Unavailable
-    };
-    ctx.backends.record(&entry.name, seen);
-    let error = FacadeError::from_llm(entry.kind, err);
-    tracing::warn!(backend = %entry.name, code = error.code, "upstream failed: {}", error.message);
-    error
-}
-
-fn unix_now() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|elapsed| elapsed.as_secs())
-        .unwrap_or(0)
 }
 
 fn sse_data(value: &Value) -> Bytes {
@@ -257,6 +233,7 @@ fn sse_response(state: SseState) -> Response {
 mod tests {
     use super::super::errors::ErrorKind;
     use super::*;
+    use bridge_llm::LlmError;
 
     #[test]
     fn upstream_errors_map_to_the_documented_codes() {

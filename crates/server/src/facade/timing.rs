@@ -48,3 +48,11 @@ impl Overhead {
         }
     }
 }
+
+/// Seconds since the Unix epoch, for the `created` fields of answers.
+pub fn unix_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|elapsed| elapsed.as_secs())
+        .unwrap_or(0)
+}

@@ -19,7 +19,7 @@ pub struct InboundError {
 }
 
 impl InboundError {
-    fn missing(param: impl Into<String>) -> Self {
+    pub(in crate::translate) fn missing(param: impl Into<String>) -> Self {
         let param = param.into();
         Self {
             code: "missing_required_parameter",
@@ -28,7 +28,11 @@ impl InboundError {
         }
     }
 
-    fn invalid_type(param: impl Into<String>, expected: &str, got: &Value) -> Self {
+    pub(in crate::translate) fn invalid_type(
+        param: impl Into<String>,
+        expected: &str,
+        got: &Value,
+    ) -> Self {
         let param = param.into();
         Self {
             code: "invalid_type",
@@ -40,7 +44,10 @@ impl InboundError {
         }
     }
 
-    pub(super) fn invalid_value(param: impl Into<String>, message: impl Into<String>) -> Self {
+    pub(in crate::translate) fn invalid_value(
+        param: impl Into<String>,
+        message: impl Into<String>,
+    ) -> Self {
         Self {
             code: "invalid_value",
             param: param.into(),

@@ -1,0 +1,263 @@
+//! `POST /v1/responses`: OpenAI's Responses API (what Codex speaks) over
+//! every chat backend, streaming and not, with `previous_response_id`
+//! continuing a conversation kept in the store ([`super::store`]).
+
+use std::convert::Infallible;
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::extract::State;
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use bridge_llm::translate::responses::{
+    self, InboundError, InboundRequest, ResponseHead, StreamEncoder, answer_message,
+    response_object,
+};
+use bridge_llm::{BackendKind, ChatRequest, ChatResponse, ChatStream, LlmError, Message, collect};
+use futures::StreamExt;
+
+use super::backends::{Availability, BackendEntry, Backends, PromptStyle, Route};
+use super::body::read_json_object;
+use super::errors::FacadeError;
+use super::normalize;
+use super::store::{ResponseStore, new_response_id};
+use super::timing::{Overhead, unix_now};
+use crate::app::ServerContext;
+
+pub(crate) async fn create(
+    State(ctx): State<ServerContext>,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
+    let mut overhead = Overhead::start();
+    let mut response = match answer(&ctx, &headers, body, &mut overhead).await {
+        Ok(response) => response,
+        Err(error) => {
+            tracing::info!(
+                status = error.status.as_u16(),
+                code = error.code,
+                param = error.param.as_deref().unwrap_or(""),
+                "responses: refused: {}",
+                error.message
+            );
+            error.openai_response()
+        }
+    };
+    overhead.stamp(response.headers_mut());
+    response
+}
+
+fn refused(error: InboundError) -> FacadeError {
+    FacadeError::invalid(error.code, error.message).with_param(error.param)
+}
+
+async fn answer(
+    ctx: &ServerContext,
+    headers: &HeaderMap,
+    body: Body,
+    overhead: &mut Overhead,
+) -> Result<Response, FacadeError> {
+    let body = read_json_object(headers, body).await?;
+    let mut inbound = responses::parse_request(&body).map_err(refused)?;
+    drop(body);
+    if let Some(previous) = inbound.previous_response_id.clone() {
+        let history = load(&ctx.responses, &previous).await?;
+        inbound.continue_from(history);
+    }
+    let route = ctx.backends.route(inbound.model.as_deref())?;
+    let entry = Arc::clone(&route.entry);
+    for left_out in &inbound.ignored {
+        tracing::debug!(backend = %entry.name, "responses: left out {left_out}");
+    }
+    let head = ResponseHead {
+        id: new_response_id(),
+        model: inbound
+            .model
+            .clone()
+            .or_else(|| route.model.clone())
+            .or_else(|| entry.default_model.clone())
+            .unwrap_or_else(|| entry.name.clone()),
+        created_at: unix_now(),
+        custom_tools: inbound.custom_tools.clone(),
+        previous_response_id: inbound.previous_response_id.clone(),
+        store: inbound.store,
+    };
+    let keep = inbound
+        .store
+        .then(|| Keep::new(&ctx.responses, &head.id, inbound.conversation()));
+    let stream = inbound.stream;
+    let request = upstream_request(&entry, inbound, route);
+    tracing::debug!(
+        backend = %entry.name,
+        model = request.model.as_deref().unwrap_or("(default)"),
+        stream,
+        messages = request.messages.len(),
+        tools = request.tools.len(),
+        "responses"
+    );
+    let upstream = overhead.upstream(entry.backend.stream(request)).await;
+    let upstream = upstream.map_err(|err| ctx.backends.failure(&entry, &err))?;
+    ctx.backends.record(&entry.name, Availability::Ok);
+
+    if stream {
+        let relay = Relay {
+            upstream,
+            encoder: StreamEncoder::new(head),
+            pending: Vec::new(),
+            done: false,
+            backends: Arc::clone(&ctx.backends),
+            entry,
+            keep,
+        };
+        let mut response = Response::new(Body::from_stream(futures::stream::unfold(
+            relay,
+            Relay::next_chunk,
+        )));
+        let headers = response.headers_mut();
+        headers.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("text/event-stream"),
+        );
+        headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+        headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
+        return Ok(response);
+    }
+    let whole = overhead.upstream(collect(upstream)).await;
+    let whole = whole.map_err(|err| ctx.backends.failure(&entry, &err))?;
+    if let Some(keep) = keep {
+        keep.save(&whole).await;
+    }
+    Ok((
+        StatusCode::OK,
+        [(header::CONTENT_TYPE, "application/json")],
+        response_object(&head, &whole).to_string(),
+    )
+        .into_response())
+}
+
+/// What the backend is sent: the conversation as chat messages; the
+/// fields only chat completions takes go to backends of that wire only.
+fn upstream_request(entry: &BackendEntry, inbound: InboundRequest, route: Route) -> ChatRequest {
+    let mut request = match entry.style {
+        PromptStyle::SinglePrompt { turns } => {
+            normalize::single_prompt_request(&inbound.chat, turns)
+        }
+        PromptStyle::Chat => {
+            let mut request = inbound.chat;
+            if entry.kind != BackendKind::Anthropic {
+                request.extra = inbound.openai_extra;
+            }
+            request
+        }
+    };
+    request.model = route.model;
+    request
+}
+
+/// The stored conversation `id` continues, or the client's error.
+async fn load(store: &Arc<ResponseStore>, id: &str) -> Result<Vec<Message>, FacadeError> {
+    let not_found = || {
+        FacadeError::invalid(
+            "previous_response_not_found",
+            format!(
+                "Previous response with id '{}' not found.",
+                bridge_protocol::excerpt(id)
+            ),
+        )
+        .with_param("previous_response_id")
+    };
+    let store = Arc::clone(store);
+    let id_owned = id.to_owned();
+    match tokio::task::spawn_blocking(move || store.load(&id_owned)).await {
+        Ok(Ok(Some(history))) => Ok(history),
+        Ok(Ok(None)) => Err(not_found()),
+        Ok(Err(err)) => {
+            tracing::warn!("responses: {err}");
+            Err(not_found())
+        }
+        Err(err) => {
+            tracing::warn!("responses: reading the store failed: {err}");
+            Err(not_found())
+        }
+    }
+}
+
+/// A response to keep once it is whole: the conversation that led to it.
+struct Keep {
+    store: Arc<ResponseStore>,
+    id: String,
+    conversation: Vec<Message>,
+}
+
+impl Keep {
+    fn new(store: &Arc<ResponseStore>, id: &str, conversation: &[Message]) -> Self {
+        Self {
+            store: Arc::clone(store),
+            id: id.to_owned(),
+            conversation: conversation.to_vec(),
+        }
+    }
+
+    async fn save(mut self, answer: &ChatResponse) {
+        self.conversation.push(answer_message(answer));
+        let Self {
+            store,
+            id,
+            conversation,
+        } = self;
+        let saved = tokio::task::spawn_blocking(move || store.save(&id, &conversation)).await;
+        match saved {
+            Ok(Ok(())) => {}
+            Ok(Err(err)) => tracing::warn!("responses: not stored: {err}"),
+            Err(err) => tracing::warn!("responses: not stored: {err}"),
+        }
+    }
+}
+
+/// The streamed answer: upstream events through the encoder.
+struct Relay {
+    upstream: ChatStream,
+    encoder: StreamEncoder,
+    pending: Vec<String>,
+    done: bool,
+    backends: Arc<Backends>,
+    entry: Arc<BackendEntry>,
+    keep: Option<Keep>,
+}
+
+impl Relay {
+    async fn next_chunk(mut self) -> Option<(Result<String, Infallible>, Self)> {
+        if self.pending.is_empty() {
+            self.pending = self.encoder.start();
+        }
+        loop {
+            if !self.pending.is_empty() {
+                let chunk = std::mem::take(&mut self.pending).concat();
+                return Some((Ok(chunk), self));
+            }
+            if self.done {
+                return None;
+            }
+            match self.upstream.next().await {
+                Some(Ok(event)) => self.pending = self.encoder.encode(&event),
+                Some(Err(err)) => self.fail(&err),
+                None => {
+                    self.done = true;
+                    self.pending = self.encoder.end();
+                }
+            }
+            if let Some(answer) = self.encoder.answer().cloned() {
+                self.done = true;
+                if let Some(keep) = self.keep.take() {
+                    keep.save(&answer).await;
+                }
+            }
+        }
+    }
+
+    fn fail(&mut self, err: &LlmError) {
+        self.done = true;
+        let error = self.backends.failure(&self.entry, err);
+        self.pending = self.encoder.fail(error.code, &error.message);
+    }
+}
