@@ -5,6 +5,8 @@
 //! on what the mock received.
 
 mod claude_code;
+mod codex;
+mod copilot_cli;
 
 use std::path::Path;
 use std::time::Duration;

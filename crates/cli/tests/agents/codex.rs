@@ -1,0 +1,94 @@
+//! Codex (`@openai/codex`, pinned in scripts/install-test-deps.sh) through
+//! `/v1/responses`, configured as docs/facade.md gives it: a
+//! `[model_providers]` entry with `wire_api = "responses"`.
+
+use bridge_testkit::{MockLlm, MockReply, MockToolCall, TempWorkspace, agent_cli};
+
+use super::{agent_command, chat_requests, run_agent, serve_with};
+use crate::cli_serve::Served;
+
+/// `codex exec PROMPT` against `served`: what it printed on stdout.
+async fn codex(served: &Served, prompt: &str) -> Option<String> {
+    let program = agent_cli("codex", "codex")?;
+    let home = tempfile::tempdir().unwrap();
+    let config = format!(
+        "model = \"mock-model\"\nmodel_provider = \"bridge\"\n\n\
+         [model_providers.bridge]\nname = \"copilot-bridge\"\n\
+         base_url = \"{}\"\nenv_key = \"COPILOT_BRIDGE_TOKEN\"\nwire_api = \"responses\"\n",
+        served.url("/v1")
+    );
+    std::fs::write(home.path().join("config.toml"), config).unwrap();
+    let mut command = agent_command(&program, home.path(), served.workspace.path());
+    command
+        .env("CODEX_HOME", home.path())
+        .env("COPILOT_BRIDGE_TOKEN", &served.token)
+        .args(["exec", "--skip-git-repo-check", prompt]);
+    let (stdout, _) = run_agent(command, "codex").await;
+    Some(stdout)
+}
+
+#[tokio::test]
+async fn a_text_turn_through_the_responses_api() {
+    let mock = MockLlm::start(vec![MockReply::chunks(["Hello ", "from the mock."])]).await;
+    let served = serve_with(&mock, TempWorkspace::new());
+    let Some(printed) = codex(&served, "Say hello").await else {
+        return;
+    };
+    assert_eq!(printed.trim(), "Hello from the mock.");
+
+    let requests = chat_requests(&mock);
+    assert_eq!(requests.len(), 1);
+    let sent = &requests[0].body;
+    assert_eq!(sent["model"], "mock-model");
+    let messages = sent["messages"].as_array().unwrap();
+    assert_eq!(messages[0]["role"], "system", "Codex's developer prompt");
+    assert_eq!(messages.last().unwrap()["content"], "Say hello");
+    let tools: Vec<&str> = sent["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["function"]["name"].as_str())
+        .collect();
+    assert!(tools.contains(&"exec_command"), "{tools:?}");
+}
+
+#[tokio::test]
+async fn codex_runs_its_shell_tool_and_finishes_the_turn() {
+    let workspace = TempWorkspace::new();
+    workspace.write("notes.txt", "the secret word is pineapple\n");
+    let mock = MockLlm::start(vec![
+        MockReply::ToolCalls {
+            text: None,
+            calls: vec![MockToolCall::new(
+                "call_cat_1",
+                "exec_command",
+                r#"{"cmd":"cat notes.txt"}"#,
+            )],
+        },
+        MockReply::chunks(["The file says pineapple."]),
+    ])
+    .await;
+    let served = serve_with(&mock, workspace);
+    let Some(printed) = codex(&served, "What does notes.txt say?").await else {
+        return;
+    };
+    assert_eq!(printed.trim(), "The file says pineapple.");
+
+    let requests = chat_requests(&mock);
+    assert_eq!(requests.len(), 2, "the tool call and the answer");
+    let messages = requests[1].body["messages"].as_array().unwrap();
+    let call = messages
+        .iter()
+        .find(|m| m["role"] == "assistant" && m["tool_calls"].is_array())
+        .expect("the model's call is in the history Codex sent back");
+    assert_eq!(call["tool_calls"][0]["id"], "call_cat_1");
+    let output = messages
+        .iter()
+        .find(|m| m["role"] == "tool")
+        .expect("Codex sent the command's output back");
+    assert_eq!(output["tool_call_id"], "call_cat_1");
+    assert!(
+        output["content"].as_str().unwrap().contains("pineapple"),
+        "{output}"
+    );
+}
