@@ -20,7 +20,7 @@ use crate::support::Bridge;
 const AGENT_PATIENCE: Duration = Duration::from_secs(120);
 
 /// `serve` in `workspace` with the mock as its OpenAI-wire backend.
-fn serve_with(mock: &MockLlm, workspace: TempWorkspace) -> Served {
+pub fn serve_with(mock: &MockLlm, workspace: TempWorkspace) -> Served {
     let dead = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let dead_url = format!("http://{}", dead.local_addr().unwrap());
     drop(dead);

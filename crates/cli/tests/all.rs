@@ -10,6 +10,7 @@ mod cli_mcp_memory;
 mod cli_mcp_session;
 mod cli_openclaw;
 mod cli_redteam;
+mod cli_request_log;
 mod cli_rpc;
 mod cli_run;
 mod cli_serve;

@@ -283,7 +283,10 @@ impl Daemon {
             }),
         };
         tracing::info!(
-            "copilot-bridge {} listening on {authority} (providers: ws://{authority}/, JSON-RPC: http://{authority}/rpc); default session {} in {}; state file {}",
+            "copilot-bridge {} listening on {authority} (providers: ws://{authority}/, JSON-RPC: http://{authority}/rpc, \
+             OpenAI facade: http://{authority}/v1 (chat/completions, responses, models), \
+             Anthropic facade: http://{authority} (v1/messages), MCP: http://{authority}/mcp/{{code,memory,session}}); \
+             default session {} in {}; state file {}",
             crate::VERSION,
             default_session.id(),
             default_session.cwd().display(),

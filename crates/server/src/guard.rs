@@ -129,11 +129,17 @@ pub(crate) async fn require_loopback_origin(request: Request, next: Next) -> Res
     )
 }
 
-pub(crate) async fn not_found() -> Response {
+/// Every route the daemon serves, for the 404 text and the start banner.
+pub(crate) const ROUTES: &str = "/ (provider WebSocket), /rpc (JSON-RPC), /healthz, \
+    /v1/chat/completions, /v1/responses, /v1/messages, /v1/messages/count_tokens, /v1/models \
+    (OpenAI and Anthropic facade), /mcp/code, /mcp/memory, /mcp/session (MCP)";
+
+pub(crate) async fn not_found(method: axum::http::Method, uri: axum::http::Uri) -> Response {
+    tracing::info!("{method} {} 404: no such route", bridge_protocol::excerpt(uri.path()));
     refusal(
         StatusCode::NOT_FOUND,
         "not_found",
-        "no such route; the daemon serves / (provider WebSocket), /rpc and /healthz",
+        format!("no such route; the daemon serves {ROUTES}"),
     )
 }
 

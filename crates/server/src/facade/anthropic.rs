@@ -11,6 +11,7 @@
 use std::convert::Infallible;
 use std::sync::Arc;
 
+use axum::Extension;
 use axum::body::Body;
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
@@ -26,21 +27,24 @@ use serde_json::json;
 use super::backends::{Availability, BackendEntry, Backends};
 use super::body::read_json_object;
 use super::errors::FacadeError;
+use super::request_log::RequestNote;
 use super::timing::Overhead;
 use crate::app::ServerContext;
 
 pub(crate) async fn messages(
     State(ctx): State<ServerContext>,
+    Extension(note): Extension<RequestNote>,
     headers: HeaderMap,
     body: Body,
 ) -> Response {
     let mut overhead = Overhead::start();
-    match answer(&ctx, &headers, body, &mut overhead).await {
+    match answer(&ctx, &note, &headers, body, &mut overhead).await {
         Ok(mut response) => {
             overhead.stamp(response.headers_mut());
             response
         }
         Err(err) => {
+            note.reason(&err.reason());
             let mut response = err.anthropic_response();
             overhead.stamp(response.headers_mut());
             response
@@ -50,6 +54,7 @@ pub(crate) async fn messages(
 
 async fn answer(
     ctx: &ServerContext,
+    note: &RequestNote,
     headers: &HeaderMap,
     body: Body,
     overhead: &mut Overhead,
@@ -74,6 +79,11 @@ async fn answer(
         .unwrap_or_else(|| entry.name.clone());
     let mut request = inbound.chat;
     request.model = route.model;
+    note.route(
+        inbound.model.as_deref(),
+        request.model.as_deref(),
+        &entry.name,
+    );
     if format == UpstreamFormat::Anthropic {
         // Betas the client turned on (tool search, 1M context, …) reach
         // the upstream that knows them.
@@ -109,6 +119,7 @@ async fn answer(
             done: false,
             backends: Arc::clone(&ctx.backends),
             entry,
+            note: note.clone(),
         };
         let records = futures::stream::unfold(relay, Relay::next_record);
         let mut response = Response::new(Body::from_stream(records));
@@ -123,6 +134,9 @@ async fn answer(
 
     let answer = overhead.upstream(collect(upstream)).await;
     let answer = answer.map_err(|err| ctx.backends.failure(&entry, &err))?;
+    if let Some(usage) = answer.usage {
+        note.usage(usage);
+    }
     let message = response_object(&message_id, &model, &answer);
     Ok((
         StatusCode::OK,
@@ -171,6 +185,7 @@ struct Relay {
     done: bool,
     backends: Arc<Backends>,
     entry: Arc<BackendEntry>,
+    note: RequestNote,
 }
 
 impl Relay {
@@ -182,6 +197,9 @@ impl Relay {
             match self.upstream.next().await {
                 Some(Ok(event)) => {
                     let event = self.adjust(event);
+                    if let ChatEvent::Usage { usage } = &event {
+                        self.note.usage(*usage);
+                    }
                     let finished = matches!(event, ChatEvent::Finish { .. });
                     let records = self.encoder.encode(&event).concat();
                     self.done = finished;
@@ -195,6 +213,7 @@ impl Relay {
                 Some(Err(err)) => {
                     self.done = true;
                     let error = self.backends.failure(&self.entry, &err);
+                    self.note.reason(&error.reason());
                     return Some((Ok(error_record(&error)), self));
                 }
                 None => {
@@ -207,6 +226,7 @@ impl Relay {
                         message: "the answer ended without a finish".into(),
                     };
                     let error = self.backends.failure(&self.entry, &err);
+                    self.note.reason(&error.reason());
                     return Some((Ok(error_record(&error)), self));
                 }
             }

@@ -140,6 +140,11 @@ impl FacadeError {
     }
 
     /// The body in OpenAI's error shape.
+    /// The error for the request log: `code: message`.
+    pub fn reason(&self) -> String {
+        format!("{}: {}", self.code, self.message)
+    }
+
     pub fn openai_body(&self) -> Value {
         json!({"error": {
             "message": self.message,

@@ -13,6 +13,7 @@ pub mod errors;
 mod models;
 pub mod normalize;
 mod openai;
+pub mod request_log;
 mod responses;
 pub mod store;
 pub mod timing;
@@ -35,6 +36,8 @@ pub(crate) fn routes(ctx: ServerContext) -> Router {
         .route("/v1/messages", post(anthropic::messages))
         .route("/v1/messages/count_tokens", post(anthropic::count_tokens))
         .route_layer(middleware::from_fn_with_state(ctx.clone(), require_token))
+        // Outside the token check: a refused key is logged too.
+        .layer(middleware::from_fn(request_log::log_requests))
         .with_state(ctx)
 }
 
@@ -54,6 +57,9 @@ async fn require_token(State(ctx): State<ServerContext>, request: Request, next:
         .is_some_and(|key| bridge_policy::ids::constant_time_eq(key, &ctx.token));
     if valid {
         return next.run(request).await;
+    }
+    if let Some(note) = request.extensions().get::<request_log::RequestNote>() {
+        note.reason("invalid_api_key: missing or wrong API key");
     }
     let error = FacadeError::new(
         axum::http::StatusCode::UNAUTHORIZED,

@@ -8,7 +8,9 @@
 
 use std::collections::VecDeque;
 use std::convert::Infallible;
+use std::sync::Arc;
 
+use axum::Extension;
 use axum::body::{Body, Bytes};
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
@@ -16,7 +18,7 @@ use axum::response::{IntoResponse, Response};
 use bridge_llm::translate::openai::{
     InboundError, InboundRequest, StreamEncoder, parse_request, response_object,
 };
-use bridge_llm::{BackendKind, ChatRequest, ChatStream, collect};
+use bridge_llm::{BackendKind, ChatEvent, ChatRequest, ChatStream, collect};
 use futures::StreamExt;
 use serde_json::Value;
 
@@ -24,6 +26,7 @@ use super::backends::{Availability, BackendEntry, PromptStyle};
 use super::body::read_json_object;
 use super::errors::FacadeError;
 use super::normalize;
+use super::request_log::RequestNote;
 use super::timing::Overhead;
 use crate::app::ServerContext;
 
@@ -31,19 +34,15 @@ const DONE: &[u8] = b"data: [DONE]\n\n";
 
 pub(crate) async fn chat_completions(
     State(ctx): State<ServerContext>,
+    Extension(note): Extension<RequestNote>,
     headers: HeaderMap,
     body: Body,
 ) -> Response {
     let mut clock = Overhead::start();
-    let mut response = match answer(&ctx, &headers, body, &mut clock).await {
+    let mut response = match answer(&ctx, &note, &headers, body, &mut clock).await {
         Ok(response) => response,
         Err(error) => {
-            tracing::info!(
-                status = error.status.as_u16(),
-                code = error.code,
-                param = error.param.as_deref().unwrap_or(""),
-                "chat completion refused"
-            );
+            note.reason(&error.reason());
             error.openai_response()
         }
     };
@@ -57,6 +56,7 @@ fn refused(error: InboundError) -> FacadeError {
 
 async fn answer(
     ctx: &ServerContext,
+    note: &RequestNote,
     headers: &HeaderMap,
     body: Body,
     clock: &mut Overhead,
@@ -67,6 +67,11 @@ async fn answer(
     let entry = route.entry;
     let mut request = upstream_request(&entry, &inbound)?;
     request.model = route.model;
+    note.route(
+        inbound.request.model.as_deref(),
+        request.model.as_deref(),
+        &entry.name,
+    );
     // Clients match answers by the model they asked for.
     let shown_model = inbound
         .request
@@ -94,10 +99,15 @@ async fn answer(
     let created = super::timing::unix_now();
     if inbound.stream {
         let encoder = StreamEncoder::new(id, created, shown_model, inbound.include_usage);
-        return Ok(sse_response(SseState::new(ctx, &entry, events, encoder)));
+        return Ok(sse_response(SseState::new(
+            ctx, note, &entry, events, encoder,
+        )));
     }
     let collected = clock.upstream(collect(events)).await;
     let whole = collected.map_err(|err| ctx.backends.failure(&entry, &err))?;
+    if let Some(usage) = whole.usage {
+        note.usage(usage);
+    }
     let completion = response_object(&id, created, &shown_model, &whole);
     Ok((
         StatusCode::OK,
@@ -149,14 +159,15 @@ struct SseState {
     encoder: StreamEncoder,
     pending: VecDeque<Bytes>,
     ctx: ServerContext,
-    backend_name: String,
-    backend_kind: BackendKind,
+    note: RequestNote,
+    entry: Arc<BackendEntry>,
 }
 
 impl SseState {
     fn new(
         ctx: &ServerContext,
-        entry: &BackendEntry,
+        note: &RequestNote,
+        entry: &Arc<BackendEntry>,
         events: ChatStream,
         encoder: StreamEncoder,
     ) -> Self {
@@ -167,8 +178,8 @@ impl SseState {
             encoder,
             pending,
             ctx: ctx.clone(),
-            backend_name: entry.name.clone(),
-            backend_kind: entry.kind,
+            note: note.clone(),
+            entry: Arc::clone(entry),
         }
     }
 
@@ -181,22 +192,17 @@ impl SseState {
             let events = self.events.as_mut()?;
             match events.next().await {
                 Some(Ok(event)) => {
+                    if let ChatEvent::Usage { usage } = &event {
+                        self.note.usage(*usage);
+                    }
                     if let Some(chunk) = self.encoder.event(event) {
                         self.pending.push_back(sse_data(&chunk));
                     }
                 }
                 Some(Err(err)) => {
                     self.events = None;
-                    self.ctx
-                        .backends
-                        .record(&self.backend_name, Availability::Unavailable);
-                    let error = FacadeError::from_llm(self.backend_kind, &err);
-                    tracing::warn!(
-                        backend = %self.backend_name,
-                        code = error.code,
-                        "upstream failed mid-stream: {}",
-                        error.message
-                    );
+                    let error = self.ctx.backends.failure(&self.entry, &err);
+                    self.note.reason(&error.reason());
                     self.pending.push_back(sse_data(&error.openai_body()));
                     self.pending.push_back(Bytes::from_static(DONE));
                 }

@@ -5,6 +5,7 @@
 use std::convert::Infallible;
 use std::sync::Arc;
 
+use axum::Extension;
 use axum::body::Body;
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
@@ -13,33 +14,31 @@ use bridge_llm::translate::responses::{
     self, InboundError, InboundRequest, ResponseHead, StreamEncoder, answer_message,
     response_object,
 };
-use bridge_llm::{BackendKind, ChatRequest, ChatResponse, ChatStream, LlmError, Message, collect};
+use bridge_llm::{
+    BackendKind, ChatEvent, ChatRequest, ChatResponse, ChatStream, LlmError, Message, collect,
+};
 use futures::StreamExt;
 
 use super::backends::{Availability, BackendEntry, Backends, PromptStyle, Route};
 use super::body::read_json_object;
 use super::errors::FacadeError;
 use super::normalize;
+use super::request_log::RequestNote;
 use super::store::{ResponseStore, new_response_id};
 use super::timing::{Overhead, unix_now};
 use crate::app::ServerContext;
 
 pub(crate) async fn create(
     State(ctx): State<ServerContext>,
+    Extension(note): Extension<RequestNote>,
     headers: HeaderMap,
     body: Body,
 ) -> Response {
     let mut overhead = Overhead::start();
-    let mut response = match answer(&ctx, &headers, body, &mut overhead).await {
+    let mut response = match answer(&ctx, &note, &headers, body, &mut overhead).await {
         Ok(response) => response,
         Err(error) => {
-            tracing::info!(
-                status = error.status.as_u16(),
-                code = error.code,
-                param = error.param.as_deref().unwrap_or(""),
-                "responses: refused: {}",
-                error.message
-            );
+            note.reason(&error.reason());
             error.openai_response()
         }
     };
@@ -53,6 +52,7 @@ fn refused(error: InboundError) -> FacadeError {
 
 async fn answer(
     ctx: &ServerContext,
+    note: &RequestNote,
     headers: &HeaderMap,
     body: Body,
     overhead: &mut Overhead,
@@ -86,7 +86,9 @@ async fn answer(
         .store
         .then(|| Keep::new(&ctx.responses, &head.id, inbound.conversation()));
     let stream = inbound.stream;
+    let requested = inbound.model.clone();
     let request = upstream_request(&entry, inbound, route);
+    note.route(requested.as_deref(), request.model.as_deref(), &entry.name);
     tracing::debug!(
         backend = %entry.name,
         model = request.model.as_deref().unwrap_or("(default)"),
@@ -108,6 +110,7 @@ async fn answer(
             backends: Arc::clone(&ctx.backends),
             entry,
             keep,
+            note: note.clone(),
         };
         let mut response = Response::new(Body::from_stream(futures::stream::unfold(
             relay,
@@ -124,6 +127,9 @@ async fn answer(
     }
     let whole = overhead.upstream(collect(upstream)).await;
     let whole = whole.map_err(|err| ctx.backends.failure(&entry, &err))?;
+    if let Some(usage) = whole.usage {
+        note.usage(usage);
+    }
     if let Some(keep) = keep {
         keep.save(&whole).await;
     }
@@ -223,6 +229,7 @@ struct Relay {
     backends: Arc<Backends>,
     entry: Arc<BackendEntry>,
     keep: Option<Keep>,
+    note: RequestNote,
 }
 
 impl Relay {
@@ -239,7 +246,12 @@ impl Relay {
                 return None;
             }
             match self.upstream.next().await {
-                Some(Ok(event)) => self.pending = self.encoder.encode(&event),
+                Some(Ok(event)) => {
+                    if let ChatEvent::Usage { usage } = &event {
+                        self.note.usage(*usage);
+                    }
+                    self.pending = self.encoder.encode(&event);
+                }
                 Some(Err(err)) => self.fail(&err),
                 None => {
                     self.done = true;
@@ -258,6 +270,7 @@ impl Relay {
     fn fail(&mut self, err: &LlmError) {
         self.done = true;
         let error = self.backends.failure(&self.entry, err);
+        self.note.reason(&error.reason());
         self.pending = self.encoder.fail(error.code, &error.message);
     }
 }
