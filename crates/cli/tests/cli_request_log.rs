@@ -48,13 +48,18 @@ async fn every_request_and_every_refusal_leaves_one_line() {
         .unwrap();
     assert_eq!(nowhere.status(), 404);
     let text = nowhere.text().await.unwrap();
-    assert!(text.contains("/v1/responses") && text.contains("/mcp/code"), "{text}");
+    assert!(
+        text.contains("/v1/responses") && text.contains("/mcp/code"),
+        "{text}"
+    );
 
     let lines = || -> Vec<String> {
         served
             .log()
             .lines()
-            .filter(|line| line.contains(" INFO ") && (line.contains("/v1/") || line.contains("404")))
+            .filter(|line| {
+                line.contains(" INFO ") && (line.contains("/v1/") || line.contains("404"))
+            })
             .map(str::to_owned)
             .collect()
     };
@@ -65,8 +70,14 @@ async fn every_request_and_every_refusal_leaves_one_line() {
         .find(|l| l.contains("POST /v1/chat/completions 200"))
         .expect("the answered request");
     assert!(answered.contains("client=\"my-agent/1.0\""), "{answered}");
-    assert!(answered.contains("model=gpt-x→gpt-x backend=openai"), "{answered}");
-    assert!(answered.contains("head_ms=") && answered.contains("total_ms="), "{answered}");
+    assert!(
+        answered.contains("model=gpt-x→gpt-x backend=openai"),
+        "{answered}"
+    );
+    assert!(
+        answered.contains("head_ms=") && answered.contains("total_ms="),
+        "{answered}"
+    );
     let refused = lines
         .iter()
         .find(|l| l.contains("POST /v1/messages 401"))
@@ -76,9 +87,18 @@ async fn every_request_and_every_refusal_leaves_one_line() {
         .iter()
         .find(|l| l.contains("POST /v1/responses 400"))
         .expect("the bad body");
-    assert!(invalid.contains("reason: missing_required_parameter"), "{invalid}");
-    assert!(lines.iter().any(|l| l.contains("GET /v1/nowhere 404")), "{lines:?}");
+    assert!(
+        invalid.contains("reason: missing_required_parameter"),
+        "{invalid}"
+    );
+    assert!(
+        lines.iter().any(|l| l.contains("GET /v1/nowhere 404")),
+        "{lines:?}"
+    );
     // The banner names every endpoint.
     let log = served.log();
-    assert!(log.contains("/v1 (chat/completions, responses, models)"), "{log}");
+    assert!(
+        log.contains("/v1 (chat/completions, responses, models)"),
+        "{log}"
+    );
 }

@@ -15,7 +15,14 @@ use crate::value;
 use crate::{ConfigError, Source};
 
 pub(crate) const MAX_CONFIG_FILE_BYTES: u64 = 1024 * 1024;
-const STRUCTURED_TABLES: &[&str] = &["permissions", "tools", "copilot", "mcp", "backends"];
+const STRUCTURED_TABLES: &[&str] = &[
+    "permissions",
+    "tools",
+    "copilot",
+    "mcp",
+    "backends",
+    "models",
+];
 
 pub(crate) type FileContents = (BTreeMap<String, Raw>, toml::Table);
 

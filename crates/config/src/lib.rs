@@ -13,6 +13,7 @@ mod file;
 pub mod keys;
 mod loader;
 pub mod mcp;
+pub mod models;
 mod show;
 mod value;
 
@@ -27,6 +28,7 @@ pub use bridge_llm::BackendKind;
 pub use keys::{KEYS, KeySpec};
 pub use loader::{ConfigLoader, DEFAULT_IDLE_EXIT_SECS, DEFAULT_PORT};
 pub use mcp::{McpServerConfig, McpSettings, McpTransport};
+pub use models::{ModelMapping, ModelRoutes, ModelTarget};
 pub use show::ShownValue;
 pub use value::LogLevel;
 
@@ -140,6 +142,8 @@ pub struct BridgeConfig {
     /// The backend a request goes to when its model routes nowhere else
     /// (`default_backend`; default: the auto-selected one).
     pub default_backend: Option<String>,
+    /// `[models]`: model names and classes of requests routed to a backend.
+    pub models: ModelRoutes,
     /// The daemon's bearer token (`COPILOT_BRIDGE_TOKEN`; default: random
     /// per start). Required to bind beyond loopback.
     pub token: Option<Secret>,

@@ -272,6 +272,7 @@ impl ConfigLoader {
             &mut builder.errors,
         );
         let copilot = copilot_section(&structured, &file_path, &mut builder.errors);
+        let models = crate::models::models_section(&structured, &file_path, &mut builder.errors);
         let mcp = crate::mcp::mcp_section(
             &structured,
             &file_path,
@@ -320,6 +321,22 @@ impl ConfigLoader {
                 });
             }
         }
+        let known_backend = |name: &str| {
+            backends.iter().any(|b| b.name == name)
+                || BackendKind::ALL.iter().any(|k| k.as_str() == name)
+        };
+        for (key, target) in models.targets() {
+            if !known_backend(&target.backend) {
+                errors.push(ConfigError::File {
+                    path: file_path.clone(),
+                    message: format!(
+                        "{key} = {:?} names the backend {:?}, which is neither a [backends.NAME] table nor a backend kind",
+                        target.to_string(),
+                        target.backend
+                    ),
+                });
+            }
+        }
         all_or_none(errors)?;
         Ok(BridgeConfig {
             home,
@@ -343,6 +360,7 @@ impl ConfigLoader {
             mcp,
             backends,
             default_backend,
+            models,
             token,
             allowed_hosts,
             openai_api_key,

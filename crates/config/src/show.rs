@@ -105,6 +105,7 @@ impl BridgeConfig {
                     .map(|(name, server)| (name.clone(), server.redacted()))
                     .collect::<serde_json::Map<_, _>>(),
             },
+            "models": self.models,
             "backends": self
                 .backends
                 .iter()

@@ -297,3 +297,34 @@ fn provider_keys_come_from_the_environment_never_from_config_toml() {
     assert!(text.contains("OPENAI_API_KEY"), "{text}");
     assert!(!text.contains("sk-in-file"), "{text}");
 }
+
+#[test]
+fn model_routes_must_name_a_backend_the_daemon_can_have() {
+    let config = load(
+        r#"
+[backends.main]
+provider = "openai"
+base_url = "http://127.0.0.1:9/v1"
+[models]
+default = "main/gpt-4.1"
+think = "anthropic/claude-opus-4"
+[models.map]
+"claude-*" = "main"
+"#,
+    )
+    .unwrap();
+    assert_eq!(config.models.map[0].target.backend, "main");
+    assert_eq!(config.models.map[0].target.model, None);
+    assert_eq!(
+        config.models.default.as_ref().unwrap().to_string(),
+        "main/gpt-4.1"
+    );
+    let shown = config.to_redacted_json();
+    assert_eq!(shown["models"]["think"]["backend"], "anthropic");
+
+    let text = error_text("[models]\ndefault = \"nowhere/x\"\n");
+    assert!(
+        text.contains("models.default = \"nowhere/x\" names the backend \"nowhere\""),
+        "{text}"
+    );
+}

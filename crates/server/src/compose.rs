@@ -73,7 +73,16 @@ pub async fn build_backends(config: &BridgeConfig) -> Backends {
         }
         (None, _) => entries.first().map(|e| e.name.clone()),
     };
-    Backends::new(entries, default.as_deref())
+    for (key, target) in config.models.targets() {
+        if !entries.iter().any(|e| e.name == target.backend) {
+            tracing::warn!(
+                "{key} = {:?}: this daemon has no backend {:?} (not selected or not configured); requests it routes are refused",
+                target.to_string(),
+                target.backend
+            );
+        }
+    }
+    Backends::new(entries, default.as_deref()).with_routes(config.models.clone())
 }
 
 fn selected_entry(selected: &Selected) -> BackendEntry {

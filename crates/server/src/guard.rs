@@ -135,7 +135,10 @@ pub(crate) const ROUTES: &str = "/ (provider WebSocket), /rpc (JSON-RPC), /healt
     (OpenAI and Anthropic facade), /mcp/code, /mcp/memory, /mcp/session (MCP)";
 
 pub(crate) async fn not_found(method: axum::http::Method, uri: axum::http::Uri) -> Response {
-    tracing::info!("{method} {} 404: no such route", bridge_protocol::excerpt(uri.path()));
+    tracing::info!(
+        "{method} {} 404: no such route",
+        bridge_protocol::excerpt(uri.path())
+    );
     refusal(
         StatusCode::NOT_FOUND,
         "not_found",

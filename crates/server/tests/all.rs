@@ -12,6 +12,7 @@ mod facade_openai_peers;
 mod facade_responses;
 mod health;
 mod mcp_bad_input;
+mod model_routing;
 mod one_decision;
 mod rpc_bad_input;
 mod slow_and_large;

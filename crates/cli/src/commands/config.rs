@@ -76,5 +76,15 @@ fn table(config: &BridgeConfig) -> String {
             backend.style.as_str(),
         ));
     }
+    let routes = &config.models;
+    for (key, target) in routes.targets() {
+        out.push_str(&format!("{key}  → {target}\n"));
+    }
+    if routes.long_context.is_some() {
+        out.push_str(&format!(
+            "models.long_context_tokens  {}\n",
+            routes.long_context_tokens
+        ));
+    }
     bridge_policy::redact(&out).into_owned()
 }

@@ -85,6 +85,20 @@ fn table(status: &Value) -> String {
         }
         out.push_str("  (* default backend)\n");
     }
+    let routes = status["modelRoutes"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    if !routes.is_empty() {
+        out.push_str("\nMODEL ROUTES ([models], first match wins)\n");
+        for route in &routes {
+            out.push_str(&format!(
+                "  {:36} → {}\n",
+                text(&route["rule"]),
+                text(&route["target"])
+            ));
+        }
+    }
     let providers = &status["providers"];
     let names: Vec<&str> = providers["names"]
         .as_array()

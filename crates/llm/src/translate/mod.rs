@@ -13,3 +13,27 @@
 pub mod anthropic;
 pub mod openai;
 pub mod responses;
+
+pub use anthropic::estimate_chat_tokens;
+
+use serde_json::{Map, Value};
+
+/// Whether a request body asks for thinking, in any of the three formats:
+/// Anthropic's `thinking` (enabled or adaptive), OpenAI's
+/// `reasoning_effort` or the Responses API's `reasoning.effort` (medium or
+/// more).
+pub fn asks_for_thinking(body: &Map<String, Value>) -> bool {
+    let effortful = |effort: Option<&Value>| {
+        effort
+            .and_then(Value::as_str)
+            .is_some_and(|e| matches!(e, "medium" | "high" | "xhigh"))
+    };
+    let thinking = body
+        .get("thinking")
+        .and_then(|t| t.get("type"))
+        .and_then(Value::as_str)
+        .is_some_and(|kind| matches!(kind, "enabled" | "adaptive"));
+    thinking
+        || effortful(body.get("reasoning_effort"))
+        || effortful(body.get("reasoning").and_then(|r| r.get("effort")))
+}

@@ -24,7 +24,7 @@ use bridge_llm::{BackendKind, ChatEvent, ChatStream, FinishReason, LlmError, col
 use futures::StreamExt;
 use serde_json::json;
 
-use super::backends::{Availability, BackendEntry, Backends};
+use super::backends::{Availability, BackendEntry, Backends, RouteRequest};
 use super::body::read_json_object;
 use super::errors::FacadeError;
 use super::request_log::RequestNote;
@@ -62,7 +62,16 @@ async fn answer(
     let body = read_json_object(headers, body).await?;
     // Routing needs the model before the body is parsed for its upstream.
     let requested = body.get("model").and_then(|model| model.as_str());
-    let route = ctx.backends.route(requested)?;
+    let route = ctx.backends.route_request(&RouteRequest {
+        model: requested,
+        thinking: bridge_llm::translate::asks_for_thinking(&body),
+        // Estimated only when a route needs it: it parses the body once more.
+        input_tokens: if ctx.backends.routes().long_context.is_some() {
+            anthropic::estimate_input_tokens(&body).unwrap_or(0)
+        } else {
+            0
+        },
+    })?;
     let entry = route.entry;
     let format = if entry.kind == BackendKind::Anthropic {
         UpstreamFormat::Anthropic
@@ -83,6 +92,7 @@ async fn answer(
         inbound.model.as_deref(),
         request.model.as_deref(),
         &entry.name,
+        &route.rule,
     );
     if format == UpstreamFormat::Anthropic {
         // Betas the client turned on (tool search, 1M context, …) reach

@@ -1,10 +1,16 @@
 //! The chat backends the facade serves, and which one answers a request.
 //!
-//! Routing a request's `model`:
-//! 1. `NAME/MODEL` where `NAME` is a backend's name → that backend, `MODEL`;
-//! 2. a model a backend lists (configured `models`, or learnt from its
+//! Routing a request (docs/facade.md, "Model routing"):
+//! 1. `model` is `NAME/MODEL` where `NAME` is a backend's name → that
+//!    backend, `MODEL`;
+//! 2. the `[models]` routes for classes of requests: `long_context` (an
+//!    input estimated over `long_context_tokens`), `background` (a
+//!    haiku-class model asked for), `think` (thinking asked for);
+//! 3. `[models.map]`: the requested name, exactly, then by glob;
+//! 4. a model a backend lists (configured `models`, or learnt from its
 //!    model listing) → that backend;
-//! 3. otherwise the default backend, with the model passed through.
+//! 5. `[models] default`, else the default backend with the model passed
+//!    through.
 //!
 //! Model ids may contain `/` themselves (`meta-llama/Llama-3`), so rule 1
 //! applies only when the prefix names a backend.
@@ -13,6 +19,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use bridge_config::{ModelRoutes, ModelTarget};
 use bridge_llm::ChatBackend;
 
 use super::errors::FacadeError;
@@ -63,6 +70,19 @@ pub struct Route {
     pub entry: Arc<BackendEntry>,
     /// The model to ask for (`None`: the backend's default).
     pub model: Option<String>,
+    /// Which rule chose it (`map "claude-*"`, `think`, …), for the log.
+    pub rule: String,
+}
+
+/// What routing looks at in a request.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RouteRequest<'a> {
+    pub model: Option<&'a str>,
+    /// The client asked for thinking (Anthropic `thinking`, OpenAI
+    /// `reasoning` / `reasoning_effort`).
+    pub thinking: bool,
+    /// The input's size, estimated.
+    pub input_tokens: u64,
 }
 
 /// Why a request cannot be routed.
@@ -72,6 +92,10 @@ pub enum RouteError {
         "no chat backend is configured; see docs/backends/ (COPILOT_BYOK_PROVIDER, OPENAI_API_KEY, [backends.NAME] in config.toml, …)"
     )]
     NoBackend,
+    #[error(
+        "the model route {rule} sends the request to the backend {backend:?}, which this daemon does not have"
+    )]
+    MissingBackend { rule: String, backend: String },
 }
 
 /// A backend's availability as last seen.
@@ -95,6 +119,8 @@ impl Availability {
 pub struct Backends {
     entries: Vec<Arc<BackendEntry>>,
     default: Option<usize>,
+    /// `[models]`.
+    routes: ModelRoutes,
     /// Models learnt from each backend's listing, by backend name.
     learnt: Mutex<BTreeMap<String, Vec<String>>>,
     /// Last probe of each backend, by name.
@@ -136,30 +162,91 @@ impl Backends {
         self.entries.iter().find(|e| e.name == name)
     }
 
-    /// The backend and model for a request's `model` (see the module docs).
+    /// With the `[models]` routes.
+    pub fn with_routes(mut self, routes: ModelRoutes) -> Self {
+        self.routes = routes;
+        self
+    }
+
+    pub fn routes(&self) -> &ModelRoutes {
+        &self.routes
+    }
+
+    /// The backend and model for a request's `model` alone.
     pub fn route(&self, requested: Option<&str>) -> Result<Route, RouteError> {
-        let requested = requested.map(str::trim).filter(|m| !m.is_empty());
+        self.route_request(&RouteRequest {
+            model: requested,
+            ..RouteRequest::default()
+        })
+    }
+
+    /// The backend and model for a request (see the module docs).
+    pub fn route_request(&self, request: &RouteRequest<'_>) -> Result<Route, RouteError> {
+        let requested = request.model.map(str::trim).filter(|m| !m.is_empty());
+        if let Some(model) = requested
+            && let Some((prefix, rest)) = model.split_once('/')
+            && let Some(entry) = self.get(prefix)
+        {
+            let rest = rest.trim();
+            return Ok(Route {
+                entry: entry.clone(),
+                model: (!rest.is_empty()).then(|| rest.to_owned()),
+                rule: "backend/model".to_owned(),
+            });
+        }
+        let routes = &self.routes;
+        let class = [
+            (
+                "long_context",
+                &routes.long_context,
+                request.input_tokens > routes.long_context_tokens,
+            ),
+            (
+                "background",
+                &routes.background,
+                requested.is_some_and(|m| m.to_ascii_lowercase().contains("haiku")),
+            ),
+            ("think", &routes.think, request.thinking),
+        ];
+        for (rule, target, applies) in class {
+            if let (Some(target), true) = (target, applies) {
+                return self.to_target(rule.to_owned(), target);
+            }
+        }
         if let Some(model) = requested {
-            if let Some((prefix, rest)) = model.split_once('/')
-                && let Some(entry) = self.get(prefix)
-            {
-                let rest = rest.trim();
-                return Ok(Route {
-                    entry: entry.clone(),
-                    model: (!rest.is_empty()).then(|| rest.to_owned()),
-                });
+            if let Some(mapping) = routes.map.iter().find(|m| m.matches(model)) {
+                return self.to_target(format!("map {:?}", mapping.pattern), &mapping.target);
             }
             if let Some(entry) = self.listing(model) {
                 return Ok(Route {
                     entry,
                     model: Some(model.to_owned()),
+                    rule: "listed".to_owned(),
                 });
             }
+        }
+        if let Some(target) = &routes.default {
+            return self.to_target("default".to_owned(), target);
         }
         let entry = self.default_entry().ok_or(RouteError::NoBackend)?;
         Ok(Route {
             entry: entry.clone(),
             model: requested.map(str::to_owned),
+            rule: "default backend".to_owned(),
+        })
+    }
+
+    fn to_target(&self, rule: String, target: &ModelTarget) -> Result<Route, RouteError> {
+        let Some(entry) = self.get(&target.backend) else {
+            return Err(RouteError::MissingBackend {
+                rule,
+                backend: target.backend.clone(),
+            });
+        };
+        Ok(Route {
+            entry: entry.clone(),
+            model: target.model.clone(),
+            rule,
         })
     }
 

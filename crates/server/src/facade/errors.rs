@@ -139,12 +139,12 @@ impl FacadeError {
         }
     }
 
-    /// The body in OpenAI's error shape.
     /// The error for the request log: `code: message`.
     pub fn reason(&self) -> String {
         format!("{}: {}", self.code, self.message)
     }
 
+    /// The body in OpenAI's error shape.
     pub fn openai_body(&self) -> Value {
         json!({"error": {
             "message": self.message,
@@ -202,7 +202,7 @@ impl FacadeError {
 impl From<RouteError> for FacadeError {
     fn from(err: RouteError) -> Self {
         match err {
-            RouteError::NoBackend => Self::new(
+            RouteError::NoBackend | RouteError::MissingBackend { .. } => Self::new(
                 StatusCode::SERVICE_UNAVAILABLE,
                 ErrorKind::Server,
                 "backend_unavailable",

@@ -1,4 +1,5 @@
-//! `GET /v1/models`: every configured backend's models, in OpenAI's list
+//! `GET /v1/models`: every configured backend's models and the names
+//! `[models.map]` routes, in OpenAI's list
 //! shape, or in Anthropic's when the client says it speaks Anthropic (an
 //! `anthropic-version` header, which the Anthropic SDKs always send).
 
@@ -16,6 +17,12 @@ pub(crate) async fn list(State(ctx): State<ServerContext>, headers: HeaderMap) -
     let mut models = Vec::new();
     for (entry, names) in ctx.backends.list_models().await {
         models.extend(names.into_iter().map(|name| (name, entry.name.clone())));
+    }
+    // The names `[models.map]` routes are names clients can pick too.
+    for mapping in &ctx.backends.routes().map {
+        if !mapping.is_glob() && !models.iter().any(|(name, _)| name == &mapping.pattern) {
+            models.push((mapping.pattern.clone(), mapping.target.backend.clone()));
+        }
     }
     if headers.contains_key("anthropic-version") {
         Json(anthropic_list(&models))

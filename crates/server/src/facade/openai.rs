@@ -22,7 +22,7 @@ use bridge_llm::{BackendKind, ChatEvent, ChatRequest, ChatStream, collect};
 use futures::StreamExt;
 use serde_json::Value;
 
-use super::backends::{Availability, BackendEntry, PromptStyle};
+use super::backends::{Availability, BackendEntry, PromptStyle, RouteRequest};
 use super::body::read_json_object;
 use super::errors::FacadeError;
 use super::normalize;
@@ -62,8 +62,17 @@ async fn answer(
     clock: &mut Overhead,
 ) -> Result<Response, FacadeError> {
     let object = read_json_object(headers, body).await?;
+    let thinking = bridge_llm::translate::asks_for_thinking(&object);
     let inbound = parse_request(object).map_err(refused)?;
-    let route = ctx.backends.route(inbound.request.model.as_deref())?;
+    let route = ctx.backends.route_request(&RouteRequest {
+        model: inbound.request.model.as_deref(),
+        thinking,
+        input_tokens: if ctx.backends.routes().long_context.is_some() {
+            bridge_llm::translate::estimate_chat_tokens(&inbound.request)
+        } else {
+            0
+        },
+    })?;
     let entry = route.entry;
     let mut request = upstream_request(&entry, &inbound)?;
     request.model = route.model;
@@ -71,6 +80,7 @@ async fn answer(
         inbound.request.model.as_deref(),
         request.model.as_deref(),
         &entry.name,
+        &route.rule,
     );
     // Clients match answers by the model they asked for.
     let shown_model = inbound

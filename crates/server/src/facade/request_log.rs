@@ -29,16 +29,20 @@ struct Noted {
     requested: Option<String>,
     routed: Option<String>,
     backend: Option<String>,
+    rule: Option<String>,
     usage: Option<Usage>,
     reason: Option<String>,
 }
 
 impl RequestNote {
-    pub fn route(&self, requested: Option<&str>, routed: Option<&str>, backend: &str) {
+    /// The requested model, the model sent, the backend and the rule of
+    /// [`super::backends::Backends::route_request`] that chose them.
+    pub fn route(&self, requested: Option<&str>, routed: Option<&str>, backend: &str, rule: &str) {
         let mut noted = bridge_policy::sync::lock(&self.0);
         noted.requested = requested.map(str::to_owned);
         noted.routed = routed.map(str::to_owned);
         noted.backend = Some(backend.to_owned());
+        noted.rule = Some(rule.to_owned());
     }
 
     pub fn usage(&self, usage: Usage) {
@@ -104,13 +108,14 @@ impl Drop for Line {
         let requested = noted.requested.as_deref().unwrap_or("-");
         let routed = noted.routed.as_deref().unwrap_or("(default)");
         let backend = noted.backend.as_deref().unwrap_or("-");
+        let rule = noted.rule.as_deref().unwrap_or("-");
         let (tokens_in, tokens_out) = noted.usage.map_or((0, 0), |usage| {
             (usage.prompt_tokens, usage.completion_tokens)
         });
         let reason = noted.reason.as_deref().unwrap_or("");
         tracing::info!(
             target: "copilot_bridge::facade",
-            "{} {} {} client={:?} model={requested}→{routed} backend={backend} head_ms={:.1} total_ms={:.1} tokens={tokens_in}/{tokens_out}{}{reason}",
+            "{} {} {} client={:?} model={requested}→{routed} backend={backend} via={rule:?} head_ms={:.1} total_ms={:.1} tokens={tokens_in}/{tokens_out}{}{reason}",
             self.method,
             self.path,
             self.status,

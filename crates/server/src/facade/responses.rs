@@ -19,7 +19,7 @@ use bridge_llm::{
 };
 use futures::StreamExt;
 
-use super::backends::{Availability, BackendEntry, Backends, PromptStyle, Route};
+use super::backends::{Availability, BackendEntry, Backends, PromptStyle, Route, RouteRequest};
 use super::body::read_json_object;
 use super::errors::FacadeError;
 use super::normalize;
@@ -59,12 +59,21 @@ async fn answer(
 ) -> Result<Response, FacadeError> {
     let body = read_json_object(headers, body).await?;
     let mut inbound = responses::parse_request(&body).map_err(refused)?;
+    let thinking = bridge_llm::translate::asks_for_thinking(&body);
     drop(body);
     if let Some(previous) = inbound.previous_response_id.clone() {
         let history = load(&ctx.responses, &previous).await?;
         inbound.continue_from(history);
     }
-    let route = ctx.backends.route(inbound.model.as_deref())?;
+    let route = ctx.backends.route_request(&RouteRequest {
+        model: inbound.model.as_deref(),
+        thinking,
+        input_tokens: if ctx.backends.routes().long_context.is_some() {
+            bridge_llm::translate::estimate_chat_tokens(&inbound.chat)
+        } else {
+            0
+        },
+    })?;
     let entry = Arc::clone(&route.entry);
     for left_out in &inbound.ignored {
         tracing::debug!(backend = %entry.name, "responses: left out {left_out}");
@@ -87,8 +96,14 @@ async fn answer(
         .then(|| Keep::new(&ctx.responses, &head.id, inbound.conversation()));
     let stream = inbound.stream;
     let requested = inbound.model.clone();
+    let rule = route.rule.clone();
     let request = upstream_request(&entry, inbound, route);
-    note.route(requested.as_deref(), request.model.as_deref(), &entry.name);
+    note.route(
+        requested.as_deref(),
+        request.model.as_deref(),
+        &entry.name,
+        &rule,
+    );
     tracing::debug!(
         backend = %entry.name,
         model = request.model.as_deref().unwrap_or("(default)"),

@@ -83,6 +83,7 @@ pub(crate) async fn bridge_status(ctx: ServerContext, params: Params) -> RpcResu
         "endpoints": endpoints(ctx.facts.connect_host, ctx.facts.port),
         "defaultBackend": default_backend,
         "backends": backends,
+        "modelRoutes": model_routes(ctx.backends.routes()),
         "providers": {
             "count": provider_names.len(),
             "names": provider_names,
@@ -93,4 +94,32 @@ pub(crate) async fn bridge_status(ctx: ServerContext, params: Params) -> RpcResu
         },
         "policy": policy,
     }))
+}
+
+/// `[models]` as `status` shows it: one row per rule, in the order they
+/// apply.
+fn model_routes(routes: &bridge_config::ModelRoutes) -> Vec<Value> {
+    let mut rows = Vec::new();
+    let mut row = |rule: String, target: &bridge_config::ModelTarget| {
+        rows.push(json!({"rule": rule, "target": target.to_string()}));
+    };
+    if let Some(target) = &routes.long_context {
+        row(
+            format!("long_context (over {} tokens)", routes.long_context_tokens),
+            target,
+        );
+    }
+    if let Some(target) = &routes.background {
+        row("background (haiku-class models)".to_owned(), target);
+    }
+    if let Some(target) = &routes.think {
+        row("think (thinking asked for)".to_owned(), target);
+    }
+    for mapping in &routes.map {
+        row(mapping.pattern.clone(), &mapping.target);
+    }
+    if let Some(target) = &routes.default {
+        row("default".to_owned(), target);
+    }
+    rows
 }
