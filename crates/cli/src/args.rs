@@ -102,6 +102,18 @@ pub enum Command {
     Openclaw(OpenclawCommand),
     /// The running daemon: backends, endpoint URLs, providers, sessions, policy (see docs/facade.md).
     Status(StatusArgs),
+    /// Print what to paste so Claude Code, Codex, Copilot CLI or OpenClaw send their model requests through the daemon (see docs/agents.md).
+    Setup(SetupArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct SetupArgs {
+    /// Only this agent's settings: claude, codex, copilot, openclaw.
+    #[arg(long, value_name = "AGENT")]
+    pub agent: Option<String>,
+    /// The model the agents ask for, where they must name one (Codex, Copilot CLI, OpenClaw; default gpt-4.1).
+    #[arg(long, value_name = "MODEL")]
+    pub model: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]

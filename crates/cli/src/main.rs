@@ -65,5 +65,6 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
         }
         Command::Openclaw(cmd) => runtime.block_on(commands::openclaw::run(&config, cmd)),
         Command::Status(cmd) => runtime.block_on(commands::status::run(&config, cmd)),
+        Command::Setup(cmd) => runtime.block_on(commands::setup::run(&config, cmd)),
     }
 }

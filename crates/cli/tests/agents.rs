@@ -68,6 +68,27 @@ async fn run_agent(mut command: tokio::process::Command, what: &str) -> (String,
     (stdout, stderr)
 }
 
+/// What `copilot-bridge setup --agent AGENT` prints for `served`.
+async fn setup(served: &Served, agent: &str) -> String {
+    let output = served
+        .cli()
+        .args(["setup", "--agent", agent, "--model", "mock-model"])
+        .output()
+        .await
+        .unwrap();
+    assert!(output.status.success(), "setup failed: {output:?}");
+    String::from_utf8(output.stdout).unwrap()
+}
+
+/// The `export NAME=VALUE` lines of `text`.
+fn exports(text: &str) -> Vec<(String, String)> {
+    text.lines()
+        .filter_map(|line| line.strip_prefix("export "))
+        .filter_map(|pair| pair.split_once('='))
+        .map(|(name, value)| (name.to_owned(), value.to_owned()))
+        .collect()
+}
+
 /// The chat requests the mock received (not the daemon's model probes).
 fn chat_requests(mock: &MockLlm) -> Vec<RecordedRequest> {
     mock.requests()

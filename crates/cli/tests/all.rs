@@ -15,6 +15,7 @@ mod cli_rpc;
 mod cli_run;
 mod cli_serve;
 mod cli_sessions;
+mod cli_setup;
 mod cli_status;
 mod cli_swap_race;
 mod cli_tool;

@@ -40,6 +40,11 @@ fn run(bridge: &Bridge, args: &[&str]) -> (i32, String, String) {
     )
 }
 
+fn with_env(mut entry: Value, env: &Value) -> Value {
+    entry["env"] = env.clone();
+    entry
+}
+
 /// Strict JSON after removing `//` comment lines (enough for these files).
 fn parse_loosely(text: &str) -> Value {
     let without: Vec<&str> = text
@@ -237,27 +242,60 @@ fn mcp_config_prints_a_snippet_per_agent_with_this_binary() {
     let (_, copilot, _) = run(&bridge, &["mcp", "config", "--agent", "copilot"]);
     let json_part: String = copilot.lines().skip(1).collect::<Vec<_>>().join("\n");
     let value: Value = serde_json::from_str(&json_part).unwrap();
+    // The home is not the default one: the servers are told where it is.
+    let home = json!({"COPILOT_BRIDGE_HOME": bridge.state.path().display().to_string()});
     assert_eq!(
         value["mcpServers"]["openclaw-memory"],
-        json!({"type": "local", "command": exe(), "args": ["mcp", "memory"], "tools": ["*"]})
+        json!({"type": "local", "command": exe(), "args": ["mcp", "memory"], "tools": ["*"], "env": home})
     );
     assert!(!copilot.contains("# OpenClaw"));
+
+    let (_, claude, _) = run(&bridge, &["mcp", "config", "--agent", "claude"]);
+    let value: Value =
+        serde_json::from_str(&claude.lines().skip(1).collect::<Vec<_>>().join("\n")).unwrap();
+    let servers: Vec<&String> = value["mcpServers"].as_object().unwrap().keys().collect();
+    assert_eq!(
+        servers,
+        [
+            "copilot-bridge",
+            "copilot-bridge-session",
+            "openclaw-memory"
+        ],
+        "Claude Code gets the code server too"
+    );
+    assert_eq!(
+        value["mcpServers"]["copilot-bridge"]["args"],
+        json!(["mcp", "code"])
+    );
 
     let (_, openclaw, _) = run(&bridge, &["mcp", "config", "--agent", "OpenClaw"]);
     let value: Value =
         serde_json::from_str(&openclaw.lines().skip(1).collect::<Vec<_>>().join("\n")).unwrap();
     assert_eq!(
         value,
-        json!({"mcp": {"servers": {"copilot-bridge": our_entry()}}})
+        json!({"mcp": {"servers": {"copilot-bridge": with_env(our_entry(), &home)}}})
     );
 
     let (_, codex, _) = run(&bridge, &["mcp", "config", "--agent", "codex"]);
     assert!(
         codex.contains(&format!(
-            "[mcp_servers.openclaw-memory]\ncommand = \"{}\"\nargs = [\"mcp\", \"memory\"]\n",
-            exe()
+            "[mcp_servers.openclaw-memory]\ncommand = \"{}\"\nargs = [\"mcp\", \"memory\"]\nenv = {{ COPILOT_BRIDGE_HOME = \"{}\" }}\n",
+            exe(),
+            bridge.state.path().display()
         )),
         "{codex}"
+    );
+    // A port that is not the default is passed on too.
+    let output = bridge
+        .cmd()
+        .env("COPILOT_BRIDGE_PORT", "9555")
+        .args(["mcp", "config", "--agent", "claude"])
+        .output()
+        .unwrap();
+    let claude = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        claude.contains("\"COPILOT_BRIDGE_PORT\": \"9555\""),
+        "{claude}"
     );
 
     let (code, _, stderr) = run(&bridge, &["mcp", "config", "--agent", "vim"]);

@@ -6,6 +6,7 @@ pub mod remote;
 pub mod run;
 pub mod serve;
 pub mod sessions;
+pub mod setup;
 pub mod status;
 pub mod tool;
 pub mod validate;

@@ -5,7 +5,7 @@
 use bridge_testkit::{MockLlm, MockReply, MockToolCall, TempWorkspace, agent_cli};
 use serde_json::Value;
 
-use super::{agent_command, chat_requests, run_agent, serve_with};
+use super::{agent_command, chat_requests, exports, run_agent, serve_with, setup};
 use crate::cli_serve::Served;
 
 /// `claude -p PROMPT --output-format json` against `served`; its JSON result.
@@ -13,10 +13,12 @@ async fn claude(served: &Served, prompt: &str, extra: &[&str]) -> Option<Value> 
     let program = agent_cli("claude", "claude")?;
     let home = tempfile::tempdir().unwrap();
     let mut command = agent_command(&program, home.path(), served.workspace.path());
+    // Exactly what `copilot-bridge setup` tells a user to export.
+    let exported = exports(&setup(served, "claude").await);
+    assert_eq!(exported.len(), 2, "{exported:?}");
     command
+        .envs(exported)
         .env("CLAUDE_CONFIG_DIR", home.path().join(".claude"))
-        .env("ANTHROPIC_BASE_URL", served.url(""))
-        .env("ANTHROPIC_AUTH_TOKEN", &served.token)
         .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
         .env("DISABLE_TELEMETRY", "1")
         .env("DISABLE_AUTOUPDATER", "1")

@@ -4,24 +4,24 @@
 
 use bridge_testkit::{MockLlm, MockReply, MockToolCall, TempWorkspace, agent_cli};
 
-use super::{agent_command, chat_requests, run_agent, serve_with};
+use super::{agent_command, chat_requests, exports, run_agent, serve_with, setup};
 use crate::cli_serve::Served;
 
 /// `codex exec PROMPT` against `served`: what it printed on stdout.
 async fn codex(served: &Served, prompt: &str) -> Option<String> {
     let program = agent_cli("codex", "codex")?;
     let home = tempfile::tempdir().unwrap();
-    let config = format!(
-        "model = \"mock-model\"\nmodel_provider = \"bridge\"\n\n\
-         [model_providers.bridge]\nname = \"copilot-bridge\"\n\
-         base_url = \"{}\"\nenv_key = \"COPILOT_BRIDGE_TOKEN\"\nwire_api = \"responses\"\n",
-        served.url("/v1")
-    );
+    // Exactly what `copilot-bridge setup` tells a user: the config.toml
+    // block, then the key in the environment.
+    let printed = setup(served, "codex").await;
+    let (config, shell) = printed
+        .split_once("# and in the shell")
+        .expect("setup prints the config block, then the shell part");
     std::fs::write(home.path().join("config.toml"), config).unwrap();
     let mut command = agent_command(&program, home.path(), served.workspace.path());
     command
         .env("CODEX_HOME", home.path())
-        .env("COPILOT_BRIDGE_TOKEN", &served.token)
+        .envs(exports(shell))
         .args(["exec", "--skip-git-repo-check", prompt]);
     let (stdout, _) = run_agent(command, "codex").await;
     Some(stdout)

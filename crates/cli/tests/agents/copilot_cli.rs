@@ -5,7 +5,7 @@
 
 use bridge_testkit::{MockLlm, MockReply, MockToolCall, TempWorkspace, agent_cli};
 
-use super::{agent_command, chat_requests, run_agent, serve_with};
+use super::{agent_command, chat_requests, exports, run_agent, serve_with, setup};
 use crate::cli_serve::Served;
 
 /// `copilot -p PROMPT` with the facade as its `kind` provider: stdout.
@@ -17,13 +17,17 @@ async fn copilot(served: &Served, kind: &str, prompt: &str, extra: &[&str]) -> O
         "anthropic" => served.url(""),
         _ => served.url("/v1"),
     };
+    // What `copilot-bridge setup` tells a user to export (it gives the
+    // OpenAI wire; the Anthropic one is its documented variant).
+    let exported = exports(&setup(served, "copilot").await);
+    assert_eq!(exported.len(), 4, "{exported:?}");
     let mut command = agent_command(&program, home.path(), served.workspace.path());
     command
+        .envs(exported)
         .env("COPILOT_HOME", home.path().join(".copilot"))
         .env("COPILOT_OFFLINE", "true")
         .env("COPILOT_PROVIDER_BASE_URL", base_url)
         .env("COPILOT_PROVIDER_TYPE", kind)
-        .env("COPILOT_PROVIDER_API_KEY", &served.token)
         .env("COPILOT_MODEL", "gpt-4.1")
         .args(["-p", prompt])
         .args(extra);

@@ -3,12 +3,14 @@
 //!
 //! OpenClaw gets the code server (it delegates coding to copilot-bridge);
 //! the coding agents (Copilot CLI, Claude Code, Codex) get OpenClaw's
-//! memory and the daemon session's provider tools.
+//! memory and the daemon session's provider tools, and Claude Code the code
+//! server too. When the daemon's home or port is not the default, every
+//! entry carries them in `env`, so the servers find the same daemon.
 
 use std::io::Write;
 use std::process::ExitCode;
 
-use bridge_config::BridgeConfig;
+use bridge_config::{BridgeConfig, Source, keys};
 use serde_json::{Map, Value, json};
 
 use crate::args::McpConfigArgs;
@@ -36,7 +38,7 @@ const SESSION: Server = Server {
     args: &["mcp", "session"],
 };
 
-pub fn run(_config: &BridgeConfig, args: McpConfigArgs) -> Result<ExitCode, Failure> {
+pub fn run(config: &BridgeConfig, args: McpConfigArgs) -> Result<ExitCode, Failure> {
     let agents: Vec<&str> = match args.agent.as_deref() {
         None => AGENTS.to_vec(),
         Some(agent) => {
@@ -57,25 +59,48 @@ pub fn run(_config: &BridgeConfig, args: McpConfigArgs) -> Result<ExitCode, Fail
         .map_err(|err| Failure::internal(format!("cannot find this program's own path: {err}")))?
         .display()
         .to_string();
+    let env = daemon_env(config);
     let text = agents
         .iter()
-        .map(|agent| section(agent, &exe))
+        .map(|agent| section(agent, &exe, &env))
         .collect::<Vec<_>>()
         .join("\n");
     let _ = write!(std::io::stdout().lock(), "{text}");
     Ok(ExitCode::SUCCESS)
 }
 
-fn section(agent: &str, exe: &str) -> String {
+/// The variables a server needs to find this configuration's daemon: the
+/// home and the port, when they are not the defaults.
+fn daemon_env(config: &BridgeConfig) -> Vec<(&'static str, String)> {
+    let set = |key: &str| {
+        config
+            .sources
+            .get(key)
+            .is_some_and(|source| !matches!(source, Source::Default))
+    };
+    let mut env = Vec::new();
+    if set(keys::HOME) {
+        env.push(("COPILOT_BRIDGE_HOME", config.home.display().to_string()));
+    }
+    if set(keys::PORT) {
+        env.push(("COPILOT_BRIDGE_PORT", config.port.to_string()));
+    }
+    env
+}
+
+fn section(agent: &str, exe: &str, env: &[(&str, String)]) -> String {
+    let entries = |servers: &[Server], shape: &dyn Fn(Map<String, Value>) -> Map<String, Value>| {
+        entries(servers, exe, env, shape)
+    };
     match agent {
         "openclaw" => format!(
             "# OpenClaw: ~/.openclaw/openclaw.json (or run `copilot-bridge openclaw register`)\n{}\n",
-            pretty(&json!({"mcp": {"servers": entries(&[CODE], exe, |entry| entry)}}))
+            pretty(&json!({"mcp": {"servers": entries(&[CODE], &|entry| entry)}}))
         ),
         "copilot" => format!(
             "# GitHub Copilot CLI: ~/.copilot/mcp-config.json\n{}\n",
             pretty(
-                &json!({"mcpServers": entries(&[MEMORY, SESSION], exe, |mut entry| {
+                &json!({"mcpServers": entries(&[MEMORY, SESSION], &|mut entry| {
                     entry.insert("type".to_owned(), json!("local"));
                     entry.insert("tools".to_owned(), json!(["*"]));
                     entry
@@ -85,7 +110,7 @@ fn section(agent: &str, exe: &str) -> String {
         "claude" => format!(
             "# Claude Code: .mcp.json in your project (or `claude mcp add-json NAME 'ENTRY'`)\n{}\n",
             pretty(
-                &json!({"mcpServers": entries(&[MEMORY, SESSION], exe, |mut entry| {
+                &json!({"mcpServers": entries(&[CODE, MEMORY, SESSION], &|mut entry| {
                     entry.insert("type".to_owned(), json!("stdio"));
                     entry
                 })})
@@ -95,11 +120,19 @@ fn section(agent: &str, exe: &str) -> String {
             let mut text = String::from("# Codex: ~/.codex/config.toml\n");
             for server in [MEMORY, SESSION] {
                 text.push_str(&format!(
-                    "[mcp_servers.{}]\ncommand = {}\nargs = {}\n\n",
+                    "[mcp_servers.{}]\ncommand = {}\nargs = {}\n",
                     server.name,
                     toml_string(exe),
                     toml_array(server.args)
                 ));
+                if !env.is_empty() {
+                    let pairs: Vec<String> = env
+                        .iter()
+                        .map(|(name, value)| format!("{name} = {}", toml_string(value)))
+                        .collect();
+                    text.push_str(&format!("env = {{ {} }}\n", pairs.join(", ")));
+                }
+                text.push('\n');
             }
             text
         }
@@ -109,13 +142,21 @@ fn section(agent: &str, exe: &str) -> String {
 fn entries(
     servers: &[Server],
     exe: &str,
-    shape: impl Fn(Map<String, Value>) -> Map<String, Value>,
+    env: &[(&str, String)],
+    shape: &dyn Fn(Map<String, Value>) -> Map<String, Value>,
 ) -> Value {
     let mut out = Map::new();
     for server in servers {
         let mut entry = Map::new();
         entry.insert("command".to_owned(), json!(exe));
         entry.insert("args".to_owned(), json!(server.args));
+        if !env.is_empty() {
+            let env: Map<String, Value> = env
+                .iter()
+                .map(|(name, value)| ((*name).to_owned(), json!(value)))
+                .collect();
+            entry.insert("env".to_owned(), Value::Object(env));
+        }
         out.insert(server.name.to_owned(), Value::Object(shape(entry)));
     }
     Value::Object(out)
