@@ -18,7 +18,6 @@ use axum::http::header;
 use axum::middleware::Next;
 use axum::response::Response;
 use bridge_llm::Usage;
-use futures::StreamExt;
 
 /// What a handler learnt about its request. Cheap to clone.
 #[derive(Debug, Clone, Default)]
@@ -79,13 +78,36 @@ pub async fn log_requests(mut request: Request, next: Next) -> Response {
     let mut line = line;
     line.status = response.status().as_u16();
     line.head_ms = elapsed_ms(started);
-    let (parts, body) = response.into_parts();
+    let (parts, inner) = response.into_parts();
     // The line goes out when the body is finished or dropped.
-    let body = body.into_data_stream().map(move |chunk| {
-        let _ = &line;
-        chunk
-    });
-    Response::from_parts(parts, Body::from_stream(body))
+    Response::from_parts(parts, Body::new(LoggedBody { inner, _line: line }))
+}
+
+/// The response body, unchanged (its size hint too, so a whole answer
+/// keeps its `content-length`), holding the line until it is dropped.
+struct LoggedBody {
+    inner: Body,
+    _line: Line,
+}
+
+impl http_body::Body for LoggedBody {
+    type Data = axum::body::Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<http_body::Frame<Self::Data>, Self::Error>>> {
+        std::pin::Pin::new(&mut self.get_mut().inner).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.inner.size_hint()
+    }
 }
 
 fn elapsed_ms(started: Instant) -> f64 {
