@@ -63,3 +63,7 @@ install_agent() {
 install_agent copilot @github/copilot@1.0.102
 install_agent claude @anthropic-ai/claude-code@2.1.328
 install_agent codex @openai/codex@0.169.0
+# OpenClaw needs Node >= 24.16, newer than Debian's: the npm package `node`
+# ships the binary. OpenClaw's install checks the node on PATH.
+install_agent node24 node@24.21.0
+PATH="$PWD/.peers/node24/node_modules/node/bin:$PATH" install_agent openclaw openclaw@2026.9.6
