@@ -10,3 +10,25 @@ pub mod setup;
 pub mod status;
 pub mod tool;
 pub mod validate;
+
+/// The agents `--agent` picks from `known` (case-insensitive), all of
+/// them without it; exit 2 for a name not in `known`.
+pub(crate) fn chosen_agents(
+    agent: Option<&str>,
+    known: &[&'static str],
+) -> Result<Vec<&'static str>, crate::exit::Failure> {
+    let Some(agent) = agent else {
+        return Ok(known.to_vec());
+    };
+    let agent = agent.trim().to_ascii_lowercase();
+    known
+        .iter()
+        .find(|name| **name == agent)
+        .map(|name| vec![*name])
+        .ok_or_else(|| {
+            crate::exit::Failure::usage(format!(
+                "unknown agent {agent:?} for --agent; choose one of {}",
+                known.join(", ")
+            ))
+        })
+}

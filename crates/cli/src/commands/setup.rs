@@ -33,22 +33,7 @@ struct Facade {
 }
 
 pub async fn run(config: &BridgeConfig, args: SetupArgs) -> Result<ExitCode, Failure> {
-    let agents: Vec<&str> = match args.agent.as_deref() {
-        None => AGENTS.to_vec(),
-        Some(agent) => {
-            let agent = agent.trim().to_ascii_lowercase();
-            let known = AGENTS
-                .iter()
-                .find(|known| **known == agent)
-                .ok_or_else(|| {
-                    Failure::usage(format!(
-                        "unknown agent {agent:?} for --agent; choose one of {}",
-                        AGENTS.join(", ")
-                    ))
-                })?;
-            vec![*known]
-        }
-    };
+    let agents = crate::commands::chosen_agents(args.agent.as_deref(), AGENTS)?;
     let facade = match bridge_server::find_running(&config.home).await {
         Some(client) => Facade {
             origin: format!("http://{}", client.address()),

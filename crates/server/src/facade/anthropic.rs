@@ -27,7 +27,7 @@ use serde_json::json;
 use super::backends::{Availability, BackendEntry, Backends, RouteRequest};
 use super::body::read_json_object;
 use super::errors::FacadeError;
-use super::request_log::RequestNote;
+use super::request_log::{RequestNote, finish};
 use super::timing::Overhead;
 use crate::app::ServerContext;
 
@@ -38,18 +38,8 @@ pub(crate) async fn messages(
     body: Body,
 ) -> Response {
     let mut overhead = Overhead::start();
-    match answer(&ctx, &note, &headers, body, &mut overhead).await {
-        Ok(mut response) => {
-            overhead.stamp(response.headers_mut());
-            response
-        }
-        Err(err) => {
-            note.reason(&err.reason());
-            let mut response = err.anthropic_response();
-            overhead.stamp(response.headers_mut());
-            response
-        }
-    }
+    let answered = answer(&ctx, &note, &headers, body, &mut overhead).await;
+    finish(answered, &note, &overhead, FacadeError::anthropic_response)
 }
 
 async fn answer(

@@ -211,3 +211,11 @@ impl From<RouteError> for FacadeError {
         }
     }
 }
+
+/// A request body the OpenAI-shaped endpoints refuse (chat completions,
+/// responses): its code and the field at fault.
+impl From<bridge_llm::translate::openai::InboundError> for FacadeError {
+    fn from(error: bridge_llm::translate::openai::InboundError) -> Self {
+        Self::invalid(error.code, error.message).with_param(error.param)
+    }
+}

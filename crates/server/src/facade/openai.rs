@@ -16,7 +16,7 @@ use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use bridge_llm::translate::openai::{
-    InboundError, InboundRequest, StreamEncoder, parse_request, response_object,
+    InboundRequest, StreamEncoder, parse_request, response_object,
 };
 use bridge_llm::{BackendKind, ChatEvent, ChatRequest, ChatStream, collect};
 use futures::StreamExt;
@@ -26,7 +26,7 @@ use super::backends::{Availability, BackendEntry, PromptStyle, RouteRequest};
 use super::body::read_json_object;
 use super::errors::FacadeError;
 use super::normalize;
-use super::request_log::RequestNote;
+use super::request_log::{RequestNote, finish};
 use super::timing::Overhead;
 use crate::app::ServerContext;
 
@@ -39,19 +39,8 @@ pub(crate) async fn chat_completions(
     body: Body,
 ) -> Response {
     let mut clock = Overhead::start();
-    let mut response = match answer(&ctx, &note, &headers, body, &mut clock).await {
-        Ok(response) => response,
-        Err(error) => {
-            note.reason(&error.reason());
-            error.openai_response()
-        }
-    };
-    clock.stamp(response.headers_mut());
-    response
-}
-
-fn refused(error: InboundError) -> FacadeError {
-    FacadeError::invalid(error.code, error.message).with_param(error.param)
+    let answered = answer(&ctx, &note, &headers, body, &mut clock).await;
+    finish(answered, &note, &clock, FacadeError::openai_response)
 }
 
 async fn answer(
@@ -63,7 +52,7 @@ async fn answer(
 ) -> Result<Response, FacadeError> {
     let object = read_json_object(headers, body).await?;
     let thinking = bridge_llm::translate::asks_for_thinking(&object);
-    let inbound = parse_request(object).map_err(refused)?;
+    let inbound = parse_request(object)?;
     let route = ctx.backends.route_request(&RouteRequest {
         model: inbound.request.model.as_deref(),
         thinking,
@@ -148,7 +137,7 @@ fn upstream_request(
             Ok(normalize::single_prompt_request(&inbound.request, turns))
         }
         PromptStyle::Chat if entry.kind == BackendKind::Anthropic => {
-            let (request, dropped) = inbound.for_anthropic().map_err(refused)?;
+            let (request, dropped) = inbound.for_anthropic()?;
             if !dropped.is_empty() {
                 tracing::debug!(backend = %entry.name, ?dropped, "fields without an Anthropic equivalent left out");
             }

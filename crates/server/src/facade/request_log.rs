@@ -19,6 +19,9 @@ use axum::middleware::Next;
 use axum::response::Response;
 use bridge_llm::Usage;
 
+use super::errors::FacadeError;
+use super::timing::Overhead;
+
 /// What a handler learnt about its request. Cheap to clone.
 #[derive(Debug, Clone, Default)]
 pub struct RequestNote(Arc<Mutex<Noted>>);
@@ -53,6 +56,22 @@ impl RequestNote {
         bridge_policy::sync::lock(&self.0).reason =
             Some(bridge_policy::redact::shorten(reason, 300));
     }
+}
+
+/// A handler's last step: an error answered in the API's shape (`shape`)
+/// and noted for the log, and the `x-bridge-overhead-ms` header either way.
+pub fn finish(
+    answered: Result<Response, FacadeError>,
+    note: &RequestNote,
+    overhead: &Overhead,
+    shape: fn(&FacadeError) -> Response,
+) -> Response {
+    let mut response = answered.unwrap_or_else(|error| {
+        note.reason(&error.reason());
+        shape(&error)
+    });
+    overhead.stamp(response.headers_mut());
+    response
 }
 
 /// The middleware: notes the request, then logs it when its body ends.

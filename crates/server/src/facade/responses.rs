@@ -11,8 +11,7 @@ use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use bridge_llm::translate::responses::{
-    self, InboundError, InboundRequest, ResponseHead, StreamEncoder, answer_message,
-    response_object,
+    self, InboundRequest, ResponseHead, StreamEncoder, answer_message, response_object,
 };
 use bridge_llm::{
     BackendKind, ChatEvent, ChatRequest, ChatResponse, ChatStream, LlmError, Message, collect,
@@ -23,7 +22,7 @@ use super::backends::{Availability, BackendEntry, Backends, PromptStyle, Route, 
 use super::body::read_json_object;
 use super::errors::FacadeError;
 use super::normalize;
-use super::request_log::RequestNote;
+use super::request_log::{RequestNote, finish};
 use super::store::{ResponseStore, new_response_id};
 use super::timing::{Overhead, unix_now};
 use crate::app::ServerContext;
@@ -35,19 +34,8 @@ pub(crate) async fn create(
     body: Body,
 ) -> Response {
     let mut overhead = Overhead::start();
-    let mut response = match answer(&ctx, &note, &headers, body, &mut overhead).await {
-        Ok(response) => response,
-        Err(error) => {
-            note.reason(&error.reason());
-            error.openai_response()
-        }
-    };
-    overhead.stamp(response.headers_mut());
-    response
-}
-
-fn refused(error: InboundError) -> FacadeError {
-    FacadeError::invalid(error.code, error.message).with_param(error.param)
+    let answered = answer(&ctx, &note, &headers, body, &mut overhead).await;
+    finish(answered, &note, &overhead, FacadeError::openai_response)
 }
 
 async fn answer(
@@ -58,7 +46,7 @@ async fn answer(
     overhead: &mut Overhead,
 ) -> Result<Response, FacadeError> {
     let body = read_json_object(headers, body).await?;
-    let mut inbound = responses::parse_request(&body).map_err(refused)?;
+    let mut inbound = responses::parse_request(&body)?;
     let thinking = bridge_llm::translate::asks_for_thinking(&body);
     drop(body);
     if let Some(previous) = inbound.previous_response_id.clone() {

@@ -39,22 +39,7 @@ const SESSION: Server = Server {
 };
 
 pub fn run(config: &BridgeConfig, args: McpConfigArgs) -> Result<ExitCode, Failure> {
-    let agents: Vec<&str> = match args.agent.as_deref() {
-        None => AGENTS.to_vec(),
-        Some(agent) => {
-            let agent = agent.trim().to_ascii_lowercase();
-            let known = AGENTS
-                .iter()
-                .find(|known| **known == agent)
-                .ok_or_else(|| {
-                    Failure::usage(format!(
-                        "unknown agent {agent:?} for --agent; choose one of {}",
-                        AGENTS.join(", ")
-                    ))
-                })?;
-            vec![*known]
-        }
-    };
+    let agents = crate::commands::chosen_agents(args.agent.as_deref(), AGENTS)?;
     let exe = std::env::current_exe()
         .map_err(|err| Failure::internal(format!("cannot find this program's own path: {err}")))?
         .display()
