@@ -14,6 +14,8 @@
 #   CONCURRENCY=32    closed-loop workers for the saturation runs
 #   CONNECTIONS=64    open-loop keep-alive connections
 #   TARGETS="mock bridge litellm"   MODES="plain stream"
+#                     (also: messages, responses — the bridge's /v1/messages
+#                     and /v1/responses, after `bridge` in the list)
 #   PIN=1             CPU pinning (0: none); see below
 #   LITELLM_WORKERS=1 LiteLLM's --num_workers
 #   REQUIRE_BRIDGE=0  1: fail when the facade does not answer (else its rows
@@ -58,6 +60,12 @@ MODEL="mock-model"
 # answer is checked for it.
 PROMPT="pong"
 BODY="{\"model\":\"$MODEL\",\"messages\":[{\"role\":\"user\",\"content\":\"$PROMPT\"}],\"max_tokens\":16}"
+# Per target: the body and what ends a whole stream (chat completions by default).
+declare -A BODY_OF MARKER
+BODY_OF[messages]="{\"model\":\"$MODEL\",\"max_tokens\":16,\"messages\":[{\"role\":\"user\",\"content\":\"$PROMPT\"}]}"
+MARKER[messages]="message_stop"
+BODY_OF[responses]="{\"model\":\"$MODEL\",\"max_output_tokens\":16,\"store\":false,\"input\":\"$PROMPT\"}"
+MARKER[responses]="response.completed"
 
 log() { printf '== %s\n' "$*" >&2; }
 die() { printf 'bench-facade: %s\n' "$*" >&2; exit 1; }
@@ -174,6 +182,12 @@ for target in $TARGETS; do
         log "SKIPPING the bridge: $message"
       fi
       ;;
+    messages | responses)
+      [ -n "${URL[bridge]:-}" ] || die "$target needs the bridge target before it in TARGETS"
+      URL[$target]="${URL[bridge]%/chat/completions}/$target" KEY[$target]="${KEY[bridge]}" PID[$target]=${PID[bridge]}
+      ACTIVE+=("$target")
+      log "copilot-bridge /v1/$target on ${URL[$target]}"
+      ;;
     litellm)
       port=$(free_port)
       KEY[litellm]="sk-bench-$(python3 -c 'import secrets; print(secrets.token_hex(8))')"
@@ -245,7 +259,8 @@ RESULTS="$OUT_DIR/results-$STAMP.jsonl"
 
 run_one() { # target mode load
   local target="$1" mode="$2" load="$3"
-  local -a args=(--url "${URL[$target]}" -H "Authorization: Bearer ${KEY[$target]}" --body "$BODY"
+  local -a args=(--url "${URL[$target]}" -H "Authorization: Bearer ${KEY[$target]}"
+    --body "${BODY_OF[$target]:-$BODY}" --end-marker "${MARKER[$target]:-data: [DONE]}"
     --expect "$PROMPT" --duration "$DURATION" --warmup "$WARMUP" --label "$target")
   [ "$mode" = stream ] && args+=(--stream)
   if [ "$load" = saturation ]; then
@@ -301,7 +316,8 @@ meta = {
 json.dump(meta, open(os.path.join(out_dir, f"meta-{stamp}.json"), "w"), indent=1)
 rows = [json.loads(line) for line in open(results)]
 by = {(r["target"], r["mode_name"], r["load"]): r for r in rows}
-names = {"mock": "mock (direct)", "bridge": "copilot-bridge", "litellm": f"LiteLLM {meta['litellm']}"}
+names = {"mock": "mock (direct)", "bridge": "copilot-bridge", "litellm": f"LiteLLM {meta['litellm']}",
+         "messages": "copilot-bridge /v1/messages", "responses": "copilot-bridge /v1/responses"}
 ms = lambda us: f"{us / 1000:.3f}"
 lines = [
     "| mode | load | target | ok / errors | req/s | p50 ms | p99 ms | added p50 ms | added p99 ms | TTFB p50 ms | target CPU µs/req |",
@@ -344,6 +360,21 @@ for mode in ("plain", "stream"):
         met = "met" if ratio >= 10 and bridge["errors"] == 0 else "NOT met"
         verdicts.append(f"- {mode}: saturation {bridge['achieved_rps']:.0f} vs LiteLLM {litellm['achieved_rps']:.0f} req/s "
                         f"= {ratio:.1f}x (target >= 10x): {met}")
+    # CPU per request at 3,000/s: chat completions under 80 µs, the other
+    # endpoints within 1.5x of it.
+    def cpu_us(r):
+        answered = r["ok"] + r.get("warmup_ok", 0)
+        return r["target_cpu_s"] * 1e6 / answered if answered else None
+    chat = by.get(("bridge", mode, "3000"))
+    if chat and cpu_us(chat) is not None:
+        met = "met" if cpu_us(chat) < 80 else "NOT met"
+        verdicts.append(f"- {mode}: CPU per chat completion at 3000/s {cpu_us(chat):.0f} us (target < 80 us): {met}")
+        for other in ("messages", "responses"):
+            r = by.get((other, mode, "3000"))
+            if r and cpu_us(r) is not None:
+                ratio = cpu_us(r) / cpu_us(chat)
+                met = "met" if ratio <= 1.5 else "NOT met"
+                verdicts.append(f"- {mode}: CPU per /v1/{other} request {cpu_us(r):.0f} us = {ratio:.2f}x chat completions (target <= 1.5x): {met}")
 text = "\n".join(lines) + "\n\n" + "\n".join(verdicts) + "\n"
 text += f"\n{meta['cpus']} CPUs ({meta['cpu_model']}), pinning: {meta['pinning']}; load average {meta['loadavg_start']} at the start, {meta['loadavg_end']} at the end\n"
 print(text)

@@ -67,8 +67,12 @@ pub struct RequestTemplate {
     pub target: Arc<Target>,
     pub headers: Vec<(HeaderName, HeaderValue)>,
     pub body: Bytes,
-    /// The answer is an SSE stream that must end with `data: [DONE]`.
+    /// The answer is an SSE stream that must carry `end_marker`.
     pub stream: bool,
+    /// What a whole stream carries at its end: `data: [DONE]` (OpenAI chat
+    /// completions), `message_stop` (Anthropic), `response.completed`
+    /// (Responses).
+    pub end_marker: Bytes,
     /// Text every successful answer's body must contain.
     pub expect: Option<Bytes>,
 }
@@ -111,7 +115,7 @@ pub enum Failure {
     Io(String),
     /// A status other than 2xx; the start of the body.
     Status(u16, String),
-    /// A stream that ended without `data: [DONE]`.
+    /// A stream that ended without its end marker.
     NoDone,
     /// A 2xx answer without the expected text; the start of the body.
     UnexpectedBody(String),
@@ -144,7 +148,7 @@ impl Failure {
             Failure::Connect(text) => format!("cannot connect: {text}"),
             Failure::Io(text) => format!("connection error: {text}"),
             Failure::Status(status, body) => format!("status {status}: {body}"),
-            Failure::NoDone => "the stream ended without `data: [DONE]`".to_owned(),
+            Failure::NoDone => "the stream ended without its end marker".to_owned(),
             Failure::UnexpectedBody(body) => format!("the expected text is missing: {body}"),
             Failure::Timeout => "no answer before the end of the drain time".to_owned(),
             Failure::Unsent => "not sent before the end of the drain time".to_owned(),
@@ -167,7 +171,8 @@ pub struct Exchange {
 const MAX_KEPT_BODY: usize = 1 << 20;
 /// How much of a body a failure report quotes.
 const QUOTED_BODY: usize = 200;
-const DONE_MARKER: &[u8] = b"data: [DONE]";
+/// The end of an OpenAI chat-completions stream: the default end marker.
+pub const DONE_MARKER: &str = "data: [DONE]";
 
 /// One keep-alive connection, opened on first use and again after it breaks.
 pub struct Connection {
@@ -254,7 +259,11 @@ impl Connection {
         if !status.is_success() {
             return Err(Failure::Status(status.as_u16(), quote(&kept)));
         }
-        if template.stream && !contains(&tail, DONE_MARKER) {
+        // The marker may open a last record longer than the tail (a
+        // `response.completed` carries the whole response): the kept body
+        // is searched too.
+        let marker = &template.end_marker;
+        if template.stream && !contains(&tail, marker) && !contains(&kept, marker) {
             return Err(Failure::NoDone);
         }
         if let Some(expect) = &template.expect
@@ -318,9 +327,9 @@ mod tests {
         let mut tail = Vec::new();
         remember_tail(&mut tail, &[b'x'; 500]);
         remember_tail(&mut tail, b"data: {}\n\ndata: [DO");
-        assert!(!contains(&tail, DONE_MARKER));
+        assert!(!contains(&tail, DONE_MARKER.as_bytes()));
         remember_tail(&mut tail, b"NE]\n\n");
-        assert!(contains(&tail, DONE_MARKER));
+        assert!(contains(&tail, DONE_MARKER.as_bytes()));
         assert!(tail.len() <= 64);
     }
 

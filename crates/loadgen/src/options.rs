@@ -29,9 +29,13 @@ pub struct Options {
     #[arg(long)]
     pub body_file: Option<PathBuf>,
     /// Ask for a stream (`"stream": true` is set in the body) and read each
-    /// answer as SSE up to `data: [DONE]`; otherwise `"stream": false`.
+    /// answer as SSE up to its end marker; otherwise `"stream": false`.
     #[arg(long)]
     pub stream: bool,
+    /// What every whole stream carries at its end (`message_stop` for
+    /// Anthropic's messages, `response.completed` for OpenAI's responses).
+    #[arg(long, default_value = crate::client::DONE_MARKER)]
+    pub end_marker: String,
     /// Open loop: requests per second, latency from each request's due time.
     #[arg(
         long,
@@ -127,6 +131,7 @@ impl Options {
             headers,
             body: body_with_stream(&text, self.stream)?,
             stream: self.stream,
+            end_marker: Bytes::from(self.end_marker.clone()),
             expect: self.expect.clone().map(Bytes::from),
         })
     }

@@ -14,6 +14,7 @@ async fn template(url: &str, stream: bool) -> Arc<RequestTemplate> {
         headers: vec![bridge_loadgen::client::parse_header("Authorization: Bearer k").unwrap()],
         body: body_with_stream(CHAT, stream).unwrap(),
         stream,
+        end_marker: Bytes::from(bridge_loadgen::client::DONE_MARKER),
         expect: Some(Bytes::from_static(b"pong")),
     })
 }
