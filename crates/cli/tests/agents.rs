@@ -22,22 +22,25 @@ const AGENT_PATIENCE: Duration = Duration::from_secs(120);
 
 /// `serve` in `workspace` with the mock as its OpenAI-wire backend.
 pub fn serve_with(mock: &MockLlm, workspace: TempWorkspace) -> Served {
+    serve_with_env(mock, workspace, &[])
+}
+
+/// [`serve_with`], with `extra` in the daemon's environment.
+pub fn serve_with_env(mock: &MockLlm, workspace: TempWorkspace, extra: &[(&str, &str)]) -> Served {
     let dead = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let dead_url = format!("http://{}", dead.local_addr().unwrap());
     drop(dead);
     let base_url = format!("{}/v1", mock.base_url());
-    Served::start_in(
-        Bridge::new(),
-        workspace,
-        &[
-            ("COPILOT_BRIDGE_NO_GH", "1"),
-            ("OLLAMA_HOST", &dead_url),
-            ("COPILOT_BYOK_PROVIDER", "openai"),
-            ("COPILOT_BYOK_BASE_URL", &base_url),
-            ("COPILOT_BYOK_API_KEY", "sk-upstream"),
-            ("COPILOT_BYOK_MODEL", "mock-model"),
-        ],
-    )
+    let mut env = vec![
+        ("COPILOT_BRIDGE_NO_GH", "1"),
+        ("OLLAMA_HOST", dead_url.as_str()),
+        ("COPILOT_BYOK_PROVIDER", "openai"),
+        ("COPILOT_BYOK_BASE_URL", base_url.as_str()),
+        ("COPILOT_BYOK_API_KEY", "sk-upstream"),
+        ("COPILOT_BYOK_MODEL", "mock-model"),
+    ];
+    env.extend_from_slice(extra);
+    Served::start_in(Bridge::new(), workspace, &env)
 }
 
 /// A command with nothing of the developer's environment: PATH, a private

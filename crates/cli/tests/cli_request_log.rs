@@ -5,13 +5,17 @@
 use bridge_testkit::{MockLlm, MockReply, TempWorkspace};
 use serde_json::json;
 
-use crate::agents::serve_with;
+use crate::agents::serve_with_env;
 use crate::cli_serve::wait_until;
 
 #[tokio::test]
 async fn every_request_and_every_refusal_leaves_one_line() {
     let mock = MockLlm::start(vec![MockReply::text("Hi!")]).await;
-    let served = serve_with(&mock, TempWorkspace::new());
+    let served = serve_with_env(
+        &mock,
+        TempWorkspace::new(),
+        &[("COPILOT_BRIDGE_REQUEST_LOG", "true")],
+    );
     let http = reqwest::Client::new();
 
     let answered = http
@@ -101,4 +105,32 @@ async fn every_request_and_every_refusal_leaves_one_line() {
         log.contains("/v1 (chat/completions, responses, models)"),
         "{log}"
     );
+    // request_log: the same lines as JSON in the state directory, private,
+    // without bodies.
+    let journal = served.state().join("requests.jsonl");
+    let text = std::fs::read_to_string(&journal).unwrap();
+    let entries: Vec<serde_json::Value> = text
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    assert_eq!(entries.len(), 3, "the facade's three requests: {text}");
+    assert_eq!(entries[0]["path"], "/v1/chat/completions");
+    assert_eq!(entries[0]["status"], 200);
+    assert_eq!(entries[0]["backend"], "openai");
+    assert_eq!(entries[0]["requestedModel"], "gpt-x");
+    assert_eq!(entries[1]["status"], 401);
+    assert!(
+        entries[1]["reason"]
+            .as_str()
+            .unwrap()
+            .starts_with("invalid_api_key")
+    );
+    assert_eq!(entries[2]["status"], 400);
+    assert!(
+        !text.contains("\"hi\""),
+        "no request body in the journal: {text}"
+    );
+    use std::os::unix::fs::PermissionsExt as _;
+    let mode = std::fs::metadata(&journal).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600);
 }

@@ -67,6 +67,7 @@ pub const MAX_RETRIES: &str = "max_retries";
 pub const TRANSIENT_RETRIES: &str = "transient_retries";
 pub const IDLE_EXIT_SECS: &str = "idle_exit_secs";
 pub const TRUST_PROJECT_PROVIDERS: &str = "trust_project_providers";
+pub const REQUEST_LOG: &str = "request_log";
 pub const TOKEN: &str = "token";
 pub const ALLOWED_HOSTS: &str = "allowed_hosts";
 pub const DEFAULT_BACKEND: &str = "default_backend";
@@ -229,6 +230,12 @@ pub const KEYS: &[KeySpec] = &[
         "COPILOT_BRIDGE_TRUST_PROJECT_PROVIDERS",
         "false",
         "Spawn the providers a workspace's tap.config.json declares",
+    ),
+    key(
+        REQUEST_LOG,
+        "COPILOT_BRIDGE_REQUEST_LOG",
+        "false",
+        "Also write each facade request's log line as JSON to requests.jsonl in the state directory (no bodies)",
     ),
     secret(
         TOKEN,

@@ -139,6 +139,9 @@ pub struct BridgeConfig {
     pub mcp: McpSettings,
     /// `[backends.NAME]`: the facade's configured chat backends, by name.
     pub backends: Vec<BackendConfig>,
+    /// `request_log`: each facade request's line also goes, as JSON, to
+    /// `requests.jsonl` in the state directory (default false).
+    pub request_log: bool,
     /// The backend a request goes to when its model routes nowhere else
     /// (`default_backend`; default: the auto-selected one).
     pub default_backend: Option<String>,

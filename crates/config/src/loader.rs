@@ -245,6 +245,9 @@ impl ConfigLoader {
         let trust_project_providers = builder
             .parse(keys::TRUST_PROJECT_PROVIDERS, value::parse_bool)
             .unwrap_or(false);
+        let request_log = builder
+            .parse(keys::REQUEST_LOG, value::parse_bool)
+            .unwrap_or(false);
 
         let token = builder.parse(keys::TOKEN, |t| value::parse_token(t).map(Secret::new));
         let allowed_hosts = builder
@@ -359,6 +362,7 @@ impl ConfigLoader {
             copilot,
             mcp,
             backends,
+            request_log,
             default_backend,
             models,
             token,

@@ -55,6 +55,7 @@ impl BridgeConfig {
             keys::TRANSIENT_RETRIES => Some(self.transient_retries.to_string()),
             keys::IDLE_EXIT_SECS => Some(self.idle_exit_secs.to_string()),
             keys::TRUST_PROJECT_PROVIDERS => Some(self.trust_project_providers.to_string()),
+            keys::REQUEST_LOG => Some(self.request_log.to_string()),
             keys::TOKEN => secret(&self.token),
             keys::ALLOWED_HOSTS => {
                 (!self.allowed_hosts.is_empty()).then(|| self.allowed_hosts.join(","))

@@ -52,6 +52,8 @@ pub struct ServerContext {
     pub memory: Arc<bridge_mcp::memory::MemoryLayout>,
     /// The Responses API's kept conversations (`previous_response_id`).
     pub responses: Arc<crate::facade::store::ResponseStore>,
+    /// `requests.jsonl`, when `request_log` is on.
+    pub request_journal: Option<Arc<crate::facade::request_log::RequestJournal>>,
 }
 
 impl std::fmt::Debug for ServerContext {

@@ -268,6 +268,9 @@ impl Daemon {
                 None,
                 &config.openclaw,
             )),
+            request_journal: config
+                .request_log
+                .then(|| Arc::new(crate::facade::request_log::RequestJournal::new(&home))),
             responses: Arc::new(crate::facade::store::ResponseStore::new(
                 home.join("responses"),
                 crate::facade::store::StoreLimits::default(),

@@ -37,7 +37,10 @@ pub(crate) fn routes(ctx: ServerContext) -> Router {
         .route("/v1/messages/count_tokens", post(anthropic::count_tokens))
         .route_layer(middleware::from_fn_with_state(ctx.clone(), require_token))
         // Outside the token check: a refused key is logged too.
-        .layer(middleware::from_fn(request_log::log_requests))
+        .layer(middleware::from_fn_with_state(
+            ctx.request_journal.clone(),
+            request_log::log_requests,
+        ))
         .with_state(ctx)
 }
 

@@ -7,13 +7,16 @@
 //! The middleware puts a [`RequestNote`] into the request's extensions;
 //! handlers fill it in as they learn things (the route, the usage, the
 //! refusal). The line is written when the response body is done or dropped
-//! (a client that hangs up mid-stream still gets its line).
+//! (a client that hangs up mid-stream still gets its line). With
+//! `request_log` on, the same line also goes, as one JSON object, to
+//! `requests.jsonl` in the state directory ([`RequestJournal`]): never a
+//! body, reasons redacted, the file rotated past [`JOURNAL_MAX_BYTES`].
 
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use axum::body::Body;
-use axum::extract::Request;
+use axum::extract::{Request, State};
 use axum::http::header;
 use axum::middleware::Next;
 use axum::response::Response;
@@ -74,8 +77,68 @@ pub fn finish(
     response
 }
 
+/// Where `requests.jsonl` rotates (to `requests.jsonl.1`, one kept).
+pub const JOURNAL_MAX_BYTES: u64 = 10 * 1024 * 1024;
+
+/// `requests.jsonl`: one JSON object per facade request (mode 0600).
+#[derive(Debug)]
+pub struct RequestJournal {
+    path: std::path::PathBuf,
+    max_bytes: u64,
+    file: Mutex<Option<(std::fs::File, u64)>>,
+}
+
+impl RequestJournal {
+    pub fn new(state_dir: &std::path::Path) -> Self {
+        Self {
+            path: state_dir.join("requests.jsonl"),
+            max_bytes: JOURNAL_MAX_BYTES,
+            file: Mutex::new(None),
+        }
+    }
+
+    fn append(&self, line: &serde_json::Value) {
+        let mut text = line.to_string();
+        text.push('\n');
+        let mut slot = bridge_policy::sync::lock(&self.file);
+        if let Err(err) = self.write(&mut slot, text.as_bytes()) {
+            tracing::warn!("request journal {}: {err}", self.path.display());
+        }
+    }
+
+    fn write(&self, slot: &mut Option<(std::fs::File, u64)>, bytes: &[u8]) -> std::io::Result<()> {
+        use std::io::Write as _;
+        use std::os::unix::fs::OpenOptionsExt as _;
+        if slot
+            .as_ref()
+            .is_some_and(|(_, size)| *size >= self.max_bytes)
+        {
+            *slot = None;
+            std::fs::rename(&self.path, self.path.with_extension("jsonl.1"))?;
+        }
+        if slot.is_none() {
+            let file = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .mode(0o600)
+                .open(&self.path)?;
+            let size = file.metadata()?.len();
+            *slot = Some((file, size));
+        }
+        if let Some((file, size)) = slot.as_mut() {
+            file.write_all(bytes)?;
+            *size += bytes.len() as u64;
+        }
+        Ok(())
+    }
+}
+
 /// The middleware: notes the request, then logs it when its body ends.
-pub async fn log_requests(mut request: Request, next: Next) -> Response {
+pub async fn log_requests(
+    State(journal): State<Option<Arc<RequestJournal>>>,
+    mut request: Request,
+    next: Next,
+) -> Response {
     let started = Instant::now();
     let note = RequestNote::default();
     request.extensions_mut().insert(note.clone());
@@ -92,6 +155,7 @@ pub async fn log_requests(mut request: Request, next: Next) -> Response {
         started,
         status: 0,
         head_ms: 0.0,
+        journal,
     };
     let response = next.run(request).await;
     let mut line = line;
@@ -141,6 +205,7 @@ struct Line {
     started: Instant,
     status: u16,
     head_ms: f64,
+    journal: Option<Arc<RequestJournal>>,
 }
 
 impl Drop for Line {
@@ -154,6 +219,25 @@ impl Drop for Line {
             (usage.prompt_tokens, usage.completion_tokens)
         });
         let reason = noted.reason.as_deref().unwrap_or("");
+        let total_ms = elapsed_ms(self.started);
+        if let Some(journal) = &self.journal {
+            journal.append(&serde_json::json!({
+                "at": bridge_policy::audit::now_timestamp(),
+                "method": self.method,
+                "path": self.path,
+                "status": self.status,
+                "client": self.client,
+                "requestedModel": noted.requested,
+                "model": noted.routed,
+                "backend": noted.backend,
+                "rule": noted.rule,
+                "headMs": (self.head_ms * 10.0).round() / 10.0,
+                "totalMs": (total_ms * 10.0).round() / 10.0,
+                "tokensIn": tokens_in,
+                "tokensOut": tokens_out,
+                "reason": noted.reason,
+            }));
+        }
         tracing::info!(
             target: "copilot_bridge::facade",
             "{} {} {} client={:?} model={requested}→{routed} backend={backend} via={rule:?} head_ms={:.1} total_ms={:.1} tokens={tokens_in}/{tokens_out}{}{reason}",
@@ -162,8 +246,34 @@ impl Drop for Line {
             self.status,
             self.client,
             self.head_ms,
-            elapsed_ms(self.started),
+            total_ms,
             if reason.is_empty() { "" } else { " reason: " },
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    #[test]
+    fn the_journal_rotates_and_keeps_one_old_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut journal = RequestJournal::new(dir.path());
+        journal.max_bytes = 100;
+        for n in 0..12 {
+            journal.append(&serde_json::json!({"n": n, "pad": "x".repeat(20)}));
+        }
+        let current = std::fs::read_to_string(dir.path().join("requests.jsonl")).unwrap();
+        let old = std::fs::read_to_string(dir.path().join("requests.jsonl.1")).unwrap();
+        assert!(current.len() <= 100 + 40, "{current}");
+        assert!(old.len() <= 100 + 40, "{old}");
+        // The newest entry is in the current file, whole lines in both.
+        assert!(current.lines().last().unwrap().contains("\"n\":11"));
+        for line in current.lines().chain(old.lines()) {
+            serde_json::from_str::<serde_json::Value>(line).unwrap();
+        }
     }
 }
