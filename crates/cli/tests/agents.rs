@@ -13,6 +13,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use bridge_testkit::{MockLlm, RecordedRequest, TempWorkspace};
+use serde_json::Value;
 
 use crate::cli_serve::Served;
 use crate::support::Bridge;
@@ -91,6 +92,21 @@ fn exports(text: &str) -> Vec<(String, String)> {
         .filter_map(|pair| pair.split_once('='))
         .map(|(name, value)| (name.to_owned(), value.to_owned()))
         .collect()
+}
+
+/// In the history of a request after a tool turn: the model's first tool
+/// call and the agent's tool message answering it.
+fn tool_round_trip(request: &RecordedRequest, agent: &str) -> (Value, Value) {
+    let messages = request.body["messages"].as_array().unwrap();
+    let call = messages
+        .iter()
+        .find(|m| m["role"] == "assistant" && m["tool_calls"].is_array())
+        .unwrap_or_else(|| panic!("the model's tool call is in the history {agent} sent back"));
+    let output = messages
+        .iter()
+        .find(|m| m["role"] == "tool")
+        .unwrap_or_else(|| panic!("{agent} sent the tool's result back"));
+    (call["tool_calls"][0].clone(), output.clone())
 }
 
 /// The chat requests the mock received (not the daemon's model probes).

@@ -1,31 +1,11 @@
 //! Real clients against the facade: the official `openai` Python package
 //! and `curl -N`, streaming through the daemon from the mock upstream.
 
-use std::process::Stdio;
-use std::time::Duration;
-
 use bridge_testkit::{MockLlm, MockReply};
 use serde_json::{Value, json};
 
 use crate::facade_openai::{daemon_for, sse_payloads};
-use crate::support::{python, repo_root};
-
-async fn run(command: &mut tokio::process::Command) -> String {
-    let output = tokio::time::timeout(
-        Duration::from_secs(60),
-        command.stdin(Stdio::null()).kill_on_drop(true).output(),
-    )
-    .await
-    .expect("the client finishes within a minute")
-    .expect("the client starts");
-    assert!(
-        output.status.success(),
-        "client failed: {}\n{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8(output.stdout).unwrap()
-}
+use crate::support::{python, repo_root, run_peer};
 
 #[tokio::test]
 async fn the_openai_python_package_streams_and_completes_through_the_facade() {
@@ -41,10 +21,12 @@ async fn the_openai_python_package_streams_and_completes_through_the_facade() {
     ])
     .await;
     let daemon = daemon_for(&mock).await;
-    let stdout = run(tokio::process::Command::new(&python)
-        .arg(repo_root().join("tests/peers/python/openai_chat.py"))
-        .arg(daemon.url("/v1"))
-        .arg(&daemon.token))
+    let stdout = run_peer(
+        tokio::process::Command::new(&python)
+            .arg(repo_root().join("tests/peers/python/openai_chat.py"))
+            .arg(daemon.url("/v1"))
+            .arg(&daemon.token),
+    )
     .await;
     let got: Value = serde_json::from_str(stdout.trim()).unwrap();
     let stream = &got["stream"];
@@ -79,12 +61,14 @@ async fn curl_streams_a_completion_through_the_facade() {
     let daemon = daemon_for(&mock).await;
     let body = json!({"model": "mock-model", "stream": true,
                       "messages": [{"role": "user", "content": "hello from curl"}]});
-    let stdout = run(tokio::process::Command::new("curl")
-        .args(["-N", "-sS", "--fail-with-body", "--max-time", "30"])
-        .args(["-H", &format!("Authorization: Bearer {}", daemon.token)])
-        .args(["-H", "Content-Type: application/json"])
-        .args(["-d", &body.to_string()])
-        .arg(daemon.url("/v1/chat/completions")))
+    let stdout = run_peer(
+        tokio::process::Command::new("curl")
+            .args(["-N", "-sS", "--fail-with-body", "--max-time", "30"])
+            .args(["-H", &format!("Authorization: Bearer {}", daemon.token)])
+            .args(["-H", "Content-Type: application/json"])
+            .args(["-d", &body.to_string()])
+            .arg(daemon.url("/v1/chat/completions")),
+    )
     .await;
     let payloads = sse_payloads(&stdout);
     assert_eq!(payloads.last(), Some(&json!("[DONE]")), "{stdout}");

@@ -8,7 +8,7 @@ use std::time::Duration;
 use bridge_testkit::{MockLlm, MockReply, MockToolCall, RecordedRequest};
 use serde_json::{Value, json};
 
-use crate::support::{Setup, TestDaemon, python, repo_root};
+use crate::support::{Setup, TestDaemon, python, repo_root, run_peer};
 
 const STREAM_LIMIT: Duration = Duration::from_secs(15);
 
@@ -257,22 +257,14 @@ async fn the_official_openai_python_package_uses_the_responses_api() {
     ])
     .await;
     let daemon = TestDaemon::with(Setup::default().openai_backend(&mock.base_url())).await;
-    let run = tokio::process::Command::new(&python)
-        .arg(repo_root().join("tests/peers/python/openai_responses.py"))
-        .args(["--base-url", &daemon.url("/v1")])
-        .args(["--api-key", &daemon.token])
-        .kill_on_drop(true)
-        .output();
-    let output = tokio::time::timeout(Duration::from_secs(60), run)
-        .await
-        .expect("the python client finishes")
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "python failed: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let got: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let stdout = run_peer(
+        tokio::process::Command::new(&python)
+            .arg(repo_root().join("tests/peers/python/openai_responses.py"))
+            .args(["--base-url", &daemon.url("/v1")])
+            .args(["--api-key", &daemon.token]),
+    )
+    .await;
+    let got: Value = serde_json::from_str(stdout.trim()).unwrap();
     assert_eq!(got["stream_text"], "Streamed answer");
     assert_eq!(got["stream_final_status"], "completed");
     assert_eq!(got["whole_text"], "Whole answer.");

@@ -183,6 +183,28 @@ impl Drop for TestDaemon {
 /// The repository's root (the peers and their scripts live under it).
 pub use bridge_testkit::{python, repo_root};
 
+/// Runs a peer (a Python client of tests/peers) to its end within a
+/// minute; its stdout. The test fails with its output if it fails.
+pub async fn run_peer(command: &mut tokio::process::Command) -> String {
+    let output = tokio::time::timeout(
+        std::time::Duration::from_secs(60),
+        command
+            .stdin(std::process::Stdio::null())
+            .kill_on_drop(true)
+            .output(),
+    )
+    .await
+    .expect("the client finishes within a minute")
+    .expect("the client starts");
+    assert!(
+        output.status.success(),
+        "client failed: {}\n{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout).unwrap()
+}
+
 /// A minimal MCP client over streamable HTTP: initialize, then calls, each
 /// answer read from JSON or from the SSE stream the server may choose.
 pub struct McpHttp<'a> {

@@ -2,7 +2,6 @@
 //! client: search, read, patch (applied and conflicting), format, the
 //! policy's refusals, tasks, shell commands, batches and notifications.
 
-use std::process::Stdio;
 use std::time::Duration;
 
 use futures::{SinkExt, StreamExt};
@@ -494,22 +493,13 @@ async fn the_python_websockets_example_runs_against_the_daemon() {
     };
     let script = crate::support::repo_root().join("tests/peers/python/toolbus_client.py");
     let daemon = TestDaemon::with(Setup::default().file("src/payment/client.ts", CLIENT_TS)).await;
-    let output = tokio::process::Command::new(python)
-        .arg(script)
-        .env("BRIDGE_RPC_URL", daemon.ws_url("/rpc"))
-        .env("BRIDGE_TOKEN", &daemon.token)
-        .stdin(Stdio::null())
-        .output();
-    let output = tokio::time::timeout(Duration::from_secs(60), output)
-        .await
-        .expect("the Python client finished")
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        output.status.success(),
-        "stdout: {stdout}\nstderr: {stderr}"
-    );
+    let stdout = crate::support::run_peer(
+        tokio::process::Command::new(python)
+            .arg(script)
+            .env("BRIDGE_RPC_URL", daemon.ws_url("/rpc"))
+            .env("BRIDGE_TOKEN", &daemon.token),
+    )
+    .await;
     let report: Value = serde_json::from_str(stdout.trim()).unwrap();
     assert_eq!(report["hits"][0]["file"], "src/payment/client.ts");
     assert_eq!(report["sha256"], sha256_hex(CLIENT_TS.as_bytes()));

@@ -5,7 +5,7 @@
 use bridge_testkit::{MockLlm, MockReply, MockToolCall, TempWorkspace, agent_cli};
 use serde_json::Value;
 
-use super::{agent_command, chat_requests, exports, run_agent, serve_with, setup};
+use super::{agent_command, chat_requests, exports, run_agent, serve_with, setup, tool_round_trip};
 use crate::cli_serve::Served;
 
 /// `claude -p PROMPT --output-format json` against `served`; its JSON result.
@@ -98,17 +98,9 @@ async fn claude_code_runs_its_own_read_tool_and_finishes_the_turn() {
 
     let requests = chat_requests(&mock);
     assert_eq!(requests.len(), 2, "the tool call and the answer");
-    let messages = requests[1].body["messages"].as_array().unwrap();
-    let call = messages
-        .iter()
-        .find(|m| m["role"] == "assistant" && m["tool_calls"].is_array())
-        .expect("the model's tool call is in the history");
-    assert_eq!(call["tool_calls"][0]["id"], "call_read_1");
-    assert_eq!(call["tool_calls"][0]["function"]["name"], "Read");
-    let answer = messages
-        .iter()
-        .find(|m| m["role"] == "tool")
-        .expect("Claude Code sent the tool's result back");
+    let (call, answer) = tool_round_trip(&requests[1], "Claude Code");
+    assert_eq!(call["id"], "call_read_1");
+    assert_eq!(call["function"]["name"], "Read");
     assert_eq!(answer["tool_call_id"], "call_read_1");
     assert!(
         answer["content"].as_str().unwrap().contains("pineapple"),

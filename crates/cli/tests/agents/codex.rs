@@ -4,7 +4,7 @@
 
 use bridge_testkit::{MockLlm, MockReply, MockToolCall, TempWorkspace, agent_cli};
 
-use super::{agent_command, chat_requests, exports, run_agent, serve_with, setup};
+use super::{agent_command, chat_requests, exports, run_agent, serve_with, setup, tool_round_trip};
 use crate::cli_serve::Served;
 
 /// `codex exec PROMPT` against `served`: what it printed on stdout.
@@ -76,16 +76,8 @@ async fn codex_runs_its_shell_tool_and_finishes_the_turn() {
 
     let requests = chat_requests(&mock);
     assert_eq!(requests.len(), 2, "the tool call and the answer");
-    let messages = requests[1].body["messages"].as_array().unwrap();
-    let call = messages
-        .iter()
-        .find(|m| m["role"] == "assistant" && m["tool_calls"].is_array())
-        .expect("the model's call is in the history Codex sent back");
-    assert_eq!(call["tool_calls"][0]["id"], "call_cat_1");
-    let output = messages
-        .iter()
-        .find(|m| m["role"] == "tool")
-        .expect("Codex sent the command's output back");
+    let (call, output) = tool_round_trip(&requests[1], "Codex");
+    assert_eq!(call["id"], "call_cat_1");
     assert_eq!(output["tool_call_id"], "call_cat_1");
     assert!(
         output["content"].as_str().unwrap().contains("pineapple"),

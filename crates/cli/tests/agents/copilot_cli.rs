@@ -5,7 +5,7 @@
 
 use bridge_testkit::{MockLlm, MockReply, MockToolCall, TempWorkspace, agent_cli};
 
-use super::{agent_command, chat_requests, exports, run_agent, serve_with, setup};
+use super::{agent_command, chat_requests, exports, run_agent, serve_with, setup, tool_round_trip};
 use crate::cli_serve::Served;
 
 /// `copilot -p PROMPT` with the facade as its `kind` provider: stdout.
@@ -84,11 +84,7 @@ async fn copilot_views_a_file_with_its_own_tool_over_the_anthropic_wire() {
 
     let requests = chat_requests(&mock);
     assert_eq!(requests.len(), 2, "the tool call and the answer");
-    let messages = requests[1].body["messages"].as_array().unwrap();
-    let output = messages
-        .iter()
-        .find(|m| m["role"] == "tool")
-        .expect("Copilot CLI sent the view result back");
+    let (_, output) = tool_round_trip(&requests[1], "Copilot CLI");
     assert_eq!(output["tool_call_id"], "call_view_1");
     assert!(
         output["content"].as_str().unwrap().contains("pineapple"),

@@ -6,7 +6,7 @@
 use bridge_testkit::{MockLlm, MockReply, MockToolCall, TempWorkspace, agent_cli, repo_root};
 use serde_json::{Value, json};
 
-use super::{agent_command, chat_requests, run_agent, serve_with, setup};
+use super::{agent_command, chat_requests, run_agent, serve_with, setup, tool_round_trip};
 use crate::cli_serve::Served;
 
 /// `openclaw agent --local --message PROMPT --json` against `served`: its
@@ -101,18 +101,10 @@ async fn openclaw_reads_a_file_with_its_own_tool_and_finishes_the_turn() {
     assert_eq!(reply_text(&answer), "The file says pineapple.", "{answer}");
     let requests = chat_requests(&mock);
     assert_eq!(requests.len(), 2, "the tool call and the answer");
-    let messages = requests[1].body["messages"].as_array().unwrap();
-    let call = messages
-        .iter()
-        .find(|m| m["role"] == "assistant" && m["tool_calls"].is_array())
-        .expect("the model's call is in the history OpenClaw sent back");
-    assert_eq!(call["tool_calls"][0]["function"]["name"], "read");
-    let output = messages
-        .iter()
-        .find(|m| m["role"] == "tool")
-        .expect("OpenClaw sent the read result back");
+    let (call, output) = tool_round_trip(&requests[1], "OpenClaw");
+    assert_eq!(call["function"]["name"], "read");
     // OpenClaw renames call ids to its own shape; the pair still matches.
-    assert_eq!(output["tool_call_id"], call["tool_calls"][0]["id"]);
+    assert_eq!(output["tool_call_id"], call["id"]);
     assert!(
         output["content"].to_string().contains("pineapple"),
         "{output}"

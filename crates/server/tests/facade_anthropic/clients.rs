@@ -1,14 +1,12 @@
 //! `/v1/messages` from real clients: the official `anthropic` Python
 //! package, and a client that hangs up mid-stream.
 
-use std::time::Duration;
-
 use bridge_testkit::{MockLlm, MockReply};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use super::{STREAM_LIMIT, chat_requests, hello, no_retries, post_messages};
-use crate::support::{Setup, TestDaemon, python, repo_root};
+use crate::support::{Setup, TestDaemon, python, repo_root, run_peer};
 
 #[tokio::test]
 async fn the_official_anthropic_python_package_streams_and_gets_whole_messages() {
@@ -23,23 +21,15 @@ async fn the_official_anthropic_python_package_streams_and_gets_whole_messages()
     .await;
     let daemon = TestDaemon::with(Setup::default().openai_backend(&mock.base_url())).await;
 
-    let run = tokio::process::Command::new(&python)
-        .arg(root.join("tests/peers/python/anthropic_messages.py"))
-        .args(["--base-url", &daemon.url("")])
-        .args(["--api-key", &daemon.token])
-        .args(["--model", "claude-via-bridge"])
-        .kill_on_drop(true)
-        .output();
-    let output = tokio::time::timeout(Duration::from_secs(60), run)
-        .await
-        .expect("the python client finishes")
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "python failed: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let got: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let stdout = run_peer(
+        tokio::process::Command::new(&python)
+            .arg(root.join("tests/peers/python/anthropic_messages.py"))
+            .args(["--base-url", &daemon.url("")])
+            .args(["--api-key", &daemon.token])
+            .args(["--model", "claude-via-bridge"]),
+    )
+    .await;
+    let got: Value = serde_json::from_str(stdout.trim()).unwrap();
     assert_eq!(got["stream_text"], "Hello from the mock");
     let types = got["stream_event_types"].as_array().unwrap();
     assert_eq!(types.first().unwrap(), "message_start");
