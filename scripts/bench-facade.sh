@@ -13,9 +13,12 @@
 #   RATES="500 3000"  open-loop rates (requests/s)
 #   CONCURRENCY=32    closed-loop workers for the saturation runs
 #   CONNECTIONS=64    open-loop keep-alive connections
-#   TARGETS="mock bridge litellm"   MODES="plain stream"
+#   TARGETS="mock floor bridge litellm"   MODES="plain stream"
 #                     (also: messages, responses — the bridge's /v1/messages
 #                     and /v1/responses, after `bridge` in the list)
+#                     floor: `floor-proxy` (crate bridge-loadgen), a proxy that
+#                     only forwards bytes on the bridge's own HTTP stack — the
+#                     least any proxy hop costs on this machine
 #   PIN=1             CPU pinning (0: none); see below
 #   LITELLM_WORKERS=1 LiteLLM's --num_workers
 #   REQUIRE_BRIDGE=0  1: fail when the facade does not answer (else its rows
@@ -42,7 +45,7 @@ WARMUP="${WARMUP:-3}"
 RATES="${RATES:-500 3000}"
 CONCURRENCY="${CONCURRENCY:-32}"
 CONNECTIONS="${CONNECTIONS:-64}"
-TARGETS="${TARGETS:-mock bridge litellm}"
+TARGETS="${TARGETS:-mock floor bridge litellm}"
 MODES="${MODES:-plain stream}"
 PIN="${PIN:-1}"
 LITELLM_WORKERS="${LITELLM_WORKERS:-1}"
@@ -86,7 +89,7 @@ fi
 
 # --- build and install ------------------------------------------------------------
 log "building copilot-bridge, mock-llm and loadgen (release)"
-cargo build --release --quiet --bin copilot-bridge --bin mock-llm --bin loadgen
+cargo build --release --quiet --bin copilot-bridge --bin mock-llm --bin loadgen --bin floor-proxy
 
 installed_litellm() {
   "$VENV/bin/python" -c 'import importlib.metadata as m; print(m.version("litellm"))' 2>/dev/null || true
@@ -158,6 +161,16 @@ for target in $TARGETS; do
       answers_ok "${URL[mock]}" unused || die "the mock does not answer as expected"
       ACTIVE+=(mock)
       ;;
+    floor)
+      "${PROXY_PIN[@]}" "$BIN/floor-proxy" --upstream "$MOCK_URL" >"$WORK/floor.log" 2>&1 &
+      PID[floor]=$!
+      PIDS+=("${PID[floor]}")
+      wait_for 10 grep -q listening "$WORK/floor.log" || die "floor-proxy did not start: $(cat "$WORK/floor.log")"
+      URL[floor]="http://$(sed -n 's/^listening on //p' "$WORK/floor.log")/v1/chat/completions" KEY[floor]=unused
+      answers_ok "${URL[floor]}" unused || die "floor-proxy does not answer as expected"
+      ACTIVE+=(floor)
+      log "floor proxy on ${URL[floor]}"
+      ;;
     bridge)
       mkdir -p "$WORK/bridge-home" "$WORK/bridge-workspace"
       # A clean environment: no user configuration or key leaks in.
@@ -223,7 +236,7 @@ YAML
       ACTIVE+=(litellm)
       log "LiteLLM $LITELLM_VERSION on ${URL[litellm]} ($LITELLM_WORKERS uvicorn worker(s))"
       ;;
-    *) die "unknown target $target (mock, bridge, litellm)" ;;
+    *) die "unknown target $target (mock, floor, bridge, messages, responses, litellm)" ;;
   esac
 done
 
@@ -316,7 +329,7 @@ meta = {
 json.dump(meta, open(os.path.join(out_dir, f"meta-{stamp}.json"), "w"), indent=1)
 rows = [json.loads(line) for line in open(results)]
 by = {(r["target"], r["mode_name"], r["load"]): r for r in rows}
-names = {"mock": "mock (direct)", "bridge": "copilot-bridge", "litellm": f"LiteLLM {meta['litellm']}",
+names = {"mock": "mock (direct)", "floor": "floor proxy", "bridge": "copilot-bridge", "litellm": f"LiteLLM {meta['litellm']}",
          "messages": "copilot-bridge /v1/messages", "responses": "copilot-bridge /v1/responses"}
 ms = lambda us: f"{us / 1000:.3f}"
 lines = [
@@ -369,6 +382,11 @@ for mode in ("plain", "stream"):
     if chat and cpu_us(chat) is not None:
         met = "met" if cpu_us(chat) < 80 else "NOT met"
         verdicts.append(f"- {mode}: CPU per chat completion at 3000/s {cpu_us(chat):.0f} us (target < 80 us): {met}")
+        floor = by.get(("floor", mode, "3000"))
+        if floor and cpu_us(floor):
+            verdicts.append(f"- {mode}: the floor proxy (bytes forwarded, nothing else) costs {cpu_us(floor):.0f} us per request "
+                            f"at 3000/s: the bridge is {cpu_us(chat) / cpu_us(floor):.2f}x the floor, "
+                            f"{cpu_us(chat) - cpu_us(floor):.0f} us of its own work")
         for other in ("messages", "responses"):
             r = by.get((other, mode, "3000"))
             if r and cpu_us(r) is not None:

@@ -10,7 +10,9 @@ use async_trait::async_trait;
 use reqwest::Url;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 
-use crate::{ChatBackend, ChatRequest, ChatStream, LlmError, OpenAiBackend, OpenAiConfig};
+use crate::{
+    ChatBackend, ChatRequest, ChatResponse, ChatStream, LlmError, OpenAiBackend, OpenAiConfig,
+};
 
 /// Where and how to reach one Azure OpenAI deployment.
 #[derive(Debug, Clone)]
@@ -55,7 +57,7 @@ impl AzureConfig {
 pub struct AzureBackend {
     inner: OpenAiBackend,
     deployment: String,
-    chat_url: String,
+    chat_url: Url,
     headers: HeaderMap,
 }
 
@@ -103,7 +105,7 @@ impl AzureBackend {
         Ok(Self {
             inner,
             deployment: config.deployment,
-            chat_url: url.into(),
+            chat_url: url,
             headers,
         })
     }
@@ -118,6 +120,12 @@ impl ChatBackend for AzureBackend {
     async fn stream(&self, request: ChatRequest) -> Result<ChatStream, LlmError> {
         self.inner
             .stream_at(request, &self.chat_url, &self.headers)
+            .await
+    }
+
+    async fn complete(&self, request: ChatRequest) -> Result<ChatResponse, LlmError> {
+        self.inner
+            .complete_at(request, &self.chat_url, &self.headers)
             .await
     }
 

@@ -73,6 +73,9 @@ impl Connection {
         }
         let client = reqwest::Client::builder()
             .connect_timeout(connect_timeout)
+            // Retries are `RetryingBackend`'s, with backoff and Retry-After;
+            // reqwest's own layer would only add work to every request.
+            .retry(reqwest::retry::never())
             .build()
             .map_err(|err| not_configured(format!("cannot build HTTP client: {err}")))?;
         Ok(Self {
@@ -80,6 +83,14 @@ impl Connection {
             headers,
             client,
         })
+    }
+
+    /// `path` under the base URL, parsed once at start-up: reqwest would
+    /// otherwise parse the URL string again for every request.
+    pub fn endpoint(&self, name: &str, path: &str) -> Result<reqwest::Url, LlmError> {
+        let url = format!("{}{path}", self.base_url);
+        reqwest::Url::parse(&url)
+            .map_err(|err| LlmError::NotConfigured(format!("{name}: invalid URL {url:?}: {err}")))
     }
 }
 
@@ -130,6 +141,38 @@ pub(crate) fn parse_retry_after(value: &str, now: SystemTime) -> Option<Duration
     }
     let at = httpdate::parse_http_date(value).ok()?;
     Some(at.duration_since(now).unwrap_or(Duration::ZERO))
+}
+
+/// How a backend asks its upstream for a chat answer: as an event stream, or
+/// as one JSON document (what a caller that wants the whole answer anyway
+/// pays least for, here and upstream).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Delivery {
+    Streamed,
+    Whole,
+}
+
+impl Delivery {
+    pub(crate) fn is_streamed(self) -> bool {
+        self == Self::Streamed
+    }
+
+    /// The `Accept` header that goes with it.
+    pub(crate) fn accept(self) -> HeaderValue {
+        HeaderValue::from_static(match self {
+            Self::Streamed => "text/event-stream",
+            Self::Whole => "application/json",
+        })
+    }
+}
+
+/// `url` parsed once, for a backend whose URL is only known per request;
+/// the error names the backend and the URL.
+pub(crate) fn parse_url(backend: &str, url: &str) -> Result<reqwest::Url, LlmError> {
+    reqwest::Url::parse(url).map_err(|err| LlmError::Protocol {
+        backend: backend.to_owned(),
+        message: format!("invalid URL {url:?}: {err}"),
+    })
 }
 
 /// How much of an error or model-list body is read: an upstream must not
@@ -266,7 +309,9 @@ impl Upstream<'_> {
                 }
                 body.extend_from_slice(&chunk);
             }
-            Ok((String::from_utf8_lossy(&body).into_owned(), true))
+            let text = String::from_utf8(body)
+                .unwrap_or_else(|invalid| String::from_utf8_lossy(invalid.as_bytes()).into_owned());
+            Ok((text, true))
         };
         tokio::time::timeout(self.request_timeout, read)
             .await

@@ -1,8 +1,9 @@
 //! Chat backends behind one [`ChatBackend`] trait.
 //!
 //! A backend takes a normalized [`ChatRequest`] and answers a stream of typed
-//! [`ChatEvent`]s; a non-streaming answer is the same stream collected
-//! ([`collect`]). Each backend maps its own wire format (OpenAI chat
+//! [`ChatEvent`]s; a non-streaming answer ([`ChatBackend::complete`]) is
+//! the same stream collected ([`collect`]), or, where the upstream can give
+//! one, its unstreamed answer mapped to the same events. Each backend maps its own wire format (OpenAI chat
 //! completions, Anthropic messages, …) onto these types and back. This crate
 //! must not know about sessions, tools' execution or policy: it only talks to
 //! language models.
@@ -66,6 +67,13 @@ pub trait ChatBackend: Send + Sync {
     /// Starts one answer. Dropping the stream cancels the request, and the
     /// upstream connection with it.
     async fn stream(&self, request: ChatRequest) -> Result<ChatStream, LlmError>;
+
+    /// One whole answer. By default the stream collected; a backend whose
+    /// upstream can answer unstreamed asks for that instead, which costs
+    /// less on both sides for a caller that waits for the whole anyway.
+    async fn complete(&self, request: ChatRequest) -> Result<ChatResponse, LlmError> {
+        collect(self.stream(request).await?).await
+    }
 
     /// The models this backend offers.
     async fn models(&self) -> Result<Vec<String>, LlmError>;

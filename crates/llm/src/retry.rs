@@ -18,7 +18,7 @@ use async_trait::async_trait;
 use bridge_policy::errors::{Backoff, ErrorClass, ErrorPolicy, RecoveryAction, classify};
 use futures::StreamExt;
 
-use crate::{ChatBackend, ChatRequest, ChatStream, LlmError};
+use crate::{ChatBackend, ChatRequest, ChatResponse, ChatStream, LlmError};
 
 /// How long to wait between attempts, and how many to make.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -199,6 +199,23 @@ impl<B: ChatBackend + ?Sized> ChatBackend for RetryingBackend<B> {
                 } else {
                     Err(error)
                 };
+            };
+            tokio::time::sleep(delay).await;
+            retry += 1;
+        }
+    }
+
+    /// Nothing of a whole answer reached the caller before it failed, so
+    /// any retryable failure is retried, not only one before the first event.
+    async fn complete(&self, request: ChatRequest) -> Result<ChatResponse, LlmError> {
+        let mut retry = 0;
+        loop {
+            let error = match self.inner.complete(request.clone()).await {
+                Ok(answer) => return Ok(answer),
+                Err(error) => error,
+            };
+            let Some(delay) = self.plan_retry(&error, retry, "chat") else {
+                return Err(error);
             };
             tokio::time::sleep(delay).await;
             retry += 1;
@@ -395,6 +412,26 @@ mod tests {
             .unwrap();
         assert_eq!(response.text, "ok");
         assert_eq!(*retrying.inner().calls.lock().unwrap(), 3);
+    }
+
+    #[tokio::test]
+    async fn a_whole_answer_that_broke_midway_is_retried() {
+        let fake = Fake::new(vec![
+            Scripted::Items(vec![text("half"), Err(timeout())]),
+            Scripted::Items(vec![
+                text("whole"),
+                Ok(ChatEvent::Finish {
+                    reason: FinishReason::Stop,
+                }),
+            ]),
+        ]);
+        let retrying = RetryingBackend::new(fake, fast());
+        let response = retrying.complete(ChatRequest::default()).await.unwrap();
+        assert_eq!(
+            response.text, "whole",
+            "nothing of the broken answer is kept"
+        );
+        assert_eq!(*retrying.inner().calls.lock().unwrap(), 2);
     }
 
     #[tokio::test]

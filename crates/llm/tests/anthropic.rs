@@ -175,6 +175,33 @@ async fn parallel_tool_calls_with_arguments_in_many_chunks_are_numbered_from_zer
 }
 
 #[tokio::test]
+async fn a_whole_answer_is_asked_for_unstreamed_and_keeps_its_tool_calls() {
+    let mock = MockLlm::start(vec![MockReply::ToolCalls {
+        text: Some("Checking.".into()),
+        calls: vec![MockToolCall::new(
+            "toolu_1",
+            "read_file",
+            "{\"path\": \"src/mäin.rs\"}",
+        )],
+    }])
+    .await;
+    let response = backend_for(&mock).complete(ask("read it")).await.unwrap();
+    assert_eq!(response.text, "Checking.");
+    assert_eq!(
+        response.tool_calls,
+        vec![ToolCall {
+            id: "toolu_1".into(),
+            name: "read_file".into(),
+            arguments: "{\"path\":\"src/mäin.rs\"}".into(),
+        }]
+    );
+    assert_eq!(response.finish, Some(FinishReason::ToolCalls));
+    let sent = &mock.requests()[0];
+    assert_eq!(sent.body["stream"], json!(false));
+    assert_eq!(header(&sent.headers, "accept"), Some("application/json"));
+}
+
+#[tokio::test]
 async fn a_tool_call_without_text_and_a_follow_up_with_its_result() {
     let mock = MockLlm::start(vec![
         MockReply::ToolCalls {

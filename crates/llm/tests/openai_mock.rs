@@ -126,6 +126,48 @@ async fn parallel_tool_calls_keep_their_ids_names_and_arguments_apart() {
 }
 
 #[tokio::test]
+async fn a_whole_answer_is_asked_for_unstreamed_and_keeps_its_tool_calls() {
+    let mock = MockLlm::start(vec![MockReply::ToolCalls {
+        text: Some("Reading.".into()),
+        calls: vec![
+            MockToolCall::new("call_1", "read_file", "{\"path\":\"a.rs\"}"),
+            MockToolCall::new("call_2", "list_dir", "{}"),
+        ],
+    }])
+    .await;
+    let response = backend_for(&mock).complete(ask("go")).await.unwrap();
+    assert_eq!(response.text, "Reading.");
+    let calls: Vec<(&str, &str, &str)> = response
+        .tool_calls
+        .iter()
+        .map(|call| {
+            (
+                call.id.as_str(),
+                call.name.as_str(),
+                call.arguments.as_str(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        calls,
+        [
+            ("call_1", "read_file", "{\"path\":\"a.rs\"}"),
+            ("call_2", "list_dir", "{}")
+        ]
+    );
+    assert_eq!(response.finish, Some(FinishReason::ToolCalls));
+    assert!(
+        response
+            .usage
+            .is_some_and(|usage| usage.completion_tokens > 0)
+    );
+    let sent = &mock.requests()[0];
+    assert_eq!(sent.body["stream"], json!(false));
+    assert!(sent.body.get("stream_options").is_none(), "{}", sent.body);
+    assert_eq!(sent.header("accept"), Some("application/json"));
+}
+
+#[tokio::test]
 async fn multibyte_text_in_many_small_chunks_arrives_intact() {
     let chunks = ["日本", "語の", "テキ", "スト", " ✓ ", "🦀🦀", "é"];
     let mock = MockLlm::start(vec![MockReply::chunks(chunks)]).await;

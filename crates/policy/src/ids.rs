@@ -24,6 +24,27 @@ pub fn unique_id(prefix: &str) -> String {
     id
 }
 
+/// 24 hex digits for an id a client sees but that guards nothing (a chat
+/// completion's `chatcmpl-…`, a message's `msg_…`): unique in this process,
+/// different in every process, and made without a system call, unlike
+/// [`random_hex`], which is what ids that must not be guessed use.
+pub fn opaque_hex() -> String {
+    static KEY: OnceLock<u64> = OnceLock::new();
+    let key = *KEY.get_or_init(|| {
+        let mut bytes = [0u8; 8];
+        fill_or_abort(&mut bytes);
+        u64::from_le_bytes(bytes)
+    });
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    // splitmix64's finalizer: a bijection, so distinct counters never
+    // collide, and consecutive ids share no visible pattern.
+    let mut mixed = n ^ key;
+    mixed = (mixed ^ (mixed >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    mixed = (mixed ^ (mixed >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    mixed ^= mixed >> 31;
+    format!("{}{mixed:016x}", process_prefix())
+}
+
 /// A secret token such as `ptk-<32 hex digits>`.
 pub fn token(prefix: &str) -> String {
     format!("{prefix}-{}", random_hex(16))
@@ -32,17 +53,21 @@ pub fn token(prefix: &str) -> String {
 /// `bytes` random bytes as hex.
 pub fn random_hex(bytes: usize) -> String {
     let mut buffer = vec![0u8; bytes];
-    if let Err(err) = getrandom::fill(&mut buffer) {
-        // getrandom(2) does not fail once the kernel pool is seeded. If it
-        // ever does, a guessable token would be worse than no daemon.
-        tracing::error!(error = %err, "the OS random source failed; stopping rather than minting a guessable secret");
-        std::process::abort();
-    }
+    fill_or_abort(&mut buffer);
     let mut out = String::with_capacity(bytes * 2);
     for byte in buffer {
         let _ = write!(out, "{byte:02x}");
     }
     out
+}
+
+fn fill_or_abort(buffer: &mut [u8]) {
+    if let Err(err) = getrandom::fill(buffer) {
+        // getrandom(2) does not fail once the kernel pool is seeded. If it
+        // ever does, a guessable token would be worse than no daemon.
+        tracing::error!(error = %err, "the OS random source failed; stopping rather than minting a guessable secret");
+        std::process::abort();
+    }
 }
 
 /// A 6-digit pairing code, uniformly drawn from the OS random source. Fails
@@ -84,6 +109,16 @@ mod tests {
         assert_eq!(t.len(), 4 + 32);
         assert_ne!(t, token("ptk"));
         assert!(constant_time_eq("abc", "abc") && !constant_time_eq("abc", "abd"));
+    }
+
+    #[test]
+    fn opaque_ids_are_24_hex_digits_and_do_not_repeat() {
+        let ids: std::collections::HashSet<String> = (0..10_000).map(|_| opaque_hex()).collect();
+        assert_eq!(ids.len(), 10_000);
+        assert!(
+            ids.iter()
+                .all(|id| id.len() == 24 && id.bytes().all(|b| b.is_ascii_hexdigit()))
+        );
     }
 
     #[test]

@@ -34,9 +34,27 @@ pub struct DaemonFacts {
     pub allowed_hosts: Vec<String>,
 }
 
-/// What every handler shares. Cheap to clone.
+/// What every handler shares: one reference count to clone, however many
+/// parts it has (handlers and middleware clone it for every request).
 #[derive(Clone)]
-pub struct ServerContext {
+pub struct ServerContext(Arc<ServerParts>);
+
+impl ServerContext {
+    pub fn new(parts: ServerParts) -> Self {
+        Self(Arc::new(parts))
+    }
+}
+
+impl std::ops::Deref for ServerContext {
+    type Target = ServerParts;
+
+    fn deref(&self) -> &ServerParts {
+        &self.0
+    }
+}
+
+/// The parts of a [`ServerContext`].
+pub struct ServerParts {
     pub gateway: Gateway,
     /// The bearer token `/rpc` requires.
     pub token: Arc<str>,

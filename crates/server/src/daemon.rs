@@ -20,7 +20,7 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-use crate::app::{DaemonFacts, ServerContext};
+use crate::app::{DaemonFacts, ServerContext, ServerParts};
 use crate::client::find_running;
 use crate::http::ConnectionLimits;
 use crate::state_file::{GatewayFile, ensure_private_dir};
@@ -258,7 +258,7 @@ impl Daemon {
                     state_dir_error(&config.home, format!("cannot write gateway.json: {err}"))
                 })?;
         }
-        let ctx = ServerContext {
+        let ctx = ServerContext::new(ServerParts {
             gateway,
             token: Arc::from(file.token.as_str()),
             shutdown,
@@ -284,7 +284,7 @@ impl Daemon {
                 connect_host: host,
                 allowed_hosts: config.allowed_hosts.clone(),
             }),
-        };
+        });
         tracing::info!(
             "copilot-bridge {} listening on {authority} (providers: ws://{authority}/, JSON-RPC: http://{authority}/rpc, \
              OpenAI facade: http://{authority}/v1 (chat/completions, responses, models), \

@@ -127,6 +127,17 @@ async fn a_whole_answer_is_one_completion_object() {
         usage["total_tokens"].as_u64().unwrap(),
         usage["prompt_tokens"].as_u64().unwrap() + usage["completion_tokens"].as_u64().unwrap()
     );
+    // A client that wants the whole answer gets it asked for whole: no
+    // event stream to decode on either side.
+    let sent = chat_requests(&mock);
+    assert_eq!(sent.len(), 1);
+    assert_eq!(sent[0].body["stream"], json!(false));
+    assert!(
+        sent[0].body.get("stream_options").is_none(),
+        "{}",
+        sent[0].body
+    );
+    assert_eq!(sent[0].header("accept"), Some("application/json"));
     daemon.stop().await;
 }
 

@@ -13,9 +13,9 @@ use futures::{StreamExt, TryStreamExt};
 use reqwest::header::{ACCEPT, HeaderMap, HeaderName, HeaderValue};
 use serde::Deserialize;
 
-use crate::http::{AnswerBody, Connection, MESSAGE_CUT_CHARS, Upstream, cut};
+use crate::http::{AnswerBody, Connection, Delivery, MESSAGE_CUT_CHARS, Upstream, cut};
 use crate::sse::DEFAULT_MAX_LINE_BYTES;
-use crate::{ChatBackend, ChatRequest, ChatStream, LlmError};
+use crate::{ChatBackend, ChatRequest, ChatResponse, ChatStream, LlmError, collect};
 
 /// The API version this mapping is written against.
 pub const ANTHROPIC_VERSION: &str = "2023-06-01";
@@ -63,6 +63,7 @@ impl AnthropicConfig {
 pub struct AnthropicBackend {
     name: String,
     base_url: String,
+    messages_url: reqwest::Url,
     default_model: String,
     max_tokens: u32,
     request_timeout: Duration,
@@ -80,11 +81,7 @@ impl AnthropicBackend {
             .api_key
             .as_ref()
             .map(|key| (HeaderName::from_static("x-api-key"), key.clone()));
-        let Connection {
-            base_url,
-            headers,
-            client,
-        } = Connection::new(
+        let connection = Connection::new(
             &name,
             &config.base_url,
             &[("anthropic-version", ANTHROPIC_VERSION)],
@@ -92,9 +89,16 @@ impl AnthropicBackend {
             &config.extra_headers,
             config.request_timeout,
         )?;
+        let messages_url = connection.endpoint(&name, "/v1/messages")?;
+        let Connection {
+            base_url,
+            headers,
+            client,
+        } = connection;
         Ok(Self {
             name,
             base_url,
+            messages_url,
             default_model: config.default_model,
             max_tokens: config.max_tokens,
             request_timeout: config.request_timeout,
@@ -106,6 +110,49 @@ impl AnthropicBackend {
 
     fn url(&self, path: &str) -> String {
         format!("{}{path}", self.base_url)
+    }
+
+    /// One answer from `/v1/messages`, streamed or asked for whole.
+    async fn answer(
+        &self,
+        request: ChatRequest,
+        delivery: Delivery,
+    ) -> Result<ChatStream, LlmError> {
+        let model = request
+            .model
+            .clone()
+            .unwrap_or_else(|| self.default_model.clone());
+        if model.is_empty() {
+            return Err(LlmError::NotConfigured(format!(
+                "{}: no model in the request and no default model configured",
+                self.name
+            )));
+        }
+        let url = &self.messages_url;
+        let body = wire::request_body(&request, &model, self.max_tokens, &self.name, delivery)?;
+        tracing::debug!(backend = %self.name, %url, %model, ?delivery, "anthropic message");
+        let mut headers = self.headers.clone();
+        headers.insert(ACCEPT, delivery.accept());
+        let mut builder = self.client.post(url.clone()).headers(headers).json(&body);
+        for (name, value) in &request.headers {
+            builder = builder.header(name, value);
+        }
+        let response = self.upstream().send(builder, url.as_str()).await?;
+        match self
+            .upstream()
+            .answer_body(response, self.idle_timeout)
+            .await?
+        {
+            AnswerBody::Whole(body) => {
+                let events = message::message_events(&self.name, &body)?;
+                Ok(futures::stream::iter(events.into_iter().map(Ok)).boxed())
+            }
+            AnswerBody::Events(body) => Ok(stream::chat_stream(
+                self.name.clone(),
+                body,
+                DEFAULT_MAX_LINE_BYTES,
+            )),
+        }
     }
 
     fn upstream(&self) -> Upstream<'_> {
@@ -141,43 +188,11 @@ impl ChatBackend for AnthropicBackend {
     }
 
     async fn stream(&self, request: ChatRequest) -> Result<ChatStream, LlmError> {
-        let model = request
-            .model
-            .clone()
-            .unwrap_or_else(|| self.default_model.clone());
-        if model.is_empty() {
-            return Err(LlmError::NotConfigured(format!(
-                "{}: no model in the request and no default model configured",
-                self.name
-            )));
-        }
-        let url = self.url("/v1/messages");
-        let body = wire::request_body(&request, &model, self.max_tokens, &self.name)?;
-        tracing::debug!(backend = %self.name, %url, %model, "anthropic message");
-        let mut builder = self
-            .client
-            .post(&url)
-            .headers(self.headers.clone())
-            .json(&body);
-        for (name, value) in &request.headers {
-            builder = builder.header(name, value);
-        }
-        let response = self.upstream().send(builder, &url).await?;
-        match self
-            .upstream()
-            .answer_body(response, self.idle_timeout)
-            .await?
-        {
-            AnswerBody::Whole(body) => {
-                let events = message::message_events(&self.name, &body)?;
-                Ok(futures::stream::iter(events.into_iter().map(Ok)).boxed())
-            }
-            AnswerBody::Events(body) => Ok(stream::chat_stream(
-                self.name.clone(),
-                body,
-                DEFAULT_MAX_LINE_BYTES,
-            )),
-        }
+        self.answer(request, Delivery::Streamed).await
+    }
+
+    async fn complete(&self, request: ChatRequest) -> Result<ChatResponse, LlmError> {
+        collect(self.answer(request, Delivery::Whole).await?).await
     }
 
     async fn models(&self) -> Result<Vec<String>, LlmError> {

@@ -2,9 +2,11 @@
 
 use serde_json::{Map, Value, json};
 
+use crate::http::Delivery;
 use crate::{ChatRequest, LlmError, Message, Role};
 
-/// The JSON body of `POST /v1/messages` for `request`, always streamed.
+/// The JSON body of `POST /v1/messages` for `request`, streamed or asked for
+/// whole (`delivery`).
 /// System messages go to the top-level `system`; tool results become user
 /// `tool_result` blocks, merged when consecutive because Anthropic requires
 /// user and assistant turns to alternate. `request.extra` is merged last.
@@ -13,6 +15,7 @@ pub(crate) fn request_body(
     model: &str,
     default_max_tokens: u32,
     backend: &str,
+    delivery: Delivery,
 ) -> Result<Value, LlmError> {
     let mut body = Map::new();
     body.insert("model".into(), json!(model));
@@ -50,7 +53,7 @@ pub(crate) fn request_body(
     if !request.stop.is_empty() {
         body.insert("stop_sequences".into(), json!(request.stop));
     }
-    body.insert("stream".into(), Value::Bool(true));
+    body.insert("stream".into(), Value::Bool(delivery.is_streamed()));
     for (key, value) in &request.extra {
         body.insert(key.clone(), value.clone());
     }
@@ -162,7 +165,7 @@ mod tests {
             ..ChatRequest::default()
         };
         request.extra.insert("top_k".into(), json!(5));
-        let body = request_body(&request, "claude-x", 4096, "a").unwrap();
+        let body = request_body(&request, "claude-x", 4096, "a", Delivery::Streamed).unwrap();
         assert_eq!(
             body,
             json!({
@@ -191,6 +194,18 @@ mod tests {
     }
 
     #[test]
+    fn a_whole_answer_is_asked_for_unstreamed() {
+        let request = ChatRequest {
+            messages: vec![Message::text(Role::User, "hi")],
+            ..ChatRequest::default()
+        };
+        let body = request_body(&request, "m", 10, "a", Delivery::Whole).unwrap();
+        assert_eq!(body["stream"], json!(false));
+        let body = request_body(&request, "m", 10, "a", Delivery::Streamed).unwrap();
+        assert_eq!(body["stream"], json!(true));
+    }
+
+    #[test]
     fn invalid_tool_arguments_and_missing_call_ids_are_clear_errors() {
         let request = ChatRequest {
             messages: vec![Message {
@@ -201,7 +216,7 @@ mod tests {
             }],
             ..ChatRequest::default()
         };
-        let err = request_body(&request, "m", 10, "anthropic").unwrap_err();
+        let err = request_body(&request, "m", 10, "anthropic", Delivery::Streamed).unwrap_err();
         assert!(matches!(err, LlmError::NotConfigured(_)), "{err:?}");
         assert!(err.to_string().contains("\"t9\""), "{err}");
         assert!(err.to_string().contains("not valid JSON"), "{err}");
@@ -212,7 +227,7 @@ mod tests {
             messages: vec![orphan],
             ..ChatRequest::default()
         };
-        let err = request_body(&request, "m", 10, "anthropic").unwrap_err();
+        let err = request_body(&request, "m", 10, "anthropic", Delivery::Streamed).unwrap_err();
         assert!(err.to_string().contains("tool_call_id"), "{err}");
     }
 
@@ -227,7 +242,7 @@ mod tests {
             ],
             ..ChatRequest::default()
         };
-        let body = request_body(&request, "m", 10, "a").unwrap();
+        let body = request_body(&request, "m", 10, "a", Delivery::Streamed).unwrap();
         assert_eq!(
             body["messages"],
             json!([{"role": "user", "content": [
@@ -245,7 +260,7 @@ mod tests {
             max_tokens: Some(77),
             ..ChatRequest::default()
         };
-        let body = request_body(&request, "m", 4096, "a").unwrap();
+        let body = request_body(&request, "m", 4096, "a", Delivery::Streamed).unwrap();
         assert_eq!(body["max_tokens"], json!(77));
         assert!(body.get("system").is_none());
     }

@@ -14,7 +14,9 @@ use async_trait::async_trait;
 use reqwest::header::{AUTHORIZATION, HeaderMap};
 use tokio::sync::Mutex;
 
-use crate::{ChatBackend, ChatRequest, ChatStream, LlmError, OpenAiBackend, OpenAiConfig};
+use crate::{
+    ChatBackend, ChatRequest, ChatResponse, ChatStream, LlmError, OpenAiBackend, OpenAiConfig,
+};
 pub use gh::{GH_TOKEN_TIMEOUT, github_token_from_command, github_token_from_gh};
 use token::{CopilotToken, github_authorization};
 
@@ -232,6 +234,13 @@ impl CopilotBackend {
         Ok((headers, base))
     }
 
+    /// The headers and URL of one chat request.
+    async fn chat_endpoint(&self) -> Result<(HeaderMap, reqwest::Url), LlmError> {
+        let (headers, base) = self.authorized().await?;
+        let url = crate::http::parse_url(self.inner.name(), &format!("{base}/chat/completions"))?;
+        Ok((headers, url))
+    }
+
     /// A token revoked before its time makes every request fail until it is
     /// replaced: drop it so that the next request exchanges again.
     async fn forget_token_on_auth_error<T>(
@@ -252,9 +261,14 @@ impl ChatBackend for CopilotBackend {
     }
 
     async fn stream(&self, request: ChatRequest) -> Result<ChatStream, LlmError> {
-        let (headers, base) = self.authorized().await?;
-        let url = format!("{base}/chat/completions");
+        let (headers, url) = self.chat_endpoint().await?;
         let result = self.inner.stream_at(request, &url, &headers).await;
+        self.forget_token_on_auth_error(result).await
+    }
+
+    async fn complete(&self, request: ChatRequest) -> Result<ChatResponse, LlmError> {
+        let (headers, url) = self.chat_endpoint().await?;
+        let result = self.inner.complete_at(request, &url, &headers).await;
         self.forget_token_on_auth_error(result).await
     }
 

@@ -13,9 +13,9 @@ use async_trait::async_trait;
 use futures::{StreamExt, TryStreamExt};
 use reqwest::header::{ACCEPT, AUTHORIZATION, HeaderMap, HeaderValue};
 
-use crate::http::{AnswerBody, Connection, MESSAGE_CUT_CHARS, Upstream, cut};
+use crate::http::{AnswerBody, Connection, Delivery, MESSAGE_CUT_CHARS, Upstream, cut};
 use crate::sse::DEFAULT_MAX_LINE_BYTES;
-use crate::{ChatBackend, ChatRequest, ChatStream, LlmError};
+use crate::{ChatBackend, ChatRequest, ChatResponse, ChatStream, LlmError, collect};
 
 /// Where and how to reach an OpenAI-compatible server.
 #[derive(Debug, Clone)]
@@ -61,6 +61,7 @@ impl OpenAiConfig {
 pub struct OpenAiBackend {
     name: String,
     base_url: String,
+    chat_url: reqwest::Url,
     default_model: String,
     request_timeout: Duration,
     idle_timeout: Duration,
@@ -79,11 +80,7 @@ impl OpenAiBackend {
                 Secret::from(format!("Bearer {}", key.expose())),
             )
         });
-        let Connection {
-            base_url,
-            headers,
-            client,
-        } = Connection::new(
+        let connection = Connection::new(
             &name,
             &config.base_url,
             &[],
@@ -91,9 +88,16 @@ impl OpenAiBackend {
             &config.extra_headers,
             config.request_timeout,
         )?;
+        let chat_url = connection.endpoint(&name, "/chat/completions")?;
+        let Connection {
+            base_url,
+            headers,
+            client,
+        } = connection;
         Ok(Self {
             name,
             base_url,
+            chat_url,
             default_model: config.default_model,
             request_timeout: config.request_timeout,
             idle_timeout: config.idle_timeout,
@@ -128,8 +132,13 @@ impl ChatBackend for OpenAiBackend {
     }
 
     async fn stream(&self, request: ChatRequest) -> Result<ChatStream, LlmError> {
-        let url = self.url("/chat/completions");
-        self.stream_at(request, &url, &HeaderMap::new()).await
+        self.stream_at(request, &self.chat_url, &HeaderMap::new())
+            .await
+    }
+
+    async fn complete(&self, request: ChatRequest) -> Result<ChatResponse, LlmError> {
+        self.complete_at(request, &self.chat_url, &HeaderMap::new())
+            .await
     }
 
     async fn models(&self) -> Result<Vec<String>, LlmError> {
@@ -147,8 +156,33 @@ impl OpenAiBackend {
     pub(crate) async fn stream_at(
         &self,
         request: ChatRequest,
-        url: &str,
+        url: &reqwest::Url,
         headers: &HeaderMap,
+    ) -> Result<ChatStream, LlmError> {
+        self.answer_at(request, url, headers, Delivery::Streamed)
+            .await
+    }
+
+    /// One whole chat completion from `url`, asked for unstreamed.
+    pub(crate) async fn complete_at(
+        &self,
+        request: ChatRequest,
+        url: &reqwest::Url,
+        headers: &HeaderMap,
+    ) -> Result<ChatResponse, LlmError> {
+        collect(
+            self.answer_at(request, url, headers, Delivery::Whole)
+                .await?,
+        )
+        .await
+    }
+
+    async fn answer_at(
+        &self,
+        request: ChatRequest,
+        url: &reqwest::Url,
+        headers: &HeaderMap,
+        delivery: Delivery,
     ) -> Result<ChatStream, LlmError> {
         let model = request
             .model
@@ -160,12 +194,17 @@ impl OpenAiBackend {
                 self.name
             )));
         }
-        let body = wire::request_body(&request, &model);
-        tracing::debug!(backend = %self.name, %url, %model, "chat completion");
+        let body = wire::request_body(request, &model, delivery);
+        tracing::debug!(backend = %self.name, %url, %model, ?delivery, "chat completion");
         let mut all_headers = self.headers.clone();
+        all_headers.insert(ACCEPT, delivery.accept());
         all_headers.extend(headers.clone());
-        let builder = self.client.post(url).headers(all_headers).json(&body);
-        let response = self.upstream().send(builder, url).await?;
+        let builder = self
+            .client
+            .post(url.clone())
+            .headers(all_headers)
+            .json(&body);
+        let response = self.upstream().send(builder, url.as_str()).await?;
         match self
             .upstream()
             .answer_body(response, self.idle_timeout)

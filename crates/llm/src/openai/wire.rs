@@ -4,22 +4,35 @@
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
+use crate::http::Delivery;
 use crate::{ChatRequest, Message, Role};
 
-/// The JSON body of `POST /chat/completions` for `request`, always streamed
-/// with usage included. Fields of `request.extra` are merged in last and
+/// The JSON body of `POST /chat/completions` for `request`, streamed with
+/// usage included, or asked for whole (`delivery`). Fields of `request.extra` are merged in last and
 /// unchanged, so a caller can pass anything this crate does not model
 /// (`top_p`, `seed`, `response_format`, …) — and deliberately override ours.
-pub(crate) fn request_body(request: &ChatRequest, model: &str) -> Value {
+pub(crate) fn request_body(request: ChatRequest, model: &str, delivery: Delivery) -> Value {
+    let ChatRequest {
+        messages,
+        tools,
+        temperature,
+        max_tokens,
+        stop,
+        mut extra,
+        ..
+    } = request;
     let mut body = Map::new();
     body.insert("model".into(), json!(model));
-    body.insert(
-        "messages".into(),
-        Value::Array(request.messages.iter().map(message).collect()),
-    );
-    if !request.tools.is_empty() {
-        let tools = request
-            .tools
+    // What `extra` replaces is not built only to be thrown away: a client's
+    // own `messages` can be most of the request.
+    let messages = extra
+        .remove("messages")
+        .unwrap_or_else(|| Value::Array(messages.iter().map(message).collect()));
+    body.insert("messages".into(), messages);
+    if let Some(tools) = extra.remove("tools") {
+        body.insert("tools".into(), tools);
+    } else if !tools.is_empty() {
+        let tools = tools
             .iter()
             .map(|tool| {
                 json!({
@@ -34,20 +47,20 @@ pub(crate) fn request_body(request: &ChatRequest, model: &str) -> Value {
             .collect();
         body.insert("tools".into(), Value::Array(tools));
     }
-    if let Some(temperature) = request.temperature {
+    if let Some(temperature) = temperature {
         body.insert("temperature".into(), json!(temperature));
     }
-    if let Some(max_tokens) = request.max_tokens {
+    if let Some(max_tokens) = max_tokens {
         body.insert("max_tokens".into(), json!(max_tokens));
     }
-    if !request.stop.is_empty() {
-        body.insert("stop".into(), json!(request.stop));
+    if !stop.is_empty() {
+        body.insert("stop".into(), json!(stop));
     }
-    body.insert("stream".into(), Value::Bool(true));
-    body.insert("stream_options".into(), json!({ "include_usage": true }));
-    for (key, value) in &request.extra {
-        body.insert(key.clone(), value.clone());
+    body.insert("stream".into(), Value::Bool(delivery.is_streamed()));
+    if delivery.is_streamed() {
+        body.insert("stream_options".into(), json!({ "include_usage": true }));
     }
+    body.extend(extra);
     Value::Object(body)
 }
 
@@ -242,7 +255,7 @@ mod tests {
 
     #[test]
     fn maps_messages_tools_and_sampling_fields() {
-        let body = request_body(&conversation(), "gpt-test");
+        let body = request_body(conversation(), "gpt-test", Delivery::Streamed);
         assert_eq!(
             body,
             json!({
@@ -279,7 +292,7 @@ mod tests {
         request
             .extra
             .insert("response_format".into(), json!({"type": "json_object"}));
-        let body = request_body(&request, "m");
+        let body = request_body(request, "m", Delivery::Streamed);
         let object = body.as_object().unwrap();
         for absent in ["tools", "temperature", "max_tokens", "stop"] {
             assert!(!object.contains_key(absent), "{absent} sent: {body}");
@@ -287,6 +300,13 @@ mod tests {
         assert_eq!(body["seed"], json!(42));
         assert_eq!(body["response_format"], json!({"type": "json_object"}));
         assert_eq!(body["stream"], json!(true));
+    }
+
+    #[test]
+    fn a_whole_answer_is_asked_for_unstreamed_without_stream_options() {
+        let body = request_body(conversation(), "m", Delivery::Whole);
+        assert_eq!(body["stream"], json!(false));
+        assert!(body.get("stream_options").is_none(), "{body}");
     }
 
     #[test]

@@ -20,7 +20,7 @@ use bridge_llm::translate::anthropic::StreamEncoder;
 use bridge_llm::translate::anthropic::{
     self, InboundError, InboundErrorKind, UpstreamFormat, response_object,
 };
-use bridge_llm::{BackendKind, ChatEvent, ChatStream, FinishReason, LlmError, collect};
+use bridge_llm::{BackendKind, ChatEvent, ChatStream, FinishReason, LlmError};
 use futures::StreamExt;
 use serde_json::json;
 
@@ -106,44 +106,44 @@ async fn answer(
         "anthropic facade: messages"
     );
 
+    let message_id = format!("msg_{}", bridge_policy::ids::opaque_hex());
+    if !inbound.stream {
+        let answer = overhead.upstream(entry.backend.complete(request)).await;
+        let answer = answer.map_err(|err| ctx.backends.failure(&entry, &err))?;
+        ctx.backends.record(&entry.name, Availability::Ok);
+        if let Some(usage) = answer.usage {
+            note.usage(usage);
+        }
+        let message = response_object(&message_id, &model, &answer);
+        return Ok((
+            StatusCode::OK,
+            [(header::CONTENT_TYPE, "application/json")],
+            message.to_string(),
+        )
+            .into_response());
+    }
+
     let upstream = overhead.upstream(entry.backend.stream(request)).await;
     let upstream = upstream.map_err(|err| ctx.backends.failure(&entry, &err))?;
     ctx.backends.record(&entry.name, Availability::Ok);
-    let message_id = format!("msg_{}", bridge_policy::ids::random_hex(12));
-
-    if inbound.stream {
-        let relay = Relay {
-            upstream,
-            encoder: StreamEncoder::new(&message_id, &model).with_input_estimate(input_estimate),
-            called_tools: false,
-            done: false,
-            backends: Arc::clone(&ctx.backends),
-            entry,
-            note: note.clone(),
-        };
-        let records = futures::stream::unfold(relay, Relay::next_record);
-        let mut response = Response::new(Body::from_stream(records));
-        let headers = response.headers_mut();
-        headers.insert(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("text/event-stream; charset=utf-8"),
-        );
-        headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-        return Ok(response);
-    }
-
-    let answer = overhead.upstream(collect(upstream)).await;
-    let answer = answer.map_err(|err| ctx.backends.failure(&entry, &err))?;
-    if let Some(usage) = answer.usage {
-        note.usage(usage);
-    }
-    let message = response_object(&message_id, &model, &answer);
-    Ok((
-        StatusCode::OK,
-        [(header::CONTENT_TYPE, "application/json")],
-        message.to_string(),
-    )
-        .into_response())
+    let relay = Relay {
+        upstream,
+        encoder: StreamEncoder::new(&message_id, &model).with_input_estimate(input_estimate),
+        called_tools: false,
+        done: false,
+        backends: Arc::clone(&ctx.backends),
+        entry,
+        note: note.clone(),
+    };
+    let records = futures::stream::unfold(relay, Relay::next_record);
+    let mut response = Response::new(Body::from_stream(records));
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/event-stream; charset=utf-8"),
+    );
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    Ok(response)
 }
 
 /// `POST /v1/messages/count_tokens`: `{"input_tokens": N}`, estimated

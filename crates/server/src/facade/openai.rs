@@ -18,7 +18,7 @@ use axum::response::{IntoResponse, Response};
 use bridge_llm::translate::openai::{
     InboundRequest, StreamEncoder, parse_request, response_object,
 };
-use bridge_llm::{BackendKind, ChatEvent, ChatRequest, ChatStream, collect};
+use bridge_llm::{BackendKind, ChatEvent, ChatRequest, ChatStream};
 use futures::StreamExt;
 use serde_json::Value;
 
@@ -63,64 +63,61 @@ async fn answer(
         },
     })?;
     let entry = route.entry;
-    let mut request = upstream_request(&entry, &inbound)?;
+    let requested = inbound.request.model.clone();
+    let (stream, include_usage) = (inbound.stream, inbound.include_usage);
+    // Debug, not info: this is the hot path, and every log line pays for
+    // the redactor.
+    tracing::debug!(
+        backend = %entry.name,
+        model = route.model.as_deref().unwrap_or("(default)"),
+        stream,
+        messages = inbound.request.messages.len(),
+        "chat completion"
+    );
+    let mut request = upstream_request(&entry, inbound)?;
     request.model = route.model;
     note.route(
-        inbound.request.model.as_deref(),
+        requested.as_deref(),
         request.model.as_deref(),
         &entry.name,
         &route.rule,
     );
     // Clients match answers by the model they asked for.
-    let shown_model = inbound
-        .request
-        .model
-        .clone()
+    let shown_model = requested
         .or_else(|| request.model.clone())
         .or_else(|| entry.default_model.clone())
         .unwrap_or_default();
-    // Debug, not info: this is the hot path, and every log line pays for
-    // the redactor.
-    tracing::debug!(
-        backend = %entry.name,
-        model = request.model.as_deref().unwrap_or("(default)"),
-        stream = inbound.stream,
-        messages = inbound.request.messages.len(),
-        "chat completion"
-    );
-    let started = clock.upstream(entry.backend.stream(request)).await;
-    let events = match started {
-        Ok(events) => events,
-        Err(err) => return Err(ctx.backends.failure(&entry, &err)),
-    };
-    ctx.backends.record(&entry.name, Availability::Ok);
-    let id = format!("chatcmpl-{}", bridge_policy::ids::random_hex(12));
+    let id = format!("chatcmpl-{}", bridge_policy::ids::opaque_hex());
     let created = super::timing::unix_now();
-    if inbound.stream {
-        let encoder = StreamEncoder::new(id, created, shown_model, inbound.include_usage);
-        return Ok(sse_response(SseState::new(
-            ctx, note, &entry, events, encoder,
-        )));
+    if !stream {
+        let answered = clock.upstream(entry.backend.complete(request)).await;
+        let whole = answered.map_err(|err| ctx.backends.failure(&entry, &err))?;
+        ctx.backends.record(&entry.name, Availability::Ok);
+        if let Some(usage) = whole.usage {
+            note.usage(usage);
+        }
+        let completion = response_object(&id, created, &shown_model, &whole);
+        return Ok((
+            StatusCode::OK,
+            [(header::CONTENT_TYPE, "application/json")],
+            completion.to_string(),
+        )
+            .into_response());
     }
-    let collected = clock.upstream(collect(events)).await;
-    let whole = collected.map_err(|err| ctx.backends.failure(&entry, &err))?;
-    if let Some(usage) = whole.usage {
-        note.usage(usage);
-    }
-    let completion = response_object(&id, created, &shown_model, &whole);
-    Ok((
-        StatusCode::OK,
-        [(header::CONTENT_TYPE, "application/json")],
-        completion.to_string(),
-    )
-        .into_response())
+    let started = clock.upstream(entry.backend.stream(request)).await;
+    let events = started.map_err(|err| ctx.backends.failure(&entry, &err))?;
+    ctx.backends.record(&entry.name, Availability::Ok);
+    let encoder = StreamEncoder::new(id, created, shown_model, include_usage);
+    Ok(sse_response(SseState::new(
+        ctx, note, &entry, events, encoder,
+    )))
 }
 
 /// What the backend is sent, by how it takes a conversation (see
 /// docs/facade.md, "What reaches the backend").
 fn upstream_request(
     entry: &BackendEntry,
-    inbound: &InboundRequest,
+    inbound: InboundRequest,
 ) -> Result<ChatRequest, FacadeError> {
     match entry.style {
         PromptStyle::SinglePrompt { turns } => {

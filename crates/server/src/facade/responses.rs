@@ -14,7 +14,7 @@ use bridge_llm::translate::responses::{
     self, InboundRequest, ResponseHead, StreamEncoder, answer_message, response_object,
 };
 use bridge_llm::{
-    BackendKind, ChatEvent, ChatRequest, ChatResponse, ChatStream, LlmError, Message, collect,
+    BackendKind, ChatEvent, ChatRequest, ChatResponse, ChatStream, LlmError, Message,
 };
 use futures::StreamExt;
 
@@ -100,48 +100,49 @@ async fn answer(
         tools = request.tools.len(),
         "responses"
     );
+    if !stream {
+        let whole = overhead.upstream(entry.backend.complete(request)).await;
+        let whole = whole.map_err(|err| ctx.backends.failure(&entry, &err))?;
+        ctx.backends.record(&entry.name, Availability::Ok);
+        if let Some(usage) = whole.usage {
+            note.usage(usage);
+        }
+        if let Some(keep) = keep {
+            keep.save(&whole).await;
+        }
+        return Ok((
+            StatusCode::OK,
+            [(header::CONTENT_TYPE, "application/json")],
+            response_object(&head, &whole).to_string(),
+        )
+            .into_response());
+    }
+
     let upstream = overhead.upstream(entry.backend.stream(request)).await;
     let upstream = upstream.map_err(|err| ctx.backends.failure(&entry, &err))?;
     ctx.backends.record(&entry.name, Availability::Ok);
-
-    if stream {
-        let relay = Relay {
-            upstream,
-            encoder: StreamEncoder::new(head),
-            pending: Vec::new(),
-            done: false,
-            backends: Arc::clone(&ctx.backends),
-            entry,
-            keep,
-            note: note.clone(),
-        };
-        let mut response = Response::new(Body::from_stream(futures::stream::unfold(
-            relay,
-            Relay::next_chunk,
-        )));
-        let headers = response.headers_mut();
-        headers.insert(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("text/event-stream"),
-        );
-        headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-        headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
-        return Ok(response);
-    }
-    let whole = overhead.upstream(collect(upstream)).await;
-    let whole = whole.map_err(|err| ctx.backends.failure(&entry, &err))?;
-    if let Some(usage) = whole.usage {
-        note.usage(usage);
-    }
-    if let Some(keep) = keep {
-        keep.save(&whole).await;
-    }
-    Ok((
-        StatusCode::OK,
-        [(header::CONTENT_TYPE, "application/json")],
-        response_object(&head, &whole).to_string(),
-    )
-        .into_response())
+    let relay = Relay {
+        upstream,
+        encoder: StreamEncoder::new(head),
+        pending: Vec::new(),
+        done: false,
+        backends: Arc::clone(&ctx.backends),
+        entry,
+        keep,
+        note: note.clone(),
+    };
+    let mut response = Response::new(Body::from_stream(futures::stream::unfold(
+        relay,
+        Relay::next_chunk,
+    )));
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/event-stream"),
+    );
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
+    Ok(response)
 }
 
 /// What the backend is sent: the conversation as chat messages; the

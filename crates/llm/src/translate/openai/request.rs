@@ -475,13 +475,14 @@ impl InboundRequest {
     /// `messages` and `tools` exactly as sent (content parts, `name`,
     /// `strict` and all) and every unknown field unchanged, all through
     /// `extra`, which such backends merge into their body last.
-    pub fn native(&self) -> ChatRequest {
-        let mut request = self.request.clone();
+    /// It takes the request apart rather than copy the conversation.
+    pub fn native(self) -> ChatRequest {
+        let mut request = self.request;
         request
             .extra
-            .insert("messages".into(), Value::Array(self.raw_messages.clone()));
-        if let Some(tools) = &self.raw_tools {
-            request.extra.insert("tools".into(), tools.clone());
+            .insert("messages".into(), Value::Array(self.raw_messages));
+        if let Some(tools) = self.raw_tools {
+            request.extra.insert("tools".into(), tools);
         }
         if self.limit_field == LimitField::MaxCompletionTokens
             && let Some(limit) = request.max_tokens.take()

@@ -135,6 +135,7 @@ fn native_sends_the_clients_messages_and_tools_verbatim() {
             "a content part of type \"image_url\""
         ))
     );
+    let refused = inbound.refuse_beyond_normalized("claude").unwrap();
     let native = inbound.native();
     assert_eq!(native.extra.get("messages"), Some(&messages));
     assert_eq!(native.extra.get("tools"), Some(&tools));
@@ -142,7 +143,6 @@ fn native_sends_the_clients_messages_and_tools_verbatim() {
     // Reasoning models refuse `max_tokens`: the client's name is kept.
     assert_eq!(native.max_tokens, None);
     assert_eq!(native.extra.get("max_completion_tokens"), Some(&json!(30)));
-    let refused = inbound.refuse_beyond_normalized("claude").unwrap();
     assert_eq!(refused.code, "unsupported_content");
     assert_eq!(refused.param, "messages[0].content[1]");
 }
