@@ -13,6 +13,10 @@
 //! Every answer's status (and, for streams, the closing `data: [DONE]`) is
 //! checked; failures are counted by kind and reported, never dropped.
 //!
+//! The crate's second binary, `floor-proxy` (`src/bin/floor-proxy.rs`), is
+//! the benchmark's floor: a proxy that only forwards bytes, on the bridge's
+//! own HTTP stack.
+//!
 //! It is a measuring tool: never a runtime dependency of the bridge, and it
 //! only loads servers on this machine (it refuses non-loopback targets).
 

@@ -4,4 +4,5 @@
 // Test helpers outside #[test] fns may panic too.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod floor;
 mod loops;

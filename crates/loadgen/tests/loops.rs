@@ -8,7 +8,7 @@ use bytes::Bytes;
 
 const CHAT: &str = r#"{"model":"mock-model","messages":[{"role":"user","content":"pong"}]}"#;
 
-async fn template(url: &str, stream: bool) -> Arc<RequestTemplate> {
+pub(crate) async fn template(url: &str, stream: bool) -> Arc<RequestTemplate> {
     Arc::new(RequestTemplate {
         target: Arc::new(Target::resolve(url).await.unwrap()),
         headers: vec![bridge_loadgen::client::parse_header("Authorization: Bearer k").unwrap()],
@@ -19,13 +19,13 @@ async fn template(url: &str, stream: bool) -> Arc<RequestTemplate> {
     })
 }
 
-fn pool(template: &RequestTemplate, size: usize) -> Vec<Connection> {
+pub(crate) fn pool(template: &RequestTemplate, size: usize) -> Vec<Connection> {
     (0..size)
         .map(|_| Connection::new(&template.target))
         .collect()
 }
 
-fn phase(millis: u64) -> Phase {
+pub(crate) fn phase(millis: u64) -> Phase {
     Phase {
         duration: Duration::from_millis(millis),
         drain: Duration::from_secs(2),
