@@ -104,6 +104,18 @@ pub enum Command {
     Status(StatusArgs),
     /// Print what to paste so Claude Code, Codex, Copilot CLI or OpenClaw send their model requests through the daemon (see docs/agents.md).
     Setup(SetupArgs),
+    /// Answer a Claude Code or Copilot CLI hook: the hook JSON on stdin, the decision on stdout (see docs/hooks.md).
+    Hook(HookArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct HookArgs {
+    /// session-start, session-end, user-prompt-submit, pre-tool-use, post-tool-use or error (the agents' own names work too); default: the payload's hook_event_name.
+    #[arg(value_name = "EVENT")]
+    pub event: Option<String>,
+    /// The agent whose hook this is: claude or copilot (default: told by the payload and the agent's environment).
+    #[arg(long, value_name = "AGENT", value_parser = ["claude", "copilot"])]
+    pub agent: Option<String>,
 }
 
 #[derive(Debug, Args)]

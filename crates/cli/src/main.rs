@@ -33,6 +33,12 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
     if let Command::Tools(cmd) = cli.command {
         return commands::tool::list(cmd);
     }
+    // A hook answers every failure itself (with a deny): it must not exit
+    // like other commands when the configuration cannot be loaded, since
+    // an agent runs the tool on any exit code but 2.
+    if let Command::Hook(cmd) = &cli.command {
+        return Ok(commands::hook::run(&cli.global, cmd));
+    }
     let config = cli.global.load_config()?;
     logging::init(config.log_level);
     if matches!(cli.command, Command::Serve(_)) {
@@ -66,5 +72,6 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
         Command::Openclaw(cmd) => runtime.block_on(commands::openclaw::run(&config, cmd)),
         Command::Status(cmd) => runtime.block_on(commands::status::run(&config, cmd)),
         Command::Setup(cmd) => runtime.block_on(commands::setup::run(&config, cmd)),
+        Command::Hook(cmd) => Ok(commands::hook::run(&cli.global, &cmd)),
     }
 }

@@ -7,6 +7,7 @@
 mod claude_code;
 mod codex;
 mod copilot_cli;
+mod hooks;
 mod openclaw;
 
 use std::path::Path;

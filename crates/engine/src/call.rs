@@ -249,6 +249,17 @@ impl Session {
         if let Some(refusal) = verdict.refusal {
             return ended(owner, verdict.decision, refusal, verdict.context);
         }
+        if verdict.asks() {
+            // A question left to a caller who is not here to put it: the
+            // tool does not run unapproved.
+            let reason = format!("approval required and not given: {}", verdict.reason());
+            return ended(
+                owner,
+                Decision::deny(reason.clone()),
+                ToolFailure::denied(reason),
+                verdict.context,
+            );
+        }
         // The record is taken before the tool gets the arguments by value.
         let recorded = self.keeps_records().then(|| record_of_args(&args));
         let invocation = ToolInvocation {

@@ -14,11 +14,14 @@
 //! 4. an "ask" goes to the session's approver (nobody there: deny);
 //! 5. the provider hook rules and gates, in registration order.
 
-use bridge_policy::Access;
-use bridge_protocol::{Decision, DecisionKind};
-use serde_json::Value;
+use std::time::Instant;
 
-use crate::call::ToolFailure;
+use bridge_policy::Access;
+use bridge_policy::agent_tools::Agent;
+use bridge_protocol::{Decision, DecisionKind};
+use serde_json::{Value, json};
+
+use crate::call::{ToolFailure, record_of_args};
 use crate::hooks;
 use crate::session::Session;
 use crate::tools::ToolOwner;
@@ -55,8 +58,15 @@ impl Verdict {
         }
     }
 
+    /// The call may run now: not refused, and no question left open.
     pub fn allowed(&self) -> bool {
-        self.refusal.is_none()
+        self.refusal.is_none() && !self.asks()
+    }
+
+    /// The policy asks a person, and the caller puts the question (see
+    /// [`bridge_policy::Approver::leaves_asking_to_caller`]).
+    pub fn asks(&self) -> bool {
+        self.refusal.is_none() && self.decision.decision == DecisionKind::Ask
     }
 
     /// The reason a person reads.
@@ -81,6 +91,63 @@ impl Session {
             ToolOwner::Provider(_) | ToolOwner::Mcp(_) => Ok(Vec::new()),
         };
         self.decide_with(name, args, owner, accesses).await
+    }
+
+    /// Decides whether `agent` may run `tool` (in our naming: an MCP tool
+    /// is `server__tool`, owned by its server) with `args`, as the agent's
+    /// `hook` asked, and audits the answer under the agent's name. Arguments
+    /// that are not an object are checked whole under `input`, where
+    /// blocked patterns still see them.
+    pub async fn check_agent_tool(
+        &self,
+        agent: Agent,
+        hook: &str,
+        tool: &str,
+        owner: &ToolOwner,
+        args: &Value,
+    ) -> Verdict {
+        let started = Instant::now();
+        let verdict = if args.is_object() {
+            self.decide(tool, args, owner).await
+        } else {
+            let wrapped = json!({ "input": args });
+            self.decide(tool, &wrapped, owner).await
+        };
+        if !verdict.allowed() {
+            self.log(
+                agent.name(),
+                &format!("denied {tool}: {}", verdict.reason()),
+            );
+        }
+        if self.keeps_records() {
+            self.audit_entry(
+                hook,
+                agent.name(),
+                tool,
+                record_of_args(args),
+                &verdict.decision,
+                json!({"reason": verdict.reason()}),
+                u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+            );
+        }
+        verdict
+    }
+
+    /// Records that `agent` ran `tool` (its post-tool-use hook): the audit
+    /// log holds every call an agent made under our policy, not only the
+    /// decisions.
+    pub fn record_agent_tool_ran(&self, agent: Agent, hook: &str, tool: &str, args: &Value) {
+        if self.keeps_records() {
+            self.audit_entry(
+                hook,
+                agent.name(),
+                tool,
+                record_of_args(args),
+                &Decision::allow(),
+                json!({"reason": "ran"}),
+                0,
+            );
+        }
     }
 
     /// [`decide`](Self::decide) with the call's accesses already known.
@@ -122,6 +189,9 @@ impl Session {
             ));
         }
         let decision = match decision.decision {
+            // The caller's user is asked, after the hook rules and gates
+            // below had their say.
+            DecisionKind::Ask if self.approver().leaves_asking_to_caller() => decision,
             DecisionKind::Ask => {
                 let reason = decision.reason_or_default();
                 if !self.approver().approve(name, args, reason) {

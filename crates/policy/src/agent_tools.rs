@@ -1,5 +1,6 @@
 //! The tools coding agents run themselves (the Copilot CLI's `bash`,
-//! `edit`, ...), described as [`Access`]es so the one decision checks them
+//! `edit`, ..., Claude Code's `Bash`, `Write`, ...), described as
+//! [`Access`]es so the one decision checks them
 //! like our own tools: a command through the shell analysis, a write
 //! through read-only mode and the write globs. Paths in their arguments are
 //! contained by the guard's argument check like any other call's.
@@ -13,6 +14,8 @@ use crate::access::Access;
 pub enum Agent {
     /// GitHub Copilot CLI (`copilot`).
     CopilotCli,
+    /// Anthropic's Claude Code (`claude`).
+    ClaudeCode,
 }
 
 impl Agent {
@@ -20,6 +23,7 @@ impl Agent {
     pub fn name(self) -> &'static str {
         match self {
             Self::CopilotCli => "copilot-cli",
+            Self::ClaudeCode => "claude-code",
         }
     }
 
@@ -28,6 +32,7 @@ impl Agent {
     pub fn accesses(self, tool: &str, args: &Value) -> Result<Vec<Access>, String> {
         match self {
             Self::CopilotCli => copilot_cli_accesses(tool, args),
+            Self::ClaudeCode => claude_code_accesses(tool, args),
         }
     }
 }
@@ -90,6 +95,41 @@ pub fn copilot_cli_accesses(tool: &str, args: &Value) -> Result<Vec<Access>, Str
     Ok(Vec::new())
 }
 
+/// What Claude Code's own `tool` will do with `args`; `Err` with the reason
+/// when it cannot be told. Its tools name their files in `file_path` (or
+/// `notebook_path`), which is not one of the argument names path
+/// containment looks at, so reads are declared here too. Tools not listed
+/// (`WebFetch`, `Task`, `TodoWrite`, MCP tools, ...) declare nothing: the
+/// permission rules decide them.
+pub fn claude_code_accesses(tool: &str, args: &Value) -> Result<Vec<Access>, String> {
+    let text = |key: &str| {
+        args.get(key)
+            .and_then(Value::as_str)
+            .filter(|text| !text.trim().is_empty())
+    };
+    let named = |key: &str, access: fn(String) -> Access| match text(key) {
+        Some(path) => Ok(vec![access(path.to_owned())]),
+        None => Err(format!(
+            "{tool} without a {key} copilot-bridge can check is refused"
+        )),
+    };
+    match tool {
+        "Bash" => match text("command") {
+            Some(command) => Ok(vec![Access::Run {
+                command: command.to_owned(),
+                cwd: None,
+            }]),
+            None => Err("Bash without a command copilot-bridge can check is refused".to_owned()),
+        },
+        "Write" | "Edit" | "MultiEdit" => named("file_path", Access::Write),
+        "NotebookEdit" => named("notebook_path", Access::Write),
+        "Read" => named("file_path", Access::Read),
+        // Their `path` is optional (the working directory) and contained by
+        // the guard's argument check when given.
+        _ => Ok(Vec::new()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
@@ -130,6 +170,38 @@ mod tests {
         );
         assert_eq!(
             copilot_cli_accesses("view", &json!({"path": "a"})),
+            Ok(Vec::new())
+        );
+    }
+
+    #[test]
+    fn claude_code_tools_declare_their_commands_writes_and_reads() {
+        assert_eq!(
+            claude_code_accesses("Bash", &json!({"command": "ls", "description": "list"})),
+            Ok(vec![Access::Run {
+                command: "ls".to_owned(),
+                cwd: None
+            }])
+        );
+        assert!(claude_code_accesses("Bash", &json!({"command": " "})).is_err());
+        for tool in ["Write", "Edit", "MultiEdit"] {
+            assert_eq!(
+                claude_code_accesses(tool, &json!({"file_path": "/w/a.rs"})),
+                Ok(vec![Access::Write("/w/a.rs".to_owned())]),
+                "{tool}"
+            );
+            assert!(claude_code_accesses(tool, &json!({})).is_err(), "{tool}");
+        }
+        assert_eq!(
+            claude_code_accesses("NotebookEdit", &json!({"notebook_path": "n.ipynb"})),
+            Ok(vec![Access::Write("n.ipynb".to_owned())])
+        );
+        assert_eq!(
+            claude_code_accesses("Read", &json!({"file_path": "/etc/passwd"})),
+            Ok(vec![Access::Read("/etc/passwd".to_owned())])
+        );
+        assert_eq!(
+            claude_code_accesses("Grep", &json!({"pattern": "x"})),
             Ok(Vec::new())
         );
     }

@@ -22,7 +22,7 @@ pub mod sync;
 pub mod workspace_policy;
 
 pub use access::Access;
-pub use approve::{Approver, DenyAll};
+pub use approve::{AgentAsks, Approver, DenyAll};
 pub use audit::{AuditEntry, AuditLog};
 pub use errors::{Backoff, ErrorClass, ErrorPolicy, RecoveryAction};
 pub use guard::Guard;

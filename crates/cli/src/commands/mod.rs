@@ -1,5 +1,6 @@
 pub mod config;
 pub mod daemon;
+pub mod hook;
 pub mod mcp;
 pub mod openclaw;
 pub mod remote;

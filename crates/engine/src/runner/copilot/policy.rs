@@ -8,12 +8,9 @@
 //! session, whose tools the CLI names `server-tool` where our rules (and
 //! every other door) say `server__tool`.
 
-use std::time::Instant;
-
 use bridge_policy::agent_tools::Agent;
 use serde_json::{Value, json};
 
-use crate::call::record_of_args;
 use crate::decide::Verdict;
 use crate::mcp_client::exposed_name;
 use crate::session::Session;
@@ -61,33 +58,9 @@ pub async fn check_cli_tool(
     owner: &ToolOwner,
     args: &Value,
 ) -> Verdict {
-    let started = Instant::now();
-    let verdict = if args.is_object() {
-        session.decide(tool, args, owner).await
-    } else {
-        // Our checks read named fields of an object; anything else is kept
-        // whole under `input`, where blocked patterns still see it.
-        let wrapped = json!({ "input": args });
-        session.decide(tool, &wrapped, owner).await
-    };
-    if !verdict.allowed() {
-        session.log(
-            "copilot-cli",
-            &format!("denied {tool}: {}", verdict.reason()),
-        );
-    }
-    if session.keeps_records() {
-        session.audit_entry(
-            hook,
-            Agent::CopilotCli.name(),
-            tool,
-            record_of_args(args),
-            &verdict.decision,
-            json!({"reason": verdict.reason()}),
-            u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
-        );
-    }
-    verdict
+    session
+        .check_agent_tool(Agent::CopilotCli, hook, tool, owner, args)
+        .await
 }
 
 /// The tool our policy sees for a CLI permission prompt

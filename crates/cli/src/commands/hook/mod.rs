@@ -1,0 +1,225 @@
+//! `copilot-bridge hook [EVENT] [--agent claude|copilot]`: the hub's policy
+//! as a Claude Code or Copilot CLI hook command (see docs/hooks.md).
+//!
+//! It reads the hook's JSON on stdin, decides a tool call with the one
+//! decision path every door takes (permission rules, path containment,
+//! shell analysis, read-only mode, the audit log), and answers in the
+//! agent's own shape. It fails closed: a payload it cannot read, a
+//! configuration it cannot load, a workspace it cannot open, or any other
+//! internal error denies the call, with the reason.
+
+mod answer;
+mod payload;
+
+use std::io::{Read, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use bridge_engine::ToolOwner;
+use bridge_policy::AgentAsks;
+use bridge_policy::agent_tools::Agent;
+use serde_json::Value;
+
+use crate::args::{GlobalArgs, HookArgs};
+pub use answer::{HookAnswer, HookDecision};
+pub use payload::{Dialect, HookEvent, HookInput};
+
+/// A hook's stdin beyond this is refused: a tool input that large (a whole
+/// file written at once) is already extreme.
+const MAX_PAYLOAD_BYTES: u64 = 64 * 1024 * 1024;
+
+/// Runs the hook and writes its answer; never fails, since every failure
+/// is itself an answer (a deny).
+pub fn run(global: &GlobalArgs, args: &HookArgs) -> ExitCode {
+    let fallback = fallback_dialect(args.agent.as_deref());
+    let answer = match read_stdin() {
+        Ok(text) => answer(global, args, &text, fallback),
+        Err(reason) => answer::unreadable(fallback, &reason),
+    };
+    emit(&answer)
+}
+
+fn answer(global: &GlobalArgs, args: &HookArgs, text: &str, fallback: Dialect) -> HookAnswer {
+    let input = match payload::parse(text, fallback) {
+        Ok(input) => input,
+        Err(err) => return answer::unreadable(fallback, &err.to_string()),
+    };
+    let event = match args.event.as_deref() {
+        Some(name) => match HookEvent::parse(name) {
+            Some(event) => event,
+            None => {
+                return answer::unreadable(
+                    input.dialect,
+                    &format!("unknown hook event {name:?} (see `copilot-bridge hook --help`)"),
+                );
+            }
+        },
+        None => match input.event {
+            Some(event) => event,
+            None if input.tool.is_some() => HookEvent::PreToolUse,
+            None => {
+                return answer::unreadable(
+                    input.dialect,
+                    "the hook event is neither given nor in the payload",
+                );
+            }
+        },
+    };
+    let agent = agent_of(args.agent.as_deref(), input.dialect);
+    let (decision, context) = match decide(global, agent, event, &input) {
+        Ok(decided) => decided,
+        Err(reason) => (HookDecision::Deny(reason), Vec::new()),
+    };
+    answer::render(input.dialect, event, &decision, &context)
+}
+
+/// The decision for one event. Only a tool call about to run can be
+/// denied; the other events are recorded.
+fn decide(
+    global: &GlobalArgs,
+    agent: Agent,
+    event: HookEvent,
+    input: &HookInput,
+) -> Result<(HookDecision, Vec<String>), String> {
+    let Some(call) = input
+        .tool
+        .as_ref()
+        .filter(|_| matches!(event, HookEvent::PreToolUse | HookEvent::PostToolUse))
+    else {
+        if event == HookEvent::PreToolUse {
+            return Err("a pre-tool-use hook without a tool call".to_owned());
+        }
+        return Ok((HookDecision::Pass, Vec::new()));
+    };
+    let config = global.load_config().map_err(|failure| {
+        format!(
+            "copilot-bridge cannot load its configuration: {}",
+            failure.message
+        )
+    })?;
+    let root = workspace_root(agent, input)?;
+    let session = super::run::create_session(
+        &config,
+        &root,
+        &session_id(agent, input),
+        &format!("{} hook", agent.name()),
+        Arc::new(AgentAsks),
+    )
+    .map_err(|failure| failure.message)?;
+    let (tool, server) = payload::policy_subject(agent, call);
+    let owner = match server {
+        Some(server) => ToolOwner::Mcp(server),
+        None => ToolOwner::Agent(agent),
+    };
+    if event == HookEvent::PostToolUse {
+        session.record_agent_tool_ran(agent, event.name(), &tool, &call.input);
+        return Ok((HookDecision::Pass, Vec::new()));
+    }
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|err| format!("cannot start the async runtime: {err}"))?;
+    let verdict =
+        runtime.block_on(session.check_agent_tool(agent, event.name(), &tool, &owner, &call.input));
+    let decision = if verdict.asks() {
+        HookDecision::Ask(verdict.reason().to_owned())
+    } else if verdict.allowed() {
+        HookDecision::Pass
+    } else {
+        HookDecision::Deny(verdict.reason().to_owned())
+    };
+    Ok((decision, verdict.context))
+}
+
+/// Where the agent works: the project directory it names in its
+/// environment, else the payload's `cwd`, else ours.
+fn workspace_root(agent: Agent, input: &HookInput) -> Result<PathBuf, String> {
+    let variable = match agent {
+        Agent::ClaudeCode => "CLAUDE_PROJECT_DIR",
+        Agent::CopilotCli => "COPILOT_PROJECT_DIR",
+    };
+    if let Some(dir) = std::env::var_os(variable).filter(|dir| !dir.is_empty()) {
+        return Ok(PathBuf::from(dir));
+    }
+    if let Some(cwd) = &input.cwd {
+        return Ok(cwd.clone());
+    }
+    std::env::current_dir().map_err(|err| format!("cannot read the current directory: {err}"))
+}
+
+/// The hub session the call is decided in: one per agent session.
+fn session_id(agent: Agent, input: &HookInput) -> String {
+    let own: String = input
+        .session_id
+        .as_deref()
+        .unwrap_or("unknown")
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric() || *c == '-')
+        .take(64)
+        .collect();
+    format!("{}-{own}", agent.name())
+}
+
+/// The agent the hook serves: `--agent`, else the one whose payload shape
+/// it is.
+fn agent_of(flag: Option<&str>, dialect: Dialect) -> Agent {
+    match flag {
+        Some("claude") => Agent::ClaudeCode,
+        Some("copilot") => Agent::CopilotCli,
+        _ => match dialect {
+            // The Copilot CLI sends Claude's shape to hooks configured under
+            // Claude's event names, and says so in its environment.
+            Dialect::Claude if std::env::var_os("COPILOT_CLI").is_some() => Agent::CopilotCli,
+            Dialect::Claude => Agent::ClaudeCode,
+            Dialect::Copilot => Agent::CopilotCli,
+        },
+    }
+}
+
+/// The shape to answer in before the payload says: `--agent`, else the
+/// agent's environment, else Claude's.
+fn fallback_dialect(flag: Option<&str>) -> Dialect {
+    match flag {
+        Some("copilot") => Dialect::Copilot,
+        Some(_) => Dialect::Claude,
+        None if std::env::var_os("CLAUDECODE").is_some() => Dialect::Claude,
+        None if std::env::var_os("COPILOT_CLI").is_some() => Dialect::Copilot,
+        None => Dialect::Claude,
+    }
+}
+
+fn read_stdin() -> Result<String, String> {
+    let mut text = String::new();
+    std::io::stdin()
+        .take(MAX_PAYLOAD_BYTES + 1)
+        .read_to_string(&mut text)
+        .map_err(|err| format!("cannot read the hook input: {err}"))?;
+    if text.len() as u64 > MAX_PAYLOAD_BYTES {
+        return Err(format!(
+            "the hook input is larger than {MAX_PAYLOAD_BYTES} bytes"
+        ));
+    }
+    Ok(text)
+}
+
+fn emit(answer: &HookAnswer) -> ExitCode {
+    if let Some(message) = &answer.stderr {
+        let _ = writeln!(
+            std::io::stderr().lock(),
+            "{}",
+            bridge_policy::redact(message)
+        );
+    }
+    let mut stdout = std::io::stdout().lock();
+    let mut value: Value = answer.stdout.clone();
+    bridge_policy::redact_value(&mut value);
+    if writeln!(stdout, "{value}")
+        .and_then(|()| stdout.flush())
+        .is_err()
+    {
+        // An answer the agent cannot read must still block.
+        return ExitCode::from(2);
+    }
+    ExitCode::from(answer.exit_code)
+}

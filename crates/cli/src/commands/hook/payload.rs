@@ -1,0 +1,313 @@
+//! What an agent's hook command reads on stdin, normalized.
+//!
+//! Two shapes exist (see docs/hooks.md):
+//! - **Claude's**: `{session_id, cwd, hook_event_name, tool_name,
+//!   tool_input, tool_use_id, mcp_server?, prompt?, …}`, sent by Claude Code
+//!   and by the Copilot CLI for hooks configured under Claude's PascalCase
+//!   event names;
+//! - **the Copilot CLI's own**: `{sessionId, timestamp, cwd, toolName,
+//!   toolArgs, prompt?, …}` for its camelCase events, `toolArgs` an object
+//!   or a JSON string.
+//!
+//! The answer goes back in the shape the payload came in.
+
+use std::path::PathBuf;
+
+use bridge_policy::agent_tools::Agent;
+use serde_json::{Map, Value};
+
+/// The hook events copilot-bridge answers, by our name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HookEvent {
+    SessionStart,
+    SessionEnd,
+    UserPromptSubmit,
+    PreToolUse,
+    PostToolUse,
+    Error,
+}
+
+impl HookEvent {
+    /// Our name, or either agent's name for it.
+    pub fn parse(name: &str) -> Option<Self> {
+        Some(match name {
+            "session-start" | "SessionStart" | "sessionStart" => Self::SessionStart,
+            "session-end" | "SessionEnd" | "sessionEnd" => Self::SessionEnd,
+            "user-prompt-submit" | "UserPromptSubmit" | "userPromptSubmitted" => {
+                Self::UserPromptSubmit
+            }
+            "pre-tool-use" | "PreToolUse" | "preToolUse" => Self::PreToolUse,
+            "post-tool-use" | "PostToolUse" | "postToolUse" | "postToolUseFailure" => {
+                Self::PostToolUse
+            }
+            "error" | "errorOccurred" | "StopFailure" => Self::Error,
+            _ => return None,
+        })
+    }
+
+    /// Our name, for audit entries and messages.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::SessionStart => "session-start",
+            Self::SessionEnd => "session-end",
+            Self::UserPromptSubmit => "user-prompt-submit",
+            Self::PreToolUse => "pre-tool-use",
+            Self::PostToolUse => "post-tool-use",
+            Self::Error => "error",
+        }
+    }
+
+    /// Claude's name, which its answers carry in `hookEventName`.
+    pub fn claude_name(self) -> &'static str {
+        match self {
+            Self::SessionStart => "SessionStart",
+            Self::SessionEnd => "SessionEnd",
+            Self::UserPromptSubmit => "UserPromptSubmit",
+            Self::PreToolUse => "PreToolUse",
+            Self::PostToolUse => "PostToolUse",
+            Self::Error => "StopFailure",
+        }
+    }
+}
+
+/// The shape of a payload, which is also the shape of its answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dialect {
+    /// Claude Code's (snake_case, `hookSpecificOutput` answers).
+    Claude,
+    /// The Copilot CLI's camelCase events (flat `permissionDecision`).
+    Copilot,
+}
+
+/// One tool call an agent is about to make (or has made).
+#[derive(Debug, Clone, PartialEq)]
+pub struct AgentToolCall {
+    /// As the agent names it (`Bash`, `bash`, `mcp__srv__tool`, `srv-tool`).
+    pub name: String,
+    pub input: Value,
+    /// The MCP server whose tool it is, when the agent says so.
+    pub mcp_server: Option<String>,
+}
+
+/// A hook payload, normalized.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HookInput {
+    pub dialect: Dialect,
+    /// The event the payload names, when it names one.
+    pub event: Option<HookEvent>,
+    /// The agent's own session id.
+    pub session_id: Option<String>,
+    pub cwd: Option<PathBuf>,
+    pub tool: Option<AgentToolCall>,
+}
+
+/// Why a payload cannot be read; the hook denies with it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PayloadError {
+    #[error("the hook input is not JSON: {0}")]
+    NotJson(String),
+    #[error("the hook input is not a JSON object")]
+    NotAnObject,
+    #[error("the hook input has no tool name (tool_name or toolName)")]
+    NoToolName,
+    #[error("the hook input's {field} is not {expected}")]
+    WrongType {
+        field: &'static str,
+        expected: &'static str,
+    },
+}
+
+/// Reads a payload. `dialect` is the shape to assume when the payload's
+/// own fields do not tell (`--agent`).
+pub fn parse(text: &str, fallback: Dialect) -> Result<HookInput, PayloadError> {
+    let value: Value =
+        serde_json::from_str(text).map_err(|err| PayloadError::NotJson(err.to_string()))?;
+    let Value::Object(object) = value else {
+        return Err(PayloadError::NotAnObject);
+    };
+    let dialect = if object.contains_key("hook_event_name")
+        || object.contains_key("session_id")
+        || object.contains_key("tool_name")
+    {
+        Dialect::Claude
+    } else if object.contains_key("sessionId") || object.contains_key("toolName") {
+        Dialect::Copilot
+    } else {
+        fallback
+    };
+    let (event_key, session_key, tool_key, input_key) = match dialect {
+        Dialect::Claude => ("hook_event_name", "session_id", "tool_name", "tool_input"),
+        Dialect::Copilot => ("hookEventName", "sessionId", "toolName", "toolArgs"),
+    };
+    let event = string(&object, event_key)?.and_then(HookEvent::parse);
+    let session_id = string(&object, session_key)?.map(str::to_owned);
+    let cwd = match string(&object, "cwd")? {
+        Some(cwd) => Some(cwd),
+        None => string(&object, "workingDirectory")?,
+    }
+    .map(PathBuf::from);
+    let tool = match string(&object, tool_key)? {
+        None if object.contains_key(input_key) => return Err(PayloadError::NoToolName),
+        None => None,
+        Some(name) => Some(AgentToolCall {
+            name: name.to_owned(),
+            input: tool_input(object.get(input_key)),
+            mcp_server: object
+                .get("mcp_server")
+                .and_then(|server| server.get("name"))
+                .and_then(Value::as_str)
+                .map(str::to_owned),
+        }),
+    };
+    Ok(HookInput {
+        dialect,
+        event,
+        session_id,
+        cwd,
+        tool,
+    })
+}
+
+fn string<'a>(
+    object: &'a Map<String, Value>,
+    field: &'static str,
+) -> Result<Option<&'a str>, PayloadError> {
+    match object.get(field) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(text)) => Ok(Some(text)),
+        Some(_) => Err(PayloadError::WrongType {
+            field,
+            expected: "a string",
+        }),
+    }
+}
+
+/// The tool's arguments: an object as is; a JSON string (the Copilot CLI
+/// may send `toolArgs` encoded) decoded; anything else kept whole, so the
+/// decision still sees it.
+fn tool_input(input: Option<&Value>) -> Value {
+    match input {
+        None | Some(Value::Null) => Value::Object(Map::new()),
+        Some(Value::String(text)) => match serde_json::from_str::<Value>(text) {
+            Ok(decoded @ Value::Object(_)) => decoded,
+            _ => Value::String(text.clone()),
+        },
+        Some(other) => other.clone(),
+    }
+}
+
+/// The name our policy knows an agent's tool by, and whether an MCP server
+/// (named) runs it rather than the agent itself. Claude names MCP tools
+/// `mcp__server__tool`; ours is `server__tool` at every door.
+pub fn policy_subject(agent: Agent, call: &AgentToolCall) -> (String, Option<String>) {
+    if agent == Agent::ClaudeCode
+        && let Some(rest) = call.name.strip_prefix("mcp__")
+        && let Some((server, tool)) = rest.split_once("__")
+        && !server.is_empty()
+        && !tool.is_empty()
+    {
+        let server = call.mcp_server.clone().unwrap_or_else(|| server.to_owned());
+        return (format!("{server}__{tool}"), Some(server));
+    }
+    (call.name.clone(), None)
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn claude_payloads_are_read_as_claude_sends_them() {
+        let text = r#"{"session_id":"2f45","transcript_path":"/t.jsonl","cwd":"/w","prompt_id":"p",
+            "permission_mode":"default","hook_event_name":"PreToolUse","tool_name":"Bash",
+            "tool_input":{"command":"ls","description":"list"},"tool_use_id":"call_1"}"#;
+        let input = parse(text, Dialect::Copilot).unwrap();
+        assert_eq!(input.dialect, Dialect::Claude);
+        assert_eq!(input.event, Some(HookEvent::PreToolUse));
+        assert_eq!(input.session_id.as_deref(), Some("2f45"));
+        assert_eq!(input.cwd, Some(PathBuf::from("/w")));
+        let tool = input.tool.unwrap();
+        assert_eq!(tool.name, "Bash");
+        assert_eq!(tool.input, json!({"command": "ls", "description": "list"}));
+    }
+
+    #[test]
+    fn copilot_payloads_decode_string_arguments() {
+        let text = r#"{"sessionId":"9","timestamp":1,"cwd":"/w","toolName":"bash",
+            "toolArgs":"{\"command\":\"rm -rf /\"}"}"#;
+        let input = parse(text, Dialect::Claude).unwrap();
+        assert_eq!(input.dialect, Dialect::Copilot);
+        assert_eq!(input.event, None);
+        let tool = input.tool.unwrap();
+        assert_eq!(tool.input, json!({"command": "rm -rf /"}));
+        // Arguments that are not an object are kept whole.
+        let text = r#"{"sessionId":"9","toolName":"bash","toolArgs":"not json"}"#;
+        assert_eq!(
+            parse(text, Dialect::Claude).unwrap().tool.unwrap().input,
+            json!("not json")
+        );
+    }
+
+    #[test]
+    fn malformed_payloads_are_errors_not_empty_calls() {
+        assert!(matches!(
+            parse("{", Dialect::Claude),
+            Err(PayloadError::NotJson(_))
+        ));
+        assert_eq!(
+            parse("[1]", Dialect::Claude),
+            Err(PayloadError::NotAnObject)
+        );
+        assert_eq!(
+            parse(r#"{"tool_input":{"command":"ls"}}"#, Dialect::Claude),
+            Err(PayloadError::NoToolName)
+        );
+        assert_eq!(
+            parse(r#"{"tool_name":7}"#, Dialect::Claude),
+            Err(PayloadError::WrongType {
+                field: "tool_name",
+                expected: "a string"
+            })
+        );
+    }
+
+    #[test]
+    fn event_names_of_both_agents_are_aliases_of_ours() {
+        for (name, event) in [
+            ("pre-tool-use", HookEvent::PreToolUse),
+            ("PreToolUse", HookEvent::PreToolUse),
+            ("preToolUse", HookEvent::PreToolUse),
+            ("userPromptSubmitted", HookEvent::UserPromptSubmit),
+            ("SessionEnd", HookEvent::SessionEnd),
+            ("postToolUseFailure", HookEvent::PostToolUse),
+            ("errorOccurred", HookEvent::Error),
+        ] {
+            assert_eq!(HookEvent::parse(name), Some(event), "{name}");
+        }
+        assert_eq!(HookEvent::parse("pre_tool_use"), None);
+    }
+
+    #[test]
+    fn claude_mcp_tools_are_known_by_our_name_and_their_server() {
+        let call = AgentToolCall {
+            name: "mcp__cbcode__copilot_read_file".into(),
+            input: json!({}),
+            mcp_server: Some("cbcode".into()),
+        };
+        assert_eq!(
+            policy_subject(Agent::ClaudeCode, &call),
+            ("cbcode__copilot_read_file".into(), Some("cbcode".into()))
+        );
+        let own = AgentToolCall {
+            name: "Bash".into(),
+            input: json!({}),
+            mcp_server: None,
+        };
+        assert_eq!(
+            policy_subject(Agent::ClaudeCode, &own),
+            ("Bash".into(), None)
+        );
+    }
+}

@@ -1,0 +1,238 @@
+//! `copilot-bridge hook` as the real agents run it: Claude Code's
+//! `PreToolUse`/`PostToolUse` hooks (settings.json) and the Copilot CLI's
+//! `preToolUse`/`postToolUse` hooks (`$COPILOT_HOME/hooks/*.json`), each
+//! agent talking straight to the mock upstream (no daemon runs: the hook
+//! decides with the local policy). The model asks for a shell command; the
+//! assertions are on what ran, what the agent sent back to the model, and
+//! the audit log.
+
+use std::path::{Path, PathBuf};
+
+use bridge_testkit::{MockLlm, MockReply, MockToolCall, TempWorkspace, agent_cli};
+use serde_json::{Value, json};
+
+use super::{agent_command, chat_requests, run_agent, tool_round_trip};
+
+/// A command our shell analysis calls dangerous (`sudo`), which leaves a
+/// file behind if the agent runs it anyway.
+const DANGEROUS: &str = "touch pwned.txt; sudo true";
+/// A read-only command that runs without approval.
+const SAFE: &str = "echo hi-from-bash";
+
+/// The hook command line an agent runs, with the state directory (audit
+/// log) of this test.
+fn hook_command(home: &Path, event: &str, agent: &str) -> String {
+    format!(
+        "'{}' --home '{}' hook {event} --agent {agent}",
+        assert_cmd::cargo::cargo_bin("copilot-bridge").display(),
+        home.display()
+    )
+}
+
+/// The model asks for `command` through `tool`, then says "done".
+async fn mock_asking(tool: &str, command: &str) -> MockLlm {
+    let arguments = json!({"command": command, "description": "run it"}).to_string();
+    MockLlm::start(vec![
+        MockReply::ToolCalls {
+            text: None,
+            calls: vec![MockToolCall::new("call_sh_1", tool, arguments)],
+        },
+        MockReply::chunks(["done"]),
+    ])
+    .await
+}
+
+/// The tool result the agent sent back to the model, as text: an OpenAI
+/// `tool` message (the Copilot CLI) or an Anthropic `tool_result` block
+/// (Claude Code).
+fn tool_answer(mock: &MockLlm, agent: &str) -> String {
+    let requests = chat_requests(mock);
+    assert_eq!(requests.len(), 2, "the tool call and the answer");
+    if requests[1].path.ends_with("/messages") {
+        let blocks: Vec<&Value> = requests[1].body["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|message| message["content"].as_array())
+            .flatten()
+            .collect();
+        let result = blocks
+            .iter()
+            .find(|block| block["type"] == "tool_result")
+            .unwrap_or_else(|| panic!("{agent} sent the tool's result back: {blocks:?}"));
+        assert_eq!(result["tool_use_id"], "call_sh_1");
+        return result["content"].to_string();
+    }
+    let (call, answer) = tool_round_trip(&requests[1], agent);
+    assert_eq!(call["id"], "call_sh_1");
+    answer["content"].to_string()
+}
+
+/// Every audit entry under `home`.
+fn audit_entries(home: &Path) -> Vec<Value> {
+    let dir = home.join("audit");
+    let Ok(files) = std::fs::read_dir(&dir) else {
+        return Vec::new();
+    };
+    let mut entries = Vec::new();
+    for file in files {
+        let text = std::fs::read_to_string(file.unwrap().path()).unwrap();
+        entries.extend(text.lines().map(|line| serde_json::from_str(line).unwrap()));
+    }
+    entries
+}
+
+struct Run {
+    workspace: TempWorkspace,
+    bridge_home: tempfile::TempDir,
+    _agent_home: tempfile::TempDir,
+}
+
+/// `claude -p` with our hooks in its settings, against the mock.
+async fn claude(mock: &MockLlm, extra: &[&str]) -> Option<Run> {
+    let program = agent_cli("claude", "claude")?;
+    let workspace = TempWorkspace::new();
+    let bridge_home = tempfile::tempdir().unwrap();
+    let agent_home = tempfile::tempdir().unwrap();
+    let hook = |event: &str| {
+        json!([{"matcher": "*", "hooks": [
+            {"type": "command", "command": hook_command(bridge_home.path(), event, "claude")}
+        ]}])
+    };
+    let settings = agent_home.path().join("settings.json");
+    std::fs::write(
+        &settings,
+        json!({"hooks": {"PreToolUse": hook("pre-tool-use"), "PostToolUse": hook("post-tool-use")}})
+            .to_string(),
+    )
+    .unwrap();
+    let mut command = agent_command(&program, agent_home.path(), workspace.path());
+    command
+        .env("ANTHROPIC_BASE_URL", mock.base_url())
+        .env("ANTHROPIC_AUTH_TOKEN", "sk-mock")
+        .env("CLAUDE_CONFIG_DIR", agent_home.path().join(".claude"))
+        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+        .env("DISABLE_TELEMETRY", "1")
+        .env("DISABLE_AUTOUPDATER", "1")
+        .args(["-p", "Run the command", "--output-format", "json"])
+        .arg("--settings")
+        .arg(&settings)
+        .args(extra);
+    run_agent(command, "claude").await;
+    Some(Run {
+        workspace,
+        bridge_home,
+        _agent_home: agent_home,
+    })
+}
+
+/// `copilot -p` with our hooks in `$COPILOT_HOME/hooks/`, against the mock.
+async fn copilot(mock: &MockLlm) -> Option<Run> {
+    let program = agent_cli("copilot", "copilot")?;
+    let workspace = TempWorkspace::new();
+    let bridge_home = tempfile::tempdir().unwrap();
+    let agent_home = tempfile::tempdir().unwrap();
+    let copilot_home: PathBuf = agent_home.path().join(".copilot");
+    std::fs::create_dir_all(copilot_home.join("hooks")).unwrap();
+    let hook = |event: &str| json!([{"type": "command", "bash": hook_command(bridge_home.path(), event, "copilot"), "timeoutSec": 30}]);
+    std::fs::write(
+        copilot_home.join("hooks/copilot-bridge.json"),
+        json!({"version": 1, "hooks": {"preToolUse": hook("pre-tool-use"), "postToolUse": hook("post-tool-use")}})
+            .to_string(),
+    )
+    .unwrap();
+    let mut command = agent_command(&program, agent_home.path(), workspace.path());
+    command
+        .env("COPILOT_HOME", &copilot_home)
+        .env("COPILOT_OFFLINE", "true")
+        .env(
+            "COPILOT_PROVIDER_BASE_URL",
+            format!("{}/v1", mock.base_url()),
+        )
+        .env("COPILOT_PROVIDER_TYPE", "openai")
+        .env("COPILOT_PROVIDER_API_KEY", "sk-mock")
+        .env("COPILOT_MODEL", "gpt-4.1")
+        .args(["-p", "Run the command", "--allow-all-tools"]);
+    run_agent(command, "copilot").await;
+    Some(Run {
+        workspace,
+        bridge_home,
+        _agent_home: agent_home,
+    })
+}
+
+fn assert_denied_and_not_run(run: &Run, mock: &MockLlm, agent: &str, who: &str) {
+    assert!(
+        !run.workspace.path().join("pwned.txt").exists(),
+        "{agent} ran the denied command"
+    );
+    let answer = tool_answer(mock, agent);
+    assert!(
+        answer.contains("superuser"),
+        "{agent} told the model: {answer}"
+    );
+    let entries = audit_entries(run.bridge_home.path());
+    let denied = entries
+        .iter()
+        .find(|entry| entry["decision"] == "deny")
+        .unwrap_or_else(|| panic!("no deny in the audit log: {entries:?}"));
+    assert_eq!(denied["hook"], format!("pre-tool-use:{who}"), "{denied}");
+}
+
+fn assert_ran_and_recorded(run: &Run, mock: &MockLlm, agent: &str, who: &str) {
+    let answer = tool_answer(mock, agent);
+    assert!(
+        answer.contains("hi-from-bash"),
+        "{agent} told the model: {answer}"
+    );
+    let entries = audit_entries(run.bridge_home.path());
+    let hooks: Vec<&str> = entries
+        .iter()
+        .filter_map(|entry| entry["hook"].as_str())
+        .collect();
+    assert_eq!(
+        hooks,
+        [
+            format!("pre-tool-use:{who}"),
+            format!("post-tool-use:{who}")
+        ],
+        "{entries:?}"
+    );
+}
+
+#[tokio::test]
+async fn claude_code_is_denied_a_dangerous_command_by_the_hook() {
+    let mock = mock_asking("Bash", DANGEROUS).await;
+    // Claude's own permissions would let it run: only the hook stops it.
+    let Some(run) = claude(&mock, &["--allowedTools", "Bash"]).await else {
+        return;
+    };
+    assert_denied_and_not_run(&run, &mock, "Claude Code", "claude-code");
+}
+
+#[tokio::test]
+async fn claude_code_runs_a_safe_command_the_hook_lets_through() {
+    let mock = mock_asking("Bash", SAFE).await;
+    let Some(run) = claude(&mock, &["--allowedTools", "Bash"]).await else {
+        return;
+    };
+    assert_ran_and_recorded(&run, &mock, "Claude Code", "claude-code");
+}
+
+#[tokio::test]
+async fn the_copilot_cli_is_denied_a_dangerous_command_by_the_hook() {
+    let mock = mock_asking("bash", DANGEROUS).await;
+    let Some(run) = copilot(&mock).await else {
+        return;
+    };
+    assert_denied_and_not_run(&run, &mock, "Copilot CLI", "copilot-cli");
+}
+
+#[tokio::test]
+async fn the_copilot_cli_runs_a_safe_command_the_hook_lets_through() {
+    let mock = mock_asking("bash", SAFE).await;
+    let Some(run) = copilot(&mock).await else {
+        return;
+    };
+    assert_ran_and_recorded(&run, &mock, "Copilot CLI", "copilot-cli");
+}
