@@ -66,6 +66,7 @@ pub const PROJECT_CONTEXT: &str = "project_context";
 pub const MAX_RETRIES: &str = "max_retries";
 pub const TRANSIENT_RETRIES: &str = "transient_retries";
 pub const IDLE_EXIT_SECS: &str = "idle_exit_secs";
+pub const AGENT_SESSION_IDLE_SECS: &str = "agent_session_idle_secs";
 pub const TRUST_PROJECT_PROVIDERS: &str = "trust_project_providers";
 pub const REQUEST_LOG: &str = "request_log";
 pub const TOKEN: &str = "token";
@@ -224,6 +225,12 @@ pub const KEYS: &[KeySpec] = &[
         "COPILOT_BRIDGE_IDLE_EXIT_SECS",
         "30",
         "Seconds a detached daemon lingers after its last session ends (0-86400)",
+    ),
+    key(
+        AGENT_SESSION_IDLE_SECS,
+        "COPILOT_BRIDGE_AGENT_SESSION_IDLE_SECS",
+        "1800",
+        "Seconds an agent session registered by its hooks stays without a hook before it ends (0-86400)",
     ),
     key(
         TRUST_PROJECT_PROVIDERS,

@@ -129,6 +129,10 @@ pub struct BridgeConfig {
     /// Seconds a detached daemon stays up after its last session ended
     /// (`COPILOT_BRIDGE_IDLE_EXIT_SECS`, default 30).
     pub idle_exit_secs: u64,
+    /// Seconds an agent session registered by its hooks (`copilot-bridge
+    /// hook`) lives on without a hook (`COPILOT_BRIDGE_AGENT_SESSION_IDLE_SECS`,
+    /// default 1800).
+    pub agent_session_idle_secs: u64,
     /// Whether the daemon spawns the providers of a workspace's
     /// `tap.config.json` (`COPILOT_BRIDGE_TRUST_PROJECT_PROVIDERS`, default false).
     pub trust_project_providers: bool,

@@ -38,6 +38,8 @@ const DOTENV_REFUSED: [&str; 11] = [
 pub const DEFAULT_PORT: u16 = 9400;
 /// Spec: a detached gateway exits 30 s after its last session.
 pub const DEFAULT_IDLE_EXIT_SECS: u64 = 30;
+/// How long an agent session registered by its hooks lives without a hook.
+pub const DEFAULT_AGENT_SESSION_IDLE_SECS: u64 = 30 * 60;
 
 /// Builds a [`BridgeConfig`] from its layers. The environment is a snapshot
 /// handed in, so tests never race on the process environment.
@@ -242,6 +244,9 @@ impl ConfigLoader {
         let idle_exit_secs = builder
             .parse(keys::IDLE_EXIT_SECS, value::parse_idle_secs)
             .unwrap_or(DEFAULT_IDLE_EXIT_SECS);
+        let agent_session_idle_secs = builder
+            .parse(keys::AGENT_SESSION_IDLE_SECS, value::parse_idle_secs)
+            .unwrap_or(DEFAULT_AGENT_SESSION_IDLE_SECS);
         let trust_project_providers = builder
             .parse(keys::TRUST_PROJECT_PROVIDERS, value::parse_bool)
             .unwrap_or(false);
@@ -356,6 +361,7 @@ impl ConfigLoader {
             max_retries,
             transient_retries,
             idle_exit_secs,
+            agent_session_idle_secs,
             trust_project_providers,
             permissions,
             tools,

@@ -133,10 +133,17 @@ impl Session {
         verdict
     }
 
-    /// Records that `agent` ran `tool` (its post-tool-use hook): the audit
-    /// log holds every call an agent made under our policy, not only the
-    /// decisions.
-    pub fn record_agent_tool_ran(&self, agent: Agent, hook: &str, tool: &str, args: &Value) {
+    /// Records that `agent` ran `tool` (its post-tool-use hook): an audit
+    /// entry, since the log holds every call an agent made under our
+    /// policy, and `tool.execution_complete` for the session's providers.
+    pub fn record_agent_tool_ran(
+        &self,
+        agent: Agent,
+        hook: &str,
+        tool: &str,
+        args: &Value,
+        output: Option<&Value>,
+    ) {
         if self.keeps_records() {
             self.audit_entry(
                 hook,
@@ -148,6 +155,25 @@ impl Session {
                 0,
             );
         }
+        let mut result = json!({"type": "success"});
+        if let Some(output) = output {
+            result["output"] = record_of_args(output);
+        }
+        self.emit(crate::SessionEvent::ToolExecutionComplete {
+            tool: tool.to_owned(),
+            provider: None,
+            args: record_of_args(args),
+            result,
+            duration_ms: 0,
+        });
+    }
+
+    /// A prompt the agent's user submitted: `user.message` for the
+    /// session's providers.
+    pub fn record_agent_prompt(&self, prompt: &str) {
+        self.emit(crate::SessionEvent::UserMessage {
+            content: prompt.to_owned(),
+        });
     }
 
     /// [`decide`](Self::decide) with the call's accesses already known.

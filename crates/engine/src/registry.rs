@@ -167,6 +167,17 @@ impl SessionRegistry {
 
     /// Creates a session with the built-in workspace tools of `spec.cwd`.
     pub fn create(&self, spec: SessionSpec) -> Result<Arc<Session>, RegistryError> {
+        self.create_with_approver(spec, self.inner.defaults.approver.clone())
+    }
+
+    /// [`create`](Self::create), with this session's "ask"s going to
+    /// `approver` instead of the registry's (an agent's session, whose
+    /// questions its own user answers).
+    pub fn create_with_approver(
+        &self,
+        spec: SessionSpec,
+        approver: Arc<dyn bridge_policy::Approver>,
+    ) -> Result<Arc<Session>, RegistryError> {
         let id = spec.id.clone().unwrap_or_else(|| ids::unique_id("s"));
         let workspace_error = |reason: String| RegistryError::Workspace {
             path: spec.cwd.clone(),
@@ -195,7 +206,7 @@ impl SessionRegistry {
                 created_at: bridge_policy::audit::now_timestamp(),
             },
             guard: guard.clone(),
-            approver: defaults.approver.clone(),
+            approver,
             audit: defaults.audit.clone(),
             settings: self.inner.settings.clone(),
             listeners: self.inner.listeners.clone(),

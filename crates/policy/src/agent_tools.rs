@@ -27,6 +27,21 @@ impl Agent {
         }
     }
 
+    /// The agent [`name`](Self::name) names.
+    pub fn from_name(name: &str) -> Option<Self> {
+        [Self::CopilotCli, Self::ClaudeCode]
+            .into_iter()
+            .find(|agent| agent.name() == name)
+    }
+
+    /// How people call it.
+    pub fn display_name(self) -> &'static str {
+        match self {
+            Self::CopilotCli => "Copilot CLI",
+            Self::ClaudeCode => "Claude Code",
+        }
+    }
+
     /// What the agent's own `tool` will do with `args` (see
     /// [`copilot_cli_accesses`]).
     pub fn accesses(self, tool: &str, args: &Value) -> Result<Vec<Access>, String> {

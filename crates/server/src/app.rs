@@ -70,6 +70,8 @@ pub struct ServerParts {
     pub memory: Arc<bridge_mcp::memory::MemoryLayout>,
     /// The Responses API's kept conversations (`previous_response_id`).
     pub responses: Arc<crate::facade::store::ResponseStore>,
+    /// The agent sessions registered by their hooks (`agent.hook`).
+    pub agent_sessions: Arc<crate::rpc::agent_hook::AgentSessions>,
     /// `requests.jsonl`, when `request_log` is on.
     pub request_journal: Option<Arc<crate::facade::request_log::RequestJournal>>,
 }

@@ -71,6 +71,8 @@ pub struct Daemon {
     home: PathBuf,
     detached: bool,
     idle_grace: Duration,
+    /// How long an agent session registered by its hooks lives without one.
+    agent_session_idle: Duration,
     sessions_changed: watch::Receiver<u64>,
     file: GatewayFile,
     limits: ConnectionLimits,
@@ -268,6 +270,7 @@ impl Daemon {
                 None,
                 &config.openclaw,
             )),
+            agent_sessions: Arc::default(),
             request_journal: config
                 .request_log
                 .then(|| Arc::new(crate::facade::request_log::RequestJournal::new(&home))),
@@ -302,6 +305,7 @@ impl Daemon {
             home,
             detached: options.detached,
             idle_grace,
+            agent_session_idle: Duration::from_secs(config.agent_session_idle_secs),
             sessions_changed,
             file,
             limits: options.limits,
@@ -326,11 +330,20 @@ impl Daemon {
             home,
             detached,
             idle_grace,
+            agent_session_idle,
             sessions_changed,
             file,
             limits,
         } = self;
         let shutdown = ctx.shutdown.clone();
+        if agent_session_idle > Duration::ZERO {
+            tokio::spawn(crate::rpc::agent_hook::end_idle_agent_sessions(
+                ctx.registry().clone(),
+                ctx.agent_sessions.clone(),
+                agent_session_idle,
+                shutdown.clone(),
+            ));
+        }
         if detached {
             tokio::spawn(exit_when_idle(
                 ctx.registry().clone(),

@@ -33,6 +33,7 @@ pub fn builtin() -> MethodTable {
     table.insert("gateway.providerToken", gateway_provider_token);
     table.insert("gateway.shutdown", gateway_shutdown);
     table.insert("bridge.status", super::status::bridge_status);
+    table.insert("agent.hook", super::agent_hook::agent_hook);
     super::toolbus::register(&mut table);
     table
 }

@@ -3,6 +3,7 @@
 //! transports ([`transport`]) hand text in and get text out; methods
 //! ([`methods`]) see only validated [`Params`].
 
+pub mod agent_hook;
 pub(crate) mod body;
 pub mod methods;
 mod params;

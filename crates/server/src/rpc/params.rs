@@ -99,6 +99,12 @@ impl Params {
         }
     }
 
+    /// Any JSON value, as given (`None` when absent or null).
+    pub fn optional_value(&self, field: &str) -> Result<Option<&Value>, ErrorObject> {
+        self.check_shape()?;
+        Ok(self.map.get(field).filter(|value| !value.is_null()))
+    }
+
     /// An object parameter; absent or null is `{}`.
     pub fn object_or_empty(&self, field: &str) -> Result<Value, ErrorObject> {
         self.check_shape()?;

@@ -15,11 +15,12 @@ use std::io::{Read, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
+use std::time::Duration;
 
 use bridge_engine::ToolOwner;
 use bridge_policy::AgentAsks;
 use bridge_policy::agent_tools::Agent;
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use crate::args::{GlobalArgs, HookArgs};
 pub use answer::{HookAnswer, HookDecision};
@@ -69,29 +70,40 @@ fn answer(global: &GlobalArgs, args: &HookArgs, text: &str, fallback: Dialect) -
     let agent = agent_of(args.agent.as_deref(), input.dialect);
     let (decision, context) = match decide(global, agent, event, &input) {
         Ok(decided) => decided,
-        Err(reason) => (HookDecision::Deny(reason), Vec::new()),
+        // Fail closed where it matters: a tool about to run.
+        Err(reason) if event == HookEvent::PreToolUse => (HookDecision::Deny(reason), Vec::new()),
+        // Anything else goes on; the agent shows our stderr.
+        Err(reason) => {
+            let _ = writeln!(
+                std::io::stderr().lock(),
+                "copilot-bridge hook {}: {}",
+                event.name(),
+                bridge_policy::redact(&reason)
+            );
+            (HookDecision::Pass, Vec::new())
+        }
     };
     answer::render(input.dialect, event, &decision, &context)
 }
 
+/// How long a running daemon has to answer a hook before the call is
+/// denied.
+const DAEMON_PATIENCE: Duration = Duration::from_secs(5);
+
 /// The decision for one event. Only a tool call about to run can be
-/// denied; the other events are recorded.
+/// denied; the other events are recorded. With a daemon running, it
+/// decides (its providers' hook rules and gates included, and its registry
+/// knows the agent's session); else the local policy does.
 fn decide(
     global: &GlobalArgs,
     agent: Agent,
     event: HookEvent,
     input: &HookInput,
 ) -> Result<(HookDecision, Vec<String>), String> {
-    let Some(call) = input
-        .tool
-        .as_ref()
-        .filter(|_| matches!(event, HookEvent::PreToolUse | HookEvent::PostToolUse))
-    else {
-        if event == HookEvent::PreToolUse {
-            return Err("a pre-tool-use hook without a tool call".to_owned());
-        }
-        return Ok((HookDecision::Pass, Vec::new()));
-    };
+    let call = input.tool.as_ref();
+    if event == HookEvent::PreToolUse && call.is_none() {
+        return Err("a pre-tool-use hook without a tool call".to_owned());
+    }
     let config = global.load_config().map_err(|failure| {
         format!(
             "copilot-bridge cannot load its configuration: {}",
@@ -99,29 +111,124 @@ fn decide(
         )
     })?;
     let root = workspace_root(agent, input)?;
-    let session = super::run::create_session(
-        &config,
-        &root,
-        &session_id(agent, input),
-        &format!("{} hook", agent.name()),
-        Arc::new(AgentAsks),
-    )
-    .map_err(|failure| failure.message)?;
-    let (tool, server) = payload::policy_subject(agent, call);
-    let owner = match server {
-        Some(server) => ToolOwner::Mcp(server),
-        None => ToolOwner::Agent(agent),
-    };
-    if event == HookEvent::PostToolUse {
-        session.record_agent_tool_ran(agent, event.name(), &tool, &call.input);
-        return Ok((HookDecision::Pass, Vec::new()));
-    }
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(|err| format!("cannot start the async runtime: {err}"))?;
-    let verdict =
-        runtime.block_on(session.check_agent_tool(agent, event.name(), &tool, &owner, &call.input));
+    runtime.block_on(async {
+        match bridge_server::find_running(&config.home).await {
+            Some(daemon) => {
+                let asked = ask_daemon(&daemon, agent, event, input, &root);
+                match tokio::time::timeout(DAEMON_PATIENCE, asked).await {
+                    Ok(answer) => answer,
+                    Err(_) => Err(format!(
+                        "the copilot-bridge daemon did not answer within {DAEMON_PATIENCE:?}"
+                    )),
+                }
+            }
+            None => decide_locally(&config, agent, event, input, &root).await,
+        }
+    })
+}
+
+/// The daemon's answer (`agent.hook`, docs/hooks.md).
+async fn ask_daemon(
+    daemon: &bridge_server::GatewayClient,
+    agent: Agent,
+    event: HookEvent,
+    input: &HookInput,
+    root: &std::path::Path,
+) -> Result<(HookDecision, Vec<String>), String> {
+    let mut params = json!({
+        "agent": agent.name(),
+        "agentSession": agent_session_id(input),
+        "cwd": root,
+        "event": event.name(),
+    });
+    if let Some(call) = &input.tool
+        && matches!(event, HookEvent::PreToolUse | HookEvent::PostToolUse)
+    {
+        let (tool, server) = payload::policy_subject(agent, call);
+        params["tool"] = json!(tool);
+        params["arguments"] = call.input.clone();
+        if let Some(server) = server {
+            params["mcpServer"] = json!(server);
+        }
+        if let Some(output) = &input.tool_output {
+            params["output"] = output.clone();
+        }
+    }
+    if let Some(prompt) = &input.prompt {
+        params["prompt"] = json!(prompt);
+    }
+    if let Some(error) = &input.error {
+        params["message"] = json!(error);
+    }
+    let answer = daemon
+        .call("agent.hook", params)
+        .await
+        .map_err(|err| format!("the copilot-bridge daemon refused the hook: {err}"))?;
+    let reason = answer["reason"].as_str().unwrap_or("").to_owned();
+    let decision = match answer["decision"].as_str() {
+        None | Some("allow") => HookDecision::Pass,
+        Some("ask") => HookDecision::Ask(reason),
+        // Anything else, a deny included, is a deny.
+        Some(_) => HookDecision::Deny(reason),
+    };
+    let context = answer["context"]
+        .as_array()
+        .map(|texts| {
+            texts
+                .iter()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect()
+        })
+        .unwrap_or_default();
+    Ok((decision, context))
+}
+
+/// The decision of the local policy, in a session of this process.
+async fn decide_locally(
+    config: &bridge_config::BridgeConfig,
+    agent: Agent,
+    event: HookEvent,
+    input: &HookInput,
+    root: &std::path::Path,
+) -> Result<(HookDecision, Vec<String>), String> {
+    let Some(call) = input
+        .tool
+        .as_ref()
+        .filter(|_| matches!(event, HookEvent::PreToolUse | HookEvent::PostToolUse))
+    else {
+        return Ok((HookDecision::Pass, Vec::new()));
+    };
+    let session = super::run::create_session(
+        config,
+        root,
+        &format!("{}-{}", agent.name(), agent_session_id(input)),
+        &format!("{} hook", agent.display_name()),
+        Arc::new(AgentAsks),
+    )
+    .map_err(|failure| failure.message)?;
+    let (tool, server) = payload::policy_subject(agent, call);
+    if event == HookEvent::PostToolUse {
+        session.record_agent_tool_ran(
+            agent,
+            event.name(),
+            &tool,
+            &call.input,
+            input.tool_output.as_ref(),
+        );
+        return Ok((HookDecision::Pass, Vec::new()));
+    }
+    let owner = match server {
+        Some(server) => ToolOwner::Mcp(server),
+        None => ToolOwner::Agent(agent),
+    };
+    let verdict = session
+        .check_agent_tool(agent, event.name(), &tool, &owner, &call.input)
+        .await;
     let decision = if verdict.asks() {
         HookDecision::Ask(verdict.reason().to_owned())
     } else if verdict.allowed() {
@@ -148,17 +255,21 @@ fn workspace_root(agent: Agent, input: &HookInput) -> Result<PathBuf, String> {
     std::env::current_dir().map_err(|err| format!("cannot read the current directory: {err}"))
 }
 
-/// The hub session the call is decided in: one per agent session.
-fn session_id(agent: Agent, input: &HookInput) -> String {
+/// The agent's own session id, as the hub's session ids can carry it.
+fn agent_session_id(input: &HookInput) -> String {
     let own: String = input
         .session_id
         .as_deref()
         .unwrap_or("unknown")
         .chars()
-        .filter(|c| c.is_ascii_alphanumeric() || *c == '-')
+        .filter(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
         .take(64)
         .collect();
-    format!("{}-{own}", agent.name())
+    if own.is_empty() {
+        "unknown".to_owned()
+    } else {
+        own
+    }
 }
 
 /// The agent the hook serves: `--agent`, else the one whose payload shape

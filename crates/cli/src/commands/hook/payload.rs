@@ -99,6 +99,12 @@ pub struct HookInput {
     pub session_id: Option<String>,
     pub cwd: Option<PathBuf>,
     pub tool: Option<AgentToolCall>,
+    /// What the tool gave back (post-tool-use: `tool_response`, `toolResult`).
+    pub tool_output: Option<Value>,
+    /// The user's prompt (user-prompt-submit).
+    pub prompt: Option<String>,
+    /// What went wrong (error).
+    pub error: Option<String>,
 }
 
 /// Why a payload cannot be read; the hook denies with it.
@@ -159,12 +165,35 @@ pub fn parse(text: &str, fallback: Dialect) -> Result<HookInput, PayloadError> {
                 .map(str::to_owned),
         }),
     };
+    let tool_output = ["tool_response", "toolResult"]
+        .iter()
+        .find_map(|key| object.get(*key))
+        .filter(|output| !output.is_null())
+        .cloned();
+    let prompt = string(&object, "prompt")?.map(str::to_owned);
+    let error = match object.get("error") {
+        Some(Value::String(text)) => Some(text.clone()),
+        Some(error) => error
+            .get("message")
+            .and_then(Value::as_str)
+            .map(str::to_owned),
+        None => None,
+    }
+    .or_else(|| {
+        object
+            .get("message")
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+    });
     Ok(HookInput {
         dialect,
         event,
         session_id,
         cwd,
         tool,
+        tool_output,
+        prompt,
+        error,
     })
 }
 

@@ -1,0 +1,275 @@
+//! `agent.hook`: an agent's hook (`copilot-bridge hook`) asking the daemon,
+//! so the sessions of agents the hub does not run (Claude Code or the
+//! Copilot CLI started in a terminal) get everything a hub session has:
+//! providers see them in `sessions` and can bind to them, and their hook
+//! rules and gates apply to the agent's tool calls.
+//!
+//! Params: `agent` (`claude-code` | `copilot-cli`), `agentSession` (the
+//! agent's own session id), `cwd` (absolute), `event` (`session-start`,
+//! `session-end`, `user-prompt-submit`, `pre-tool-use`, `post-tool-use`,
+//! `error`), and by event `tool` (in the hub's naming), `mcpServer`,
+//! `arguments`, `output`, `prompt`, `message`, `label`. The first hook of
+//! an agent session registers it (id `<agent>-<agentSession>`); it ends at
+//! `session-end` or after [`AGENT_SESSION_IDLE`] without a hook.
+//!
+//! Answer: `{session, decision?, reason?, context?}`; `decision` (for
+//! `pre-tool-use`) is `allow`, `ask` (the agent asks its user) or `deny`.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use bridge_engine::{RegistryError, Session, SessionRegistry, SessionSpec, ToolOwner};
+use bridge_policy::AgentAsks;
+use bridge_policy::agent_tools::Agent;
+use bridge_protocol::jsonrpc::ErrorObject;
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+use super::params::invalid;
+use super::{Params, RpcResult, SERVER_ERROR};
+use crate::app::ServerContext;
+
+/// An agent session without a hook for this long has gone away (an agent
+/// killed before its session-end hook ran).
+pub const AGENT_SESSION_IDLE: Duration = Duration::from_secs(30 * 60);
+
+/// How long the providers of an ending agent session get to let it go.
+const SESSION_END_DEADLINE: Duration = Duration::from_secs(5);
+
+/// The longest agent session id taken into a hub session id.
+const MAX_AGENT_SESSION_CHARS: usize = 128;
+
+const EVENTS: &[&str] = &[
+    "session-start",
+    "session-end",
+    "user-prompt-submit",
+    "pre-tool-use",
+    "post-tool-use",
+    "error",
+];
+
+const PARAMS: &[&str] = &[
+    "agent",
+    "agentSession",
+    "cwd",
+    "event",
+    "tool",
+    "mcpServer",
+    "arguments",
+    "output",
+    "prompt",
+    "message",
+    "label",
+];
+
+/// When each agent session registered through a hook last heard of it.
+#[derive(Debug, Default)]
+pub struct AgentSessions {
+    last_seen: Mutex<HashMap<String, Instant>>,
+}
+
+impl AgentSessions {
+    fn touch(&self, id: &str) {
+        bridge_policy::sync::lock(&self.last_seen).insert(id.to_owned(), Instant::now());
+    }
+
+    fn forget(&self, id: &str) {
+        bridge_policy::sync::lock(&self.last_seen).remove(id);
+    }
+
+    /// The sessions not heard of for `idle`, forgotten.
+    fn take_idle(&self, idle: Duration) -> Vec<String> {
+        let mut seen = bridge_policy::sync::lock(&self.last_seen);
+        let idle_ids: Vec<String> = seen
+            .iter()
+            .filter(|(_, at)| at.elapsed() >= idle)
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in &idle_ids {
+            seen.remove(id);
+        }
+        idle_ids
+    }
+}
+
+/// Ends the agent sessions idle for `idle`, until `shutdown`.
+pub async fn end_idle_agent_sessions(
+    registry: SessionRegistry,
+    sessions: Arc<AgentSessions>,
+    idle: Duration,
+    shutdown: CancellationToken,
+) {
+    let every = (idle / 4).clamp(Duration::from_millis(50), Duration::from_secs(60));
+    loop {
+        tokio::select! {
+            () = shutdown.cancelled() => return,
+            () = tokio::time::sleep(every) => {}
+        }
+        for id in sessions.take_idle(idle) {
+            tracing::info!(session = %id, "agent session idle for {idle:?}: ending it");
+            let _ = registry.end(&id, Some(SESSION_END_DEADLINE)).await;
+        }
+    }
+}
+
+pub(super) async fn agent_hook(ctx: ServerContext, params: Params) -> RpcResult {
+    params.only(PARAMS)?;
+    let agent_name = params.required_str("agent")?;
+    let agent = Agent::from_name(agent_name)
+        .ok_or_else(|| invalid("agent", "must be claude-code or copilot-cli"))?;
+    let event = params.required_str("event")?.to_owned();
+    if !EVENTS.contains(&event.as_str()) {
+        return Err(invalid(
+            "event",
+            &format!("must be one of {}", EVENTS.join(", ")),
+        ));
+    }
+    if matches!(event.as_str(), "pre-tool-use" | "post-tool-use") {
+        params.required_str("tool")?;
+    }
+    let session = agent_session(&ctx, agent, &params).await?;
+    let id = session.id().to_owned();
+    match event.as_str() {
+        "session-start" => Ok(json!({"session": id})),
+        "session-end" => {
+            ctx.agent_sessions.forget(&id);
+            // The agent is leaving: it does not wait while the session's
+            // providers get their time to let go.
+            let registry = ctx.registry().clone();
+            let ending = id.clone();
+            tokio::spawn(async move {
+                if let Err(err) = registry.end(&ending, Some(SESSION_END_DEADLINE)).await {
+                    tracing::debug!(session = %ending, "agent session end: {err}");
+                }
+            });
+            Ok(json!({"session": id, "ending": true}))
+        }
+        "pre-tool-use" => {
+            let (tool, owner, arguments) = tool_call(agent, &params)?;
+            let verdict = session
+                .check_agent_tool(agent, &event, &tool, &owner, &arguments)
+                .await;
+            let decision = if verdict.asks() {
+                "ask"
+            } else if verdict.allowed() {
+                "allow"
+            } else {
+                "deny"
+            };
+            Ok(json!({
+                "session": id,
+                "decision": decision,
+                "reason": verdict.reason(),
+                "context": verdict.context,
+            }))
+        }
+        "post-tool-use" => {
+            let (tool, _, arguments) = tool_call(agent, &params)?;
+            session.record_agent_tool_ran(
+                agent,
+                &event,
+                &tool,
+                &arguments,
+                params.optional_value("output")?,
+            );
+            Ok(json!({"session": id}))
+        }
+        "user-prompt-submit" => {
+            if let Some(prompt) = params.optional_str("prompt")? {
+                session.record_agent_prompt(prompt);
+            }
+            Ok(json!({"session": id}))
+        }
+        "error" => {
+            let message = params.optional_str("message")?.unwrap_or("(no message)");
+            session.log(agent.name(), &format!("error: {message}"));
+            Ok(json!({"session": id}))
+        }
+        _ => Err(invalid(
+            "event",
+            &format!("must be one of {}", EVENTS.join(", ")),
+        )),
+    }
+}
+
+/// The call of a tool event: its name in our naming, who runs it, and its
+/// arguments (any JSON: the decision checks what is not an object whole).
+fn tool_call(agent: Agent, params: &Params) -> Result<(String, ToolOwner, Value), ErrorObject> {
+    let tool = params.required_str("tool")?.to_owned();
+    let owner = match params.optional_str("mcpServer")? {
+        Some(server) => ToolOwner::Mcp(server.to_owned()),
+        None => ToolOwner::Agent(agent),
+    };
+    let arguments = params
+        .optional_value("arguments")?
+        .cloned()
+        .unwrap_or_else(|| json!({}));
+    Ok((tool, owner, arguments))
+}
+
+/// The hub session of this agent session, registered on its first hook.
+async fn agent_session(
+    ctx: &ServerContext,
+    agent: Agent,
+    params: &Params,
+) -> Result<Arc<Session>, ErrorObject> {
+    let own_id = params.required_str("agentSession")?;
+    if own_id.chars().count() > MAX_AGENT_SESSION_CHARS
+        || !own_id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+    {
+        return Err(invalid(
+            "agentSession",
+            &format!("must be at most {MAX_AGENT_SESSION_CHARS} letters, digits, '-', '_' or '.'"),
+        ));
+    }
+    let cwd = PathBuf::from(params.required_str("cwd")?);
+    if !cwd.is_absolute() {
+        return Err(invalid("cwd", "must be an absolute path"));
+    }
+    let id = format!("{}-{own_id}", agent.name());
+    if let Some(session) = ctx.registry().get(&id) {
+        ctx.agent_sessions.touch(&id);
+        return Ok(session);
+    }
+    let label = match params.optional_str("label")? {
+        Some(label) => label.to_owned(),
+        None => format!(
+            "{} · {}",
+            agent.display_name(),
+            cwd.file_name().map_or_else(
+                || cwd.display().to_string(),
+                |n| n.to_string_lossy().into_owned()
+            )
+        ),
+    };
+    let spec = SessionSpec {
+        id: Some(id.clone()),
+        label,
+        cwd,
+        foreground: true,
+    };
+    let registry = ctx.registry().clone();
+    // Opening a workspace reads its policy file.
+    let created = tokio::task::spawn_blocking(move || {
+        registry.create_with_approver(spec, Arc::new(AgentAsks))
+    })
+    .await
+    .map_err(|err| ErrorObject::new(SERVER_ERROR, format!("agent.hook failed: {err}")))?;
+    let session = match created {
+        Ok(session) => session,
+        // Two hooks of a new session at once: the other one created it.
+        Err(RegistryError::Duplicate(_)) => ctx
+            .registry()
+            .get(&id)
+            .ok_or_else(|| ErrorObject::new(SERVER_ERROR, format!("session {id} vanished")))?,
+        Err(err) => {
+            return Err(invalid("cwd", &format!("cannot open the workspace: {err}")));
+        }
+    };
+    ctx.agent_sessions.touch(&id);
+    Ok(session)
+}
