@@ -106,6 +106,32 @@ pub enum Command {
     Setup(SetupArgs),
     /// Answer a Claude Code or Copilot CLI hook: the hook JSON on stdin, the decision on stdout (see docs/hooks.md).
     Hook(HookArgs),
+    /// Install, remove or show copilot-bridge's hooks in Claude Code's or the Copilot CLI's configuration (see docs/hooks.md).
+    #[command(subcommand)]
+    Hooks(HooksCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum HooksCommand {
+    /// Put our hook in front of every tool call; the agent's own hooks of those events run through it.
+    Install(HooksArgs),
+    /// Take our hook out and put the agent's own hooks back.
+    Uninstall(HooksArgs),
+    /// Which events our hook answers, and how many of yours run through it.
+    Status(HooksArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct HooksArgs {
+    /// claude or copilot.
+    #[arg(long, value_name = "AGENT", value_parser = ["claude", "copilot"])]
+    pub agent: String,
+    /// project (.claude/settings.json, .github/hooks/) or user (~/.claude/settings.json, $COPILOT_HOME/hooks/).
+    #[arg(long, value_name = "SCOPE", default_value = "project", value_parser = ["project", "user"])]
+    pub scope: String,
+    /// The project directory (default: the current directory).
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -116,6 +142,9 @@ pub struct HookArgs {
     /// The agent whose hook this is: claude or copilot (default: told by the payload and the agent's environment).
     #[arg(long, value_name = "AGENT", value_parser = ["claude", "copilot"])]
     pub agent: Option<String>,
+    /// Also run the user's own hooks kept in FILE (written by `hooks install`) and give one answer for both.
+    #[arg(long, value_name = "FILE")]
+    pub chain: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

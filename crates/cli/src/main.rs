@@ -73,5 +73,6 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
         Command::Status(cmd) => runtime.block_on(commands::status::run(&config, cmd)),
         Command::Setup(cmd) => runtime.block_on(commands::setup::run(&config, cmd)),
         Command::Hook(cmd) => Ok(commands::hook::run(&cli.global, &cmd)),
+        Command::Hooks(cmd) => commands::hooks::run(&config, cmd),
     }
 }

@@ -7,6 +7,7 @@ mod cli_config;
 mod cli_daemon;
 mod cli_hook;
 mod cli_hook_daemon;
+mod cli_hooks_install;
 mod cli_mcp_code;
 mod cli_mcp_memory;
 mod cli_mcp_session;

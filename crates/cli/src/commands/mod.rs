@@ -1,6 +1,8 @@
 pub mod config;
 pub mod daemon;
 pub mod hook;
+pub mod hooks;
+pub mod json_edit;
 pub mod mcp;
 pub mod openclaw;
 pub mod remote;

@@ -1,6 +1,6 @@
-//! `copilot-bridge hook` as the real agents run it: Claude Code's
-//! `PreToolUse`/`PostToolUse` hooks (settings.json) and the Copilot CLI's
-//! `preToolUse`/`postToolUse` hooks (`$COPILOT_HOME/hooks/*.json`), each
+//! `copilot-bridge hook` as the real agents run it once `copilot-bridge
+//! hooks install --scope user` put it in their configuration (Claude
+//! Code's settings.json, the Copilot CLI's `$COPILOT_HOME/hooks/`), each
 //! agent talking straight to the mock upstream (no daemon runs: the hook
 //! decides with the local policy). The model asks for a shell command; the
 //! assertions are on what ran, what the agent sent back to the model, and
@@ -19,14 +19,22 @@ const DANGEROUS: &str = "touch pwned.txt; sudo true";
 /// A read-only command that runs without approval.
 const SAFE: &str = "echo hi-from-bash";
 
-/// The hook command line an agent runs, with the state directory (audit
-/// log) of this test.
-fn hook_command(home: &Path, event: &str, agent: &str) -> String {
-    format!(
-        "'{}' --home '{}' hook {event} --agent {agent}",
-        assert_cmd::cargo::cargo_bin("copilot-bridge").display(),
-        home.display()
-    )
+/// `copilot-bridge hooks install --agent AGENT --scope user` as a user
+/// runs it: the agent's configuration under `agent_home` (`env` names it
+/// as the agent will see it), the audit log in `bridge_home`.
+fn install_hooks(agent: &str, agent_home: &Path, bridge_home: &Path, env: &[(&str, &Path)]) {
+    let mut install = std::process::Command::new(assert_cmd::cargo::cargo_bin("copilot-bridge"));
+    install
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", agent_home)
+        .env("COPILOT_BRIDGE_HOME", bridge_home)
+        .args(["hooks", "install", "--agent", agent, "--scope", "user"]);
+    for (name, value) in env {
+        install.env(name, value);
+    }
+    let output = install.output().unwrap();
+    assert!(output.status.success(), "hooks install: {output:?}");
 }
 
 /// The model asks for `command` through `tool`, then says "done".
@@ -94,18 +102,13 @@ async fn claude(mock: &MockLlm, extra: &[&str]) -> Option<Run> {
     let workspace = TempWorkspace::new();
     let bridge_home = tempfile::tempdir().unwrap();
     let agent_home = tempfile::tempdir().unwrap();
-    let hook = |event: &str| {
-        json!([{"matcher": "*", "hooks": [
-            {"type": "command", "command": hook_command(bridge_home.path(), event, "claude")}
-        ]}])
-    };
-    let settings = agent_home.path().join("settings.json");
-    std::fs::write(
-        &settings,
-        json!({"hooks": {"PreToolUse": hook("pre-tool-use"), "PostToolUse": hook("post-tool-use")}})
-            .to_string(),
-    )
-    .unwrap();
+    let claude_dir = agent_home.path().join(".claude");
+    install_hooks(
+        "claude",
+        agent_home.path(),
+        bridge_home.path(),
+        &[("CLAUDE_CONFIG_DIR", &claude_dir)],
+    );
     let mut command = agent_command(&program, agent_home.path(), workspace.path());
     command
         .env("ANTHROPIC_BASE_URL", mock.base_url())
@@ -115,8 +118,6 @@ async fn claude(mock: &MockLlm, extra: &[&str]) -> Option<Run> {
         .env("DISABLE_TELEMETRY", "1")
         .env("DISABLE_AUTOUPDATER", "1")
         .args(["-p", "Run the command", "--output-format", "json"])
-        .arg("--settings")
-        .arg(&settings)
         .args(extra);
     run_agent(command, "claude").await;
     Some(Run {
@@ -133,14 +134,12 @@ async fn copilot(mock: &MockLlm) -> Option<Run> {
     let bridge_home = tempfile::tempdir().unwrap();
     let agent_home = tempfile::tempdir().unwrap();
     let copilot_home: PathBuf = agent_home.path().join(".copilot");
-    std::fs::create_dir_all(copilot_home.join("hooks")).unwrap();
-    let hook = |event: &str| json!([{"type": "command", "bash": hook_command(bridge_home.path(), event, "copilot"), "timeoutSec": 30}]);
-    std::fs::write(
-        copilot_home.join("hooks/copilot-bridge.json"),
-        json!({"version": 1, "hooks": {"preToolUse": hook("pre-tool-use"), "postToolUse": hook("post-tool-use")}})
-            .to_string(),
-    )
-    .unwrap();
+    install_hooks(
+        "copilot",
+        agent_home.path(),
+        bridge_home.path(),
+        &[("COPILOT_HOME", &copilot_home)],
+    );
     let mut command = agent_command(&program, agent_home.path(), workspace.path());
     command
         .env("COPILOT_HOME", &copilot_home)

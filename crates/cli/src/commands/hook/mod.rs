@@ -9,6 +9,7 @@
 //! internal error denies the call, with the reason.
 
 mod answer;
+mod chain;
 mod payload;
 
 use std::io::{Read, Write};
@@ -83,7 +84,21 @@ fn answer(global: &GlobalArgs, args: &HookArgs, text: &str, fallback: Dialect) -
             (HookDecision::Pass, Vec::new())
         }
     };
-    answer::render(input.dialect, event, &decision, &context)
+    match &args.chain {
+        None => answer::render(input.dialect, event, &decision, &context),
+        Some(path) => match chain::load(path, event, &input) {
+            Ok(chained) => {
+                chain::combine(input.dialect, event, &decision, &context, &chained, text)
+            }
+            Err(reason) if event == HookEvent::PreToolUse => {
+                answer::render(input.dialect, event, &HookDecision::Deny(reason), &[])
+            }
+            Err(reason) => {
+                let _ = writeln!(std::io::stderr().lock(), "copilot-bridge hook: {reason}");
+                answer::render(input.dialect, event, &decision, &context)
+            }
+        },
+    }
 }
 
 /// How long a running daemon has to answer a hook before the call is

@@ -16,21 +16,21 @@
 //! atomically. A second `register` finds nothing to change and writes
 //! nothing, not even a backup.
 
-mod edit;
-mod json5;
-
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::ExitCode;
 
 use bridge_config::BridgeConfig;
 use serde_json::{Value, json};
 
+use super::json_edit::{self, back_up, write_atomically};
 use crate::args::{OpenclawArgs, OpenclawCommand};
 use crate::exit::Failure;
 
 /// The name of our entry under `mcp.servers`.
 pub const ENTRY_NAME: &str = "copilot-bridge";
+/// Where our entry lives in OpenClaw's configuration.
+const ENTRY_PATH: [&str; 3] = ["mcp", "servers", ENTRY_NAME];
 
 pub async fn run(config: &BridgeConfig, command: OpenclawCommand) -> Result<ExitCode, Failure> {
     let (registering, args) = match command {
@@ -55,14 +55,14 @@ fn change(registering: bool, file: &Path, args: &OpenclawArgs) -> Result<ExitCod
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => None,
         Err(err) => return Err(Failure::internal(format!("cannot read {shown}: {err}"))),
     };
-    let entry_path = edit::entry_path(ENTRY_NAME);
+    let entry_path = format!("mcp.servers.{ENTRY_NAME}");
     let outcome = if registering {
         let entry = server_entry()?;
-        edit::register(text.as_deref().unwrap_or(""), ENTRY_NAME, &entry)
+        json_edit::set_at(text.as_deref().unwrap_or(""), &ENTRY_PATH, &entry)
     } else if text.is_none() {
         Ok(None)
     } else {
-        edit::unregister(text.as_deref().unwrap_or(""), ENTRY_NAME)
+        json_edit::remove_at(text.as_deref().unwrap_or(""), &ENTRY_PATH)
     }
     .map_err(|err| Failure::internal(format!("cannot edit {shown}: {err}")))?;
     let mut out = std::io::stdout().lock();
@@ -123,85 +123,4 @@ fn server_entry() -> Result<Value, Failure> {
         "command": exe.display().to_string(),
         "args": ["mcp", "code"],
     }))
-}
-
-/// Copies `old` to `<file>.bak-<UTC timestamp>` (a fresh name, never
-/// overwriting an earlier backup).
-fn back_up(file: &Path, old: &str) -> Result<PathBuf, Failure> {
-    let stamp: String = bridge_policy::audit::now_timestamp()
-        .chars()
-        .filter(char::is_ascii_alphanumeric)
-        .collect();
-    let base = format!("{}.bak-{stamp}", file.display());
-    let mut candidate = PathBuf::from(&base);
-    let mut n = 1;
-    loop {
-        let created = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&candidate);
-        match created {
-            Ok(mut backup) => {
-                copy_permissions(file, &candidate);
-                backup.write_all(old.as_bytes()).map_err(|err| {
-                    Failure::internal(format!(
-                        "cannot write the backup {}: {err}",
-                        candidate.display()
-                    ))
-                })?;
-                return Ok(candidate);
-            }
-            Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => {
-                candidate = PathBuf::from(format!("{base}-{n}"));
-                n += 1;
-            }
-            Err(err) => {
-                return Err(Failure::internal(format!(
-                    "cannot create the backup {}: {err}; nothing was changed",
-                    candidate.display()
-                )));
-            }
-        }
-    }
-}
-
-/// Writes a temporary file beside `file` and renames it over `file` (the
-/// target of `file` when it is a symlink, so the link stays).
-fn write_atomically(file: &Path, contents: &str) -> Result<(), Failure> {
-    let target = std::fs::canonicalize(file).unwrap_or_else(|_| file.to_path_buf());
-    let dir = target
-        .parent()
-        .map(Path::to_path_buf)
-        .unwrap_or_else(|| PathBuf::from("."));
-    std::fs::create_dir_all(&dir)
-        .map_err(|err| Failure::internal(format!("cannot create {}: {err}", dir.display())))?;
-    let file_name = target.file_name().map_or_else(
-        || "openclaw.json".to_owned(),
-        |name| name.to_string_lossy().into_owned(),
-    );
-    let temporary = dir.join(format!(".{file_name}.tmp-{}", std::process::id()));
-    let failed = |what: &str, err: std::io::Error| {
-        let _ = std::fs::remove_file(&temporary);
-        Failure::internal(format!("cannot {what} {}: {err}", target.display()))
-    };
-    {
-        let mut out = std::fs::File::create(&temporary).map_err(|err| failed("write", err))?;
-        out.write_all(contents.as_bytes())
-            .map_err(|err| failed("write", err))?;
-        out.sync_all().map_err(|err| failed("write", err))?;
-    }
-    if target.exists() {
-        copy_permissions(&target, &temporary);
-    } else {
-        // A new configuration may come to hold tokens: owner-only.
-        use std::os::unix::fs::PermissionsExt;
-        let _ = std::fs::set_permissions(&temporary, std::fs::Permissions::from_mode(0o600));
-    }
-    std::fs::rename(&temporary, &target).map_err(|err| failed("replace", err))
-}
-
-fn copy_permissions(from: &Path, to: &Path) {
-    if let Ok(metadata) = std::fs::metadata(from) {
-        let _ = std::fs::set_permissions(to, metadata.permissions());
-    }
 }

@@ -1,12 +1,18 @@
-//! The edits `register` and `unregister` make to OpenClaw's configuration:
-//! one entry under `mcp.servers`, spliced into the text so that the rest of
-//! the file (other settings, comments, formatting) is untouched. Every edit
-//! is checked by parsing the result: it must equal the old document with
-//! exactly our change applied, or nothing is written.
+//! Edits to an agent's JSON (or JSON5) configuration that touch one member
+//! and leave the rest of the file (other settings, comments, formatting) as
+//! it was: OpenClaw's `mcp.servers.<name>` (`openclaw register`), Claude
+//! Code's `hooks.<Event>` (`hooks install`). The new text is spliced in;
+//! every edit is checked by parsing the result: it must equal the old
+//! document with exactly our change applied, or nothing is written.
+
+mod files;
+pub mod json5;
+
+pub use files::{back_up, write_atomically};
 
 use serde_json::{Map, Value};
 
-use super::json5::{self, Member, Node};
+use json5::{Member, Node};
 
 /// An edit that cannot be made.
 #[derive(Debug)]
@@ -40,63 +46,75 @@ impl From<json5::ParseError> for EditError {
     }
 }
 
-/// The path of our entry, for messages.
-pub fn entry_path(name: &str) -> String {
-    format!("mcp.servers.{name}")
-}
-
-/// `text` with `mcp.servers.<name>` set to `entry`; `None` when it already
-/// is exactly that. An empty `text` is an empty configuration.
-pub fn register(text: &str, name: &str, entry: &Value) -> Result<Option<String>, EditError> {
+/// `text` with the member at `path` set to `value`, objects on the way
+/// made as needed; `None` when it already is exactly that. An empty `text`
+/// is an empty document.
+pub fn set_at(text: &str, path: &[&str], value: &Value) -> Result<Option<String>, EditError> {
     let (root, text) = parse_document(text)?;
-    let edited = match root.member("mcp") {
-        None => insert_member(&text, &root, "mcp", &servers_object(name, entry)),
-        Some(mcp) => {
-            let mcp_node = object(mcp, "mcp")?;
-            match mcp_node.member("servers") {
-                None => insert_member(&text, mcp_node, "servers", &single(name, entry)),
-                Some(servers) => {
-                    let servers_node = object(servers, "mcp.servers")?;
-                    match servers_node.member(name) {
-                        Some(existing) if existing.value.value == *entry => return Ok(None),
-                        Some(existing) => replace_value(&text, existing, entry),
-                        None => insert_member(&text, servers_node, name, entry),
-                    }
-                }
+    let mut node = &root;
+    let mut edited = None;
+    for (depth, key) in path.iter().enumerate() {
+        let rest = &path[depth + 1..];
+        match node.member(key) {
+            None => {
+                edited = Some(insert_member(&text, node, key, &nested(rest, value)));
+                break;
             }
+            Some(member) if rest.is_empty() => {
+                if member.value.value == *value {
+                    return Ok(None);
+                }
+                edited = Some(replace_value(&text, member, value));
+            }
+            Some(member) => node = object(member, &path[..=depth].join("."))?,
         }
+    }
+    let Some(edited) = edited else {
+        return Ok(None);
     };
     let mut expected = root.value.clone();
-    set_entry(&mut expected, name, entry);
+    set_value(&mut expected, path, value);
     check(&edited, &expected)?;
     Ok(Some(edited))
 }
 
-/// `text` without `mcp.servers.<name>`; `None` when it is not there.
-pub fn unregister(text: &str, name: &str) -> Result<Option<String>, EditError> {
+/// `text` without the member at `path`; `None` when it is not there.
+pub fn remove_at(text: &str, path: &[&str]) -> Result<Option<String>, EditError> {
     let (root, text) = parse_document(text)?;
-    let Some(servers) = root
-        .member("mcp")
-        .filter(|mcp| mcp.value.is_object())
-        .and_then(|mcp| mcp.value.member("servers"))
-        .filter(|servers| servers.value.is_object())
-    else {
+    let Some((last, parents)) = path.split_last() else {
         return Ok(None);
     };
-    let Some(index) = servers.value.members.iter().rposition(|m| m.key == name) else {
+    let mut node = &root;
+    for key in parents {
+        match node.member(key).filter(|member| member.value.is_object()) {
+            Some(member) => node = &member.value,
+            None => return Ok(None),
+        }
+    }
+    let Some(index) = node.members.iter().rposition(|m| m.key == *last) else {
         return Ok(None);
     };
-    let edited = remove_member(&text, &servers.value, index);
+    let edited = remove_member(&text, node, index);
     let mut expected = root.value.clone();
-    if let Some(map) = expected
-        .get_mut("mcp")
-        .and_then(|mcp| mcp.get_mut("servers"))
-        .and_then(Value::as_object_mut)
-    {
-        map.remove(name);
+    let mut parent = Some(&mut expected);
+    for key in parents {
+        parent = parent.and_then(|value| value.get_mut(*key));
+    }
+    if let Some(map) = parent.and_then(Value::as_object_mut) {
+        map.remove(*last);
     }
     check(&edited, &expected)?;
     Ok(Some(edited))
+}
+
+/// The value at `path` of a parsed document, if there is one.
+pub fn get_at<'a>(document: &'a Value, path: &[&str]) -> Option<&'a Value> {
+    path.iter().try_fold(document, |value, key| value.get(*key))
+}
+
+/// Parses `text` (empty: `{}`) as a JSON5 document whose root is an object.
+pub fn parse(text: &str) -> Result<Value, EditError> {
+    Ok(parse_document(text)?.0.value)
 }
 
 fn parse_document(text: &str) -> Result<(Node, String), EditError> {
@@ -116,31 +134,30 @@ fn object<'a>(member: &'a Member, path: &str) -> Result<&'a Node, EditError> {
     }
 }
 
-fn single(name: &str, entry: &Value) -> Value {
-    let mut map = Map::new();
-    map.insert(name.to_owned(), entry.clone());
-    Value::Object(map)
+/// `value` under the keys of `path`, innermost last.
+fn nested(path: &[&str], value: &Value) -> Value {
+    path.iter().rev().fold(value.clone(), |inner, key| {
+        let mut map = Map::new();
+        map.insert((*key).to_owned(), inner);
+        Value::Object(map)
+    })
 }
 
-fn servers_object(name: &str, entry: &Value) -> Value {
-    single("servers", &single(name, entry))
-}
-
-fn set_entry(document: &mut Value, name: &str, entry: &Value) {
-    let Some(root) = document.as_object_mut() else {
+fn set_value(document: &mut Value, path: &[&str], value: &Value) {
+    let Some((last, parents)) = path.split_last() else {
         return;
     };
-    let mcp = root
-        .entry("mcp")
-        .or_insert_with(|| Value::Object(Map::new()));
-    let Some(mcp) = mcp.as_object_mut() else {
-        return;
-    };
-    let servers = mcp
-        .entry("servers")
-        .or_insert_with(|| Value::Object(Map::new()));
-    if let Some(servers) = servers.as_object_mut() {
-        servers.insert(name.to_owned(), entry.clone());
+    let mut node = document;
+    for key in parents {
+        let Some(map) = node.as_object_mut() else {
+            return;
+        };
+        node = map
+            .entry((*key).to_owned())
+            .or_insert_with(|| Value::Object(Map::new()));
+    }
+    if let Some(map) = node.as_object_mut() {
+        map.insert((*last).to_owned(), value.clone());
     }
 }
 
@@ -258,6 +275,16 @@ mod tests {
         json!({"command": "/bin/cb", "args": ["mcp", "code"]})
     }
 
+    const PATH: &[&str] = &["mcp", "servers", "copilot-bridge"];
+
+    fn register(text: &str, _name: &str, entry: &Value) -> Result<Option<String>, EditError> {
+        set_at(text, PATH, entry)
+    }
+
+    fn unregister(text: &str, _name: &str) -> Result<Option<String>, EditError> {
+        remove_at(text, PATH)
+    }
+
     #[test]
     fn register_into_an_empty_file_and_again_changes_nothing() {
         let once = register("", "copilot-bridge", &entry()).unwrap().unwrap();
@@ -296,7 +323,7 @@ mod tests {
     #[test]
     fn refuses_what_it_cannot_edit_faithfully() {
         assert!(matches!(
-            register("{mcp: 3}", "x", &entry()),
+            register("{mcp: 3}", "copilot-bridge", &entry()),
             Err(EditError::NotAnObject(_))
         ));
         assert!(matches!(

@@ -1,0 +1,89 @@
+#!/usr/bin/env python3
+"""`copilot-bridge hook` latency as an agent pays it: one process per hook
+call, the payload on stdin, the answer read to the end.
+
+    scripts/bench-hook.py                # 300 calls per case, release build
+    CALLS=1000 scripts/bench-hook.py
+
+Cases, one after another in one run: the floor (`/bin/true` started the same
+way: what any hook command costs the agent), the hook without a daemon
+(local policy), and the hook with `copilot-bridge serve` running (the daemon
+decides). Each call is a Claude Code PreToolUse payload for a read-only Bash
+command in a temporary workspace. Prints p50/p90/p99/max in ms and the
+verdicts against docs/hooks.md's budget (p99 < 20 ms without the daemon,
+< 30 ms with it)."""
+
+import json
+import os
+import pathlib
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+BIN = ROOT / "target" / "release" / "copilot-bridge"
+CALLS = int(os.environ.get("CALLS", "300"))
+
+
+def percentile(samples, p):
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, int(round(p / 100 * (len(ordered) - 1))))]
+
+
+def run_case(command, payload, env, calls):
+    samples = []
+    for _ in range(calls):
+        started = time.perf_counter()
+        done = subprocess.run(command, input=payload, env=env, capture_output=True)
+        samples.append((time.perf_counter() - started) * 1000)
+        if done.returncode != 0:
+            sys.exit(f"bench-hook: {command[0]} failed ({done.returncode}): {done.stderr.decode()}")
+    return samples
+
+
+def main():
+    subprocess.run(["cargo", "build", "--release", "--quiet", "--bin", "copilot-bridge"], cwd=ROOT, check=True)
+    with tempfile.TemporaryDirectory() as work:
+        work = pathlib.Path(work)
+        home, workspace = work / "home", work / "ws"
+        home.mkdir()
+        workspace.mkdir()
+        env = {"PATH": os.environ.get("PATH", ""), "HOME": str(work), "COPILOT_BRIDGE_HOME": str(home)}
+        payload = json.dumps({
+            "session_id": "bench-session", "cwd": str(workspace), "hook_event_name": "PreToolUse",
+            "tool_name": "Bash", "tool_input": {"command": "git status && ls"}, "tool_use_id": "t",
+        }).encode()
+        hook = [str(BIN), "hook", "--agent", "claude"]
+        # Warm the page cache and the audit directory.
+        run_case(hook, payload, env, 20)
+        rows = [("floor: /bin/true", run_case(["/bin/true"], payload, env, CALLS))]
+        rows.append(("hook, no daemon", run_case(hook, payload, env, CALLS)))
+        daemon = subprocess.Popen([str(BIN), "serve", "--port", "0"], cwd=workspace, env=env,
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            deadline = time.time() + 20
+            while not (home / "gateway.json").exists():
+                if time.time() > deadline or daemon.poll() is not None:
+                    sys.exit("bench-hook: serve did not start")
+                time.sleep(0.05)
+            run_case(hook, payload, env, 20)
+            rows.append(("hook, daemon running", run_case(hook, payload, env, CALLS)))
+        finally:
+            daemon.send_signal(signal.SIGTERM)
+            daemon.wait(timeout=20)
+    print(f"{CALLS} calls per case, {os.cpu_count()} CPUs\n")
+    print("| case | p50 ms | p90 ms | p99 ms | max ms | mean ms |")
+    print("|---|---|---|---|---|---|")
+    for name, samples in rows:
+        print(f"| {name} | {percentile(samples, 50):.2f} | {percentile(samples, 90):.2f} | "
+              f"{percentile(samples, 99):.2f} | {max(samples):.2f} | {statistics.mean(samples):.2f} |")
+    local, daemon = percentile(rows[1][1], 99), percentile(rows[2][1], 99)
+    print(f"\n- without the daemon: p99 {local:.2f} ms (budget < 20 ms): {'met' if local < 20 else 'NOT met'}")
+    print(f"- with the daemon: p99 {daemon:.2f} ms (budget < 30 ms): {'met' if daemon < 30 else 'NOT met'}")
+
+
+if __name__ == "__main__":
+    main()
