@@ -8,6 +8,7 @@ mod claude_code;
 mod codex;
 mod copilot_cli;
 mod hooks;
+mod hooks_daemon;
 mod openclaw;
 
 use std::path::Path;

@@ -22,7 +22,12 @@ const SAFE: &str = "echo hi-from-bash";
 /// `copilot-bridge hooks install --agent AGENT --scope user` as a user
 /// runs it: the agent's configuration under `agent_home` (`env` names it
 /// as the agent will see it), the audit log in `bridge_home`.
-fn install_hooks(agent: &str, agent_home: &Path, bridge_home: &Path, env: &[(&str, &Path)]) {
+pub(super) fn install_hooks(
+    agent: &str,
+    agent_home: &Path,
+    bridge_home: &Path,
+    env: &[(&str, &Path)],
+) {
     let mut install = std::process::Command::new(assert_cmd::cargo::cargo_bin("copilot-bridge"));
     install
         .env_clear()
@@ -53,7 +58,7 @@ async fn mock_asking(tool: &str, command: &str) -> MockLlm {
 /// The tool result the agent sent back to the model, as text: an OpenAI
 /// `tool` message (the Copilot CLI) or an Anthropic `tool_result` block
 /// (Claude Code).
-fn tool_answer(mock: &MockLlm, agent: &str) -> String {
+pub(super) fn tool_answer(mock: &MockLlm, agent: &str) -> String {
     let requests = chat_requests(mock);
     assert_eq!(requests.len(), 2, "the tool call and the answer");
     if requests[1].path.ends_with("/messages") {
