@@ -4,6 +4,7 @@
 
 pub mod copilot;
 pub mod native;
+pub mod nested;
 
 use std::sync::Arc;
 use std::time::Duration;
