@@ -109,6 +109,27 @@ pub enum Command {
     /// Install, remove or show copilot-bridge's hooks in Claude Code's or the Copilot CLI's configuration (see docs/hooks.md).
     #[command(subcommand)]
     Hooks(HooksCommand),
+    /// Run Claude Code or the Copilot CLI with the hub's hooks and MCP servers staged for this run (--via-hub: the daemon's facade as its model endpoint).
+    Launch(LaunchArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct LaunchArgs {
+    /// claude or copilot.
+    #[arg(value_name = "AGENT", value_parser = ["claude", "copilot"])]
+    pub kind: String,
+    /// Send the agent's model requests through the daemon's facade (the daemon is started if none runs).
+    #[arg(long)]
+    pub via_hub: bool,
+    /// The agent's binary (default: COPILOT_BRIDGE_AGENT_BINARY, else `claude` or `copilot` on PATH).
+    #[arg(long, value_name = "BINARY")]
+    pub agent: Option<PathBuf>,
+    /// With --via-hub: the model the agent asks for (Claude Code: ANTHROPIC_MODEL; Copilot CLI: COPILOT_MODEL, default gpt-4.1).
+    #[arg(long, value_name = "MODEL")]
+    pub model: Option<String>,
+    /// The agent's own arguments, after `--`.
+    #[arg(last = true, value_name = "ARGS")]
+    pub args: Vec<String>,
 }
 
 #[derive(Debug, Subcommand)]

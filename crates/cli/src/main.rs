@@ -74,5 +74,6 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
         Command::Setup(cmd) => runtime.block_on(commands::setup::run(&config, cmd)),
         Command::Hook(cmd) => Ok(commands::hook::run(&cli.global, &cmd)),
         Command::Hooks(cmd) => commands::hooks::run(&config, cmd),
+        Command::Launch(cmd) => runtime.block_on(commands::launch::run(&cli.global, &config, cmd)),
     }
 }

@@ -9,6 +9,7 @@ mod codex;
 mod copilot_cli;
 mod hooks;
 mod hooks_daemon;
+mod launch;
 mod openclaw;
 
 use std::path::Path;

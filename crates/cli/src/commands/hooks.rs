@@ -23,7 +23,7 @@ use crate::args::{HooksArgs, HooksCommand};
 use crate::exit::Failure;
 
 /// Claude Code's events we install for, with our names.
-const CLAUDE_EVENTS: &[(&str, &str)] = &[
+pub(crate) const CLAUDE_EVENTS: &[(&str, &str)] = &[
     ("SessionStart", "session-start"),
     ("UserPromptSubmit", "user-prompt-submit"),
     ("PreToolUse", "pre-tool-use"),
@@ -31,7 +31,7 @@ const CLAUDE_EVENTS: &[(&str, &str)] = &[
     ("SessionEnd", "session-end"),
 ];
 /// The Copilot CLI's.
-const COPILOT_EVENTS: &[(&str, &str)] = &[
+pub(crate) const COPILOT_EVENTS: &[(&str, &str)] = &[
     ("sessionStart", "session-start"),
     ("userPromptSubmitted", "user-prompt-submit"),
     ("preToolUse", "pre-tool-use"),
@@ -110,24 +110,7 @@ impl Layout {
 
     /// The wrapper's command line for our `event`.
     fn command(&self, config: &BridgeConfig, event: &str) -> Result<String, Failure> {
-        let exe = std::env::current_exe().map_err(|err| {
-            Failure::internal(format!("cannot find this program's own path: {err}"))
-        })?;
-        let mut command = format!("{} ", quote(&exe.display().to_string()));
-        if is_custom_home(config) {
-            let _ = write!(
-                command,
-                "--home {} ",
-                quote(&config.home.display().to_string())
-            );
-        }
-        let _ = write!(
-            command,
-            "hook {event} --agent {} --chain {}",
-            self.agent,
-            quote(&self.chain.display().to_string())
-        );
-        Ok(command)
+        hook_command(config, self.agent, event, Some(&self.chain))
     }
 
     /// Our entry for `event`, as the agent's configuration holds it.
@@ -139,6 +122,32 @@ impl Layout {
             json!({"type": "command", "bash": command, "timeoutSec": 90})
         })
     }
+}
+
+/// The command line of our hook for `agent`'s `event` (our name): this
+/// very binary, the state directory when it is not the default one (so the
+/// hook finds the same daemon and audit log), and the chain file if any.
+pub(crate) fn hook_command(
+    config: &BridgeConfig,
+    agent: &str,
+    event: &str,
+    chain: Option<&Path>,
+) -> Result<String, Failure> {
+    let exe = std::env::current_exe()
+        .map_err(|err| Failure::internal(format!("cannot find this program's own path: {err}")))?;
+    let mut command = format!("{} ", quote(&exe.display().to_string()));
+    if is_custom_home(config) {
+        let _ = write!(
+            command,
+            "--home {} ",
+            quote(&config.home.display().to_string())
+        );
+    }
+    let _ = write!(command, "hook {event} --agent {agent}");
+    if let Some(chain) = chain {
+        let _ = write!(command, " --chain {}", quote(&chain.display().to_string()));
+    }
+    Ok(command)
 }
 
 /// The state directory is not the default one: the wrapper must name it.

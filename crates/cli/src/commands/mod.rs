@@ -3,6 +3,7 @@ pub mod daemon;
 pub mod hook;
 pub mod hooks;
 pub mod json_edit;
+pub mod launch;
 pub mod mcp;
 pub mod openclaw;
 pub mod remote;

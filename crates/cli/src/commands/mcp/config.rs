@@ -56,7 +56,7 @@ pub fn run(config: &BridgeConfig, args: McpConfigArgs) -> Result<ExitCode, Failu
 
 /// The variables a server needs to find this configuration's daemon: the
 /// home and the port, when they are not the defaults.
-fn daemon_env(config: &BridgeConfig) -> Vec<(&'static str, String)> {
+pub(crate) fn daemon_env(config: &BridgeConfig) -> Vec<(&'static str, String)> {
     let set = |key: &str| {
         config
             .sources
@@ -84,22 +84,11 @@ fn section(agent: &str, exe: &str, env: &[(&str, String)]) -> String {
         ),
         "copilot" => format!(
             "# GitHub Copilot CLI: ~/.copilot/mcp-config.json\n{}\n",
-            pretty(
-                &json!({"mcpServers": entries(&[MEMORY, SESSION], &|mut entry| {
-                    entry.insert("type".to_owned(), json!("local"));
-                    entry.insert("tools".to_owned(), json!(["*"]));
-                    entry
-                })})
-            )
+            pretty(&agent_servers("copilot", exe, env))
         ),
         "claude" => format!(
             "# Claude Code: .mcp.json in your project (or `claude mcp add-json NAME 'ENTRY'`)\n{}\n",
-            pretty(
-                &json!({"mcpServers": entries(&[CODE, MEMORY, SESSION], &|mut entry| {
-                    entry.insert("type".to_owned(), json!("stdio"));
-                    entry
-                })})
-            )
+            pretty(&agent_servers("claude", exe, env))
         ),
         _ => {
             let mut text = String::from("# Codex: ~/.codex/config.toml\n");
@@ -121,6 +110,23 @@ fn section(agent: &str, exe: &str, env: &[(&str, String)]) -> String {
             }
             text
         }
+    }
+}
+
+/// The `{"mcpServers": …}` document of a coding agent (`claude` or
+/// `copilot`), as its MCP configuration file holds it.
+pub(crate) fn agent_servers(agent: &str, exe: &str, env: &[(&str, String)]) -> Value {
+    if agent == "claude" {
+        json!({"mcpServers": entries(&[CODE, MEMORY, SESSION], exe, env, &|mut entry| {
+            entry.insert("type".to_owned(), json!("stdio"));
+            entry
+        })})
+    } else {
+        json!({"mcpServers": entries(&[MEMORY, SESSION], exe, env, &|mut entry| {
+            entry.insert("type".to_owned(), json!("local"));
+            entry.insert("tools".to_owned(), json!(["*"]));
+            entry
+        })})
     }
 }
 

@@ -2,7 +2,7 @@
 //! agents. stdout carries the protocol; logs go to stderr.
 
 mod code;
-mod config;
+pub(crate) mod config;
 mod memory;
 mod session;
 

@@ -1,0 +1,235 @@
+//! `copilot-bridge launch claude|copilot`: the real agents run with our
+//! hooks and MCP servers staged for the run only (their own configuration
+//! untouched), straight to the mock, or through the daemon's facade with
+//! `--via-hub`.
+
+use std::path::Path;
+
+use bridge_testkit::{MockLlm, MockReply, MockToolCall, TempWorkspace, agent_cli};
+use serde_json::{Value, json};
+
+use super::hooks::tool_answer;
+use super::{chat_requests, run_agent, serve_with};
+
+/// A command our shell analysis refuses, which leaves a file behind if run.
+const DANGEROUS: &str = "touch pwned.txt; sudo true";
+
+/// `copilot-bridge launch KIND --agent PROGRAM ARGS…` in `cwd`, with a clean
+/// environment: PATH, HOME (`home`), the state directory, and `env`.
+fn launch(
+    cwd: &Path,
+    home: &Path,
+    bridge_home: &Path,
+    program: &Path,
+    launch_args: &[&str],
+    env: &[(&str, String)],
+) -> tokio::process::Command {
+    let mut command = tokio::process::Command::new(assert_cmd::cargo::cargo_bin("copilot-bridge"));
+    command
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", home)
+        .env("COPILOT_BRIDGE_HOME", bridge_home)
+        .current_dir(cwd)
+        .kill_on_drop(true)
+        .arg("launch")
+        .args(&launch_args[..1])
+        .arg("--agent")
+        .arg(program)
+        .args(&launch_args[1..]);
+    for (name, value) in env {
+        command.env(name, value);
+    }
+    command
+}
+
+fn claude_env(home: &Path, base_url: Option<String>) -> Vec<(&'static str, String)> {
+    let mut env = vec![
+        (
+            "CLAUDE_CONFIG_DIR",
+            home.join(".claude").display().to_string(),
+        ),
+        ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1".to_owned()),
+        ("DISABLE_TELEMETRY", "1".to_owned()),
+        ("DISABLE_AUTOUPDATER", "1".to_owned()),
+    ];
+    if let Some(base_url) = base_url {
+        env.push(("ANTHROPIC_BASE_URL", base_url));
+        env.push(("ANTHROPIC_AUTH_TOKEN", "sk-mock".to_owned()));
+    }
+    env
+}
+
+fn copilot_env(home: &Path, mock: Option<&MockLlm>) -> Vec<(&'static str, String)> {
+    let mut env = vec![
+        ("COPILOT_HOME", home.join(".copilot").display().to_string()),
+        ("COPILOT_OFFLINE", "true".to_owned()),
+    ];
+    if let Some(mock) = mock {
+        env.push((
+            "COPILOT_PROVIDER_BASE_URL",
+            format!("{}/v1", mock.base_url()),
+        ));
+        env.push(("COPILOT_PROVIDER_TYPE", "openai".to_owned()));
+        env.push(("COPILOT_PROVIDER_API_KEY", "sk-mock".to_owned()));
+        env.push(("COPILOT_MODEL", "gpt-4.1".to_owned()));
+    }
+    env
+}
+
+async fn mock_asking(tool: &str, command: &str) -> MockLlm {
+    let arguments = json!({"command": command, "description": "run it"}).to_string();
+    MockLlm::start(vec![
+        MockReply::ToolCalls {
+            text: None,
+            calls: vec![MockToolCall::new("call_sh_1", tool, arguments)],
+        },
+        MockReply::chunks(["done"]),
+    ])
+    .await
+}
+
+/// Stops a daemon the staged `mcp session` server started in `home`.
+struct StopDaemon<'a>(&'a Path);
+
+impl Drop for StopDaemon<'_> {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new(assert_cmd::cargo::cargo_bin("copilot-bridge"))
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", self.0)
+            .env("COPILOT_BRIDGE_HOME", self.0)
+            .args(["daemon", "stop"])
+            .output();
+    }
+}
+
+#[tokio::test]
+async fn claude_code_launched_gets_our_hooks_and_mcp_servers_for_the_run() {
+    let Some(program) = agent_cli("claude", "claude") else {
+        return;
+    };
+    let mock = mock_asking("Bash", DANGEROUS).await;
+    let workspace = TempWorkspace::new();
+    let home = tempfile::tempdir().unwrap();
+    let bridge_home = tempfile::tempdir().unwrap();
+    let _stop = StopDaemon(bridge_home.path());
+    let command = launch(
+        workspace.path(),
+        home.path(),
+        bridge_home.path(),
+        &program,
+        &[
+            "claude",
+            "--",
+            "-p",
+            "Run the command",
+            "--output-format",
+            "json",
+            "--allowedTools",
+            "Bash",
+        ],
+        &claude_env(home.path(), Some(mock.base_url())),
+    );
+    run_agent(command, "launch claude").await;
+    assert!(
+        !workspace.path().join("pwned.txt").exists(),
+        "the denied command ran"
+    );
+    assert!(tool_answer(&mock, "Claude Code").contains("superuser"));
+    // The staged MCP servers' tools are offered to the model (Claude Code
+    // lists MCP tools as deferred ones, by name).
+    let first = chat_requests(&mock)[0].body.to_string();
+    assert!(
+        first.contains("mcp__copilot-bridge__copilot_read_file"),
+        "the staged MCP servers are not in Claude's request: {}",
+        &first[..first.len().min(3000)]
+    );
+    // Nothing of it stayed in the user's configuration.
+    assert!(!home.path().join(".claude/settings.json").exists());
+}
+
+#[tokio::test]
+async fn claude_code_launched_via_the_hub_answers_through_the_facade() {
+    let Some(program) = agent_cli("claude", "claude") else {
+        return;
+    };
+    let mock = MockLlm::start(vec![MockReply::chunks(["Hello ", "from the mock."])]).await;
+    let served = serve_with(&mock, TempWorkspace::new());
+    let home = tempfile::tempdir().unwrap();
+    let command = launch(
+        served.workspace.path(),
+        home.path(),
+        served.state(),
+        &program,
+        &[
+            "claude",
+            "--via-hub",
+            "--",
+            "-p",
+            "Say hello",
+            "--output-format",
+            "json",
+        ],
+        &claude_env(home.path(), None),
+    );
+    let (stdout, _) = run_agent(command, "launch claude --via-hub").await;
+    let result: Value = serde_json::from_str(stdout.trim()).unwrap();
+    assert_eq!(result["result"], "Hello from the mock.", "{result}");
+    // The daemon's backend (OpenAI wire) got the request.
+    assert!(
+        chat_requests(&mock)
+            .iter()
+            .all(|request| request.path.ends_with("/chat/completions"))
+    );
+}
+
+#[tokio::test]
+async fn the_copilot_cli_launched_gets_our_hooks_through_a_staged_plugin() {
+    let Some(program) = agent_cli("copilot", "copilot") else {
+        return;
+    };
+    let mock = mock_asking("bash", DANGEROUS).await;
+    let workspace = TempWorkspace::new();
+    let home = tempfile::tempdir().unwrap();
+    let bridge_home = tempfile::tempdir().unwrap();
+    let _stop = StopDaemon(bridge_home.path());
+    // No permission flag: the nested rules add --allow-all-tools
+    // --allow-all-paths, and our hook still denies.
+    let command = launch(
+        workspace.path(),
+        home.path(),
+        bridge_home.path(),
+        &program,
+        &["copilot", "--", "-p", "Run the command"],
+        &copilot_env(home.path(), Some(&mock)),
+    );
+    run_agent(command, "launch copilot").await;
+    assert!(
+        !workspace.path().join("pwned.txt").exists(),
+        "the denied command ran"
+    );
+    assert!(tool_answer(&mock, "Copilot CLI").contains("superuser"));
+    assert!(!home.path().join(".copilot/hooks").exists());
+}
+
+#[tokio::test]
+async fn the_copilot_cli_launched_via_the_hub_answers_through_the_facade() {
+    let Some(program) = agent_cli("copilot", "copilot") else {
+        return;
+    };
+    let mock = MockLlm::start(vec![MockReply::chunks(["Hello ", "from the mock."])]).await;
+    let served = serve_with(&mock, TempWorkspace::new());
+    let home = tempfile::tempdir().unwrap();
+    let command = launch(
+        served.workspace.path(),
+        home.path(),
+        served.state(),
+        &program,
+        &["copilot", "--via-hub", "--", "-p", "Say hello"],
+        &copilot_env(home.path(), None),
+    );
+    let (stdout, _) = run_agent(command, "launch copilot --via-hub").await;
+    assert!(stdout.contains("Hello from the mock."), "{stdout}");
+    assert_eq!(chat_requests(&mock)[0].body["model"], "gpt-4.1");
+}
