@@ -239,3 +239,53 @@ async fn agent_hook_refuses_malformed_params_by_name_and_keeps_serving() {
     let answer = served.rpc("agent.hook", base).await;
     assert_eq!(answer["decision"], "allow", "{answer}");
 }
+
+#[tokio::test]
+async fn prompts_and_session_starts_get_the_project_and_provider_context() {
+    let served = Served::start_in(
+        Bridge::new(),
+        TempWorkspace::new(),
+        &[("COPILOT_PROJECT_CONTEXT", "Use pnpm, never npm.")],
+    );
+    hook(&served, &payload(&served, "SessionStart", json!({}))).await;
+    let token = served
+        .rpc("gateway.providerToken", json!({"session": HUB_SESSION}))
+        .await["token"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let (_ci, _) = ProviderClient::register(
+        &served.ws_url(),
+        &token,
+        "ci",
+        json!({"session": HUB_SESSION, "context": "CI is green on main.",
+               "startup_context": "The CI provider is watching."}),
+    )
+    .await
+    .unwrap();
+    let prompt = payload(
+        &served,
+        "UserPromptSubmit",
+        json!({"prompt": "fix the build"}),
+    );
+    let (code, answer, _) = hook(&served, &prompt).await;
+    assert_eq!(code, 0);
+    let context = answer["hookSpecificOutput"]["additionalContext"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no additionalContext: {answer}"));
+    assert!(
+        context.contains("<project_context>\nUse pnpm, never npm."),
+        "{context}"
+    );
+    assert!(
+        context.contains("<context source=\"ci\">\nCI is green on main."),
+        "{context}"
+    );
+    let (_, answer, _) = hook(&served, &payload(&served, "SessionStart", json!({}))).await;
+    assert!(
+        answer["hookSpecificOutput"]["additionalContext"]
+            .as_str()
+            .is_some_and(|context| context.contains("The CI provider is watching.")),
+        "{answer}"
+    );
+}

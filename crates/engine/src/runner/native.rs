@@ -27,6 +27,7 @@ mod execute;
 mod history;
 mod journal;
 mod lifecycle;
+pub use lifecycle::context_blocks;
 mod model;
 mod prompt;
 mod run_loop;

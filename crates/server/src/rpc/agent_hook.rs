@@ -132,7 +132,10 @@ pub(super) async fn agent_hook(ctx: ServerContext, params: Params) -> RpcResult 
     let session = agent_session(&ctx, agent, &params).await?;
     let id = session.id().to_owned();
     match event.as_str() {
-        "session-start" => Ok(json!({"session": id})),
+        "session-start" => Ok(json!({
+            "session": id,
+            "context": context_texts(None, &session.startup_context()),
+        })),
         "session-end" => {
             ctx.agent_sessions.forget(&id);
             // The agent is leaving: it does not wait while the session's
@@ -180,7 +183,10 @@ pub(super) async fn agent_hook(ctx: ServerContext, params: Params) -> RpcResult 
             if let Some(prompt) = params.optional_str("prompt")? {
                 session.record_agent_prompt(prompt);
             }
-            Ok(json!({"session": id}))
+            Ok(json!({
+                "session": id,
+                "context": context_texts(ctx.native.project_context.as_deref(), &session.context()),
+            }))
         }
         "error" => {
             let message = params.optional_str("message")?.unwrap_or("(no message)");
@@ -192,6 +198,15 @@ pub(super) async fn agent_hook(ctx: ServerContext, params: Params) -> RpcResult 
             &format!("must be one of {}", EVENTS.join(", ")),
         )),
     }
+}
+
+/// The project context and the providers' contexts as the agent is given
+/// them (`additionalContext`), redacted.
+fn context_texts(project_context: Option<&str>, ambient: &[(String, String)]) -> Vec<String> {
+    bridge_engine::runner::native::context_blocks(project_context, ambient)
+        .into_iter()
+        .map(|(_, block)| bridge_policy::redact(&block).into_owned())
+        .collect()
 }
 
 /// The call of a tool event: its name in our naming, who runs it, and its

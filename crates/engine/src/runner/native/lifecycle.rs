@@ -35,21 +35,10 @@ pub(super) fn submit_prompt(
 ) -> SubmittedPrompt {
     let mut text = task.trim().to_owned();
     let mut injected = Vec::new();
-    if let Some(context) = project_context.map(str::trim).filter(|c| !c.is_empty()) {
-        text.push_str("\n\n<project_context>\n");
-        text.push_str(context);
-        text.push_str("\n</project_context>");
-        injected.push("project_context".to_owned());
-    }
-    for (owner, context) in ambient {
-        let context = context.trim();
-        if context.is_empty() {
-            continue;
-        }
-        text.push_str(&format!(
-            "\n\n<context source=\"{owner}\">\n{context}\n</context>"
-        ));
-        injected.push(owner.clone());
+    for (source, block) in context_blocks(project_context, ambient) {
+        text.push_str("\n\n");
+        text.push_str(&block);
+        injected.push(source);
     }
     let redacted = bridge_policy::redact(&text);
     let changed = matches!(redacted, std::borrow::Cow::Owned(_)) && redacted != text;
@@ -58,6 +47,33 @@ pub(super) fn submit_prompt(
         redacted: changed,
         injected,
     }
+}
+
+/// The context a prompt gets, as `(source, block)`: the project context
+/// in `<project_context>`, then each provider's ambient context in
+/// `<context source="…">`; empty ones left out. Not redacted: the caller
+/// redacts what it sends.
+pub fn context_blocks(
+    project_context: Option<&str>,
+    ambient: &[(String, String)],
+) -> Vec<(String, String)> {
+    let mut blocks = Vec::new();
+    if let Some(context) = project_context.map(str::trim).filter(|c| !c.is_empty()) {
+        blocks.push((
+            "project_context".to_owned(),
+            format!("<project_context>\n{context}\n</project_context>"),
+        ));
+    }
+    for (owner, context) in ambient {
+        let context = context.trim();
+        if !context.is_empty() {
+            blocks.push((
+                owner.clone(),
+                format!("<context source=\"{owner}\">\n{context}\n</context>"),
+            ));
+        }
+    }
+    blocks
 }
 
 /// `onPostToolUse`'s cut: at most `limit` bytes (on a character boundary)
