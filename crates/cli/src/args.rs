@@ -111,6 +111,27 @@ pub enum Command {
     Hooks(HooksCommand),
     /// Run Claude Code or the Copilot CLI with the hub's hooks and MCP servers staged for this run (--via-hub: the daemon's facade as its model endpoint).
     Launch(LaunchArgs),
+    /// Install or remove the Copilot CLI extension that joins interactive Copilot CLI sessions to the hub (see docs/hooks.md).
+    #[command(subcommand)]
+    CopilotExtension(CopilotExtensionCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum CopilotExtensionCommand {
+    /// Write the extension (and which daemon it reaches) into the Copilot CLI's extensions directory.
+    Install(CopilotExtensionArgs),
+    /// Remove it.
+    Uninstall(CopilotExtensionArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct CopilotExtensionArgs {
+    /// user ($COPILOT_HOME/extensions/) or project (DIR/.github/extensions/).
+    #[arg(long, value_name = "SCOPE", default_value = "user", value_parser = ["project", "user"])]
+    pub scope: String,
+    /// The project directory (default: the current directory).
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

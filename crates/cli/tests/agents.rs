@@ -7,6 +7,7 @@
 mod claude_code;
 mod codex;
 mod copilot_cli;
+mod copilot_extension;
 mod hooks;
 mod hooks_daemon;
 mod launch;

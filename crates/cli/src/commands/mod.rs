@@ -1,4 +1,5 @@
 pub mod config;
+pub mod copilot_extension;
 pub mod daemon;
 pub mod hook;
 pub mod hooks;

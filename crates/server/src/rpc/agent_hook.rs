@@ -4,7 +4,8 @@
 //! providers see them in `sessions` and can bind to them, and their hook
 //! rules and gates apply to the agent's tool calls.
 //!
-//! Params: `agent` (`claude-code` | `copilot-cli`), `agentSession` (the
+//! Params: `session` (optional: an existing hub session to act in instead of
+//! registering one), `agent` (`claude-code` | `copilot-cli`), `agentSession` (the
 //! agent's own session id), `cwd` (absolute), `event` (`session-start`,
 //! `session-end`, `user-prompt-submit`, `pre-tool-use`, `post-tool-use`,
 //! `error`), and by event `tool` (in the hub's naming), `mcpServer`,
@@ -51,6 +52,7 @@ const EVENTS: &[&str] = &[
 ];
 
 const PARAMS: &[&str] = &[
+    "session",
     "agent",
     "agentSession",
     "cwd",
@@ -136,6 +138,10 @@ pub(super) async fn agent_hook(ctx: ServerContext, params: Params) -> RpcResult 
             "session": id,
             "context": context_texts(None, &session.startup_context()),
         })),
+        "session-end" if params.optional_str("session")?.is_some() => {
+            // A session the agent joined lives on without it.
+            Ok(json!({"session": id, "ending": false}))
+        }
         "session-end" => {
             ctx.agent_sessions.forget(&id);
             // The agent is leaving: it does not wait while the session's
@@ -244,6 +250,13 @@ async fn agent_session(
     let cwd = PathBuf::from(params.required_str("cwd")?);
     if !cwd.is_absolute() {
         return Err(invalid("cwd", "must be an absolute path"));
+    }
+    // An agent joining a hub session of its choice (the Copilot CLI
+    // extension with COPILOT_BRIDGE_SESSION) is not registered anew.
+    if let Some(named) = params.optional_str("session")? {
+        return ctx
+            .session(named)
+            .ok_or_else(|| super::methods::no_session(ctx, named));
     }
     let id = format!("{}-{own_id}", agent.name());
     if let Some(session) = ctx.registry().get(&id) {

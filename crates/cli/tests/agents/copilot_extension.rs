@@ -1,0 +1,198 @@
+//! The real Copilot CLI with `copilot-bridge copilot-extension install`
+//! (experimental mode), a daemon running and a provider bound to the hub
+//! session the extension joins: the provider's tool is offered to the model
+//! and answers through the hub, and the provider's hook rule denies one of
+//! the CLI's own tools.
+
+use bridge_testkit::{MockLlm, MockReply, MockToolCall, ProviderClient, agent_cli};
+use serde_json::{Value, json};
+
+use super::{agent_command, chat_requests, run_agent};
+use crate::cli_serve::Served;
+
+/// The tool message answering `call_id` in the history the CLI sent back.
+fn tool_message(mock: &MockLlm, call_id: &str) -> String {
+    chat_requests(mock)
+        .iter()
+        .flat_map(|request| {
+            request.body["messages"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+        })
+        .find(|message| message["role"] == "tool" && message["tool_call_id"] == call_id)
+        .map(|message| message["content"].to_string())
+        .unwrap_or_else(|| panic!("no tool result for {call_id}"))
+}
+
+#[tokio::test]
+async fn the_extension_offers_a_providers_tool_and_its_rules_hold_for_the_clis_tools() {
+    let Some(program) = agent_cli("copilot", "copilot") else {
+        return;
+    };
+    let served = Served::start();
+    let mock = MockLlm::start(vec![
+        MockReply::ToolCalls {
+            text: None,
+            calls: vec![MockToolCall::new(
+                "call_echo",
+                "hub_echo",
+                r#"{"text":"ping"}"#,
+            )],
+        },
+        MockReply::ToolCalls {
+            text: None,
+            calls: vec![MockToolCall::new(
+                "call_bash",
+                "bash",
+                r#"{"command":"echo hi-from-bash","description":"x"}"#,
+            )],
+        },
+        MockReply::chunks(["done"]),
+    ])
+    .await;
+    let (mut provider, _) = ProviderClient::register(
+        &served.ws_url(),
+        &served.provider_token(),
+        "hub-tools",
+        json!({
+            "tools": [{"name": "hub_echo", "description": "Echoes through the hub",
+                       "parameters": {"type": "object", "properties": {"text": {"type": "string"}}}}],
+            "hooks": {"onPreToolUse": [{"match": {"tool": "bash"}, "action": "deny",
+                                         "reason": "the provider forbids bash"}]},
+        }),
+    )
+    .await
+    .unwrap();
+
+    let home = tempfile::tempdir().unwrap();
+    let copilot_home = home.path().join(".copilot");
+    let install = std::process::Command::new(assert_cmd::cargo::cargo_bin("copilot-bridge"))
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", home.path())
+        .env("COPILOT_HOME", &copilot_home)
+        .env("COPILOT_BRIDGE_HOME", served.state())
+        .args(["copilot-extension", "install", "--scope", "user"])
+        .output()
+        .unwrap();
+    assert!(install.status.success(), "{install:?}");
+
+    let mut command = agent_command(&program, home.path(), served.workspace.path());
+    command
+        .env("COPILOT_HOME", &copilot_home)
+        .env("COPILOT_OFFLINE", "true")
+        .env(
+            "COPILOT_PROVIDER_BASE_URL",
+            format!("{}/v1", mock.base_url()),
+        )
+        .env("COPILOT_PROVIDER_TYPE", "openai")
+        .env("COPILOT_PROVIDER_API_KEY", "sk-mock")
+        .env("COPILOT_MODEL", "gpt-4.1")
+        .env("COPILOT_BRIDGE_SESSION", "default")
+        .args(["-p", "Use the hub", "--allow-all-tools", "--experimental"]);
+    let serving = async {
+        let call = provider.expect("tool.call").await.unwrap();
+        provider
+            .send(
+                json!({"type": "tool.result", "id": call["id"], "data": "pong from the provider"}),
+            )
+            .await
+            .unwrap();
+        call
+    };
+    let ((stdout, _), call) = tokio::join!(run_agent(command, "copilot"), serving);
+    assert_eq!(call["tool"], "hub_echo", "{call}");
+    assert_eq!(call["args"]["text"], "ping", "{call}");
+    assert!(stdout.contains("done"), "{stdout}");
+
+    // The provider's tool was offered with the first request, and its
+    // answer reached the model.
+    let first: &Value = &chat_requests(&mock)[0].body;
+    assert!(first["tools"].to_string().contains("hub_echo"), "{first}");
+    assert!(tool_message(&mock, "call_echo").contains("pong from the provider"));
+    // The CLI's own bash was refused by the provider's rule, through the hub.
+    let bash = tool_message(&mock, "call_bash");
+    assert!(bash.contains("the provider forbids bash"), "{bash}");
+    assert!(!bash.contains("hi-from-bash\\n"), "{bash}");
+}
+
+/// Stops the daemon the extension started in `home`.
+struct StopDaemon<'a>(&'a std::path::Path);
+
+impl Drop for StopDaemon<'_> {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new(assert_cmd::cargo::cargo_bin("copilot-bridge"))
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", self.0)
+            .env("COPILOT_BRIDGE_HOME", self.0)
+            .args(["daemon", "stop"])
+            .output();
+    }
+}
+
+#[tokio::test]
+async fn the_extension_starts_the_daemon_and_registers_the_clis_session() {
+    let Some(program) = agent_cli("copilot", "copilot") else {
+        return;
+    };
+    let workspace = bridge_testkit::TempWorkspace::new();
+    workspace.write("notes.txt", "pineapple\n");
+    let notes = workspace.path().join("notes.txt");
+    let mock = MockLlm::start(vec![
+        MockReply::ToolCalls {
+            text: None,
+            calls: vec![MockToolCall::new(
+                "call_view",
+                "view",
+                json!({"path": notes}).to_string(),
+            )],
+        },
+        MockReply::chunks(["done"]),
+    ])
+    .await;
+    let bridge_home = tempfile::tempdir().unwrap();
+    let _stop = StopDaemon(bridge_home.path());
+    let home = tempfile::tempdir().unwrap();
+    let copilot_home = home.path().join(".copilot");
+    let install = std::process::Command::new(assert_cmd::cargo::cargo_bin("copilot-bridge"))
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", home.path())
+        .env("COPILOT_HOME", &copilot_home)
+        .env("COPILOT_BRIDGE_HOME", bridge_home.path())
+        .args(["copilot-extension", "install"])
+        .output()
+        .unwrap();
+    assert!(install.status.success(), "{install:?}");
+    let mut command = agent_command(&program, home.path(), workspace.path());
+    command
+        .env("COPILOT_HOME", &copilot_home)
+        .env("COPILOT_OFFLINE", "true")
+        .env("COPILOT_PROVIDER_BASE_URL", format!("{}/v1", mock.base_url()))
+        .env("COPILOT_PROVIDER_TYPE", "openai")
+        .env("COPILOT_PROVIDER_API_KEY", "sk-mock")
+        .env("COPILOT_MODEL", "gpt-4.1")
+        .args(["-p", "Read the notes", "--allow-all-tools", "--experimental"]);
+    let (stdout, _) = run_agent(command, "copilot").await;
+    assert!(stdout.contains("done"), "{stdout}");
+    assert!(tool_message(&mock, "call_view").contains("pineapple"));
+    // The extension started a daemon for its state directory, and the
+    // daemon decided the CLI's view in the CLI's own hub session.
+    assert!(bridge_home.path().join("gateway.json").exists());
+    let audit: String = std::fs::read_dir(bridge_home.path().join("audit"))
+        .unwrap()
+        .map(|file| std::fs::read_to_string(file.unwrap().path()).unwrap())
+        .collect();
+    let entry: Value = audit
+        .lines()
+        .map(|line| serde_json::from_str::<Value>(line).unwrap())
+        .find(|entry| entry["hook"] == "pre-tool-use:copilot-cli")
+        .unwrap_or_else(|| panic!("no decision of the CLI's view: {audit}"));
+    assert_eq!(entry["tool"], "view", "{entry}");
+    assert!(
+        entry["sessionId"].as_str().unwrap().starts_with("copilot-cli-"),
+        "{entry}"
+    );
+}
