@@ -101,6 +101,10 @@ async function rpc(method, params) {
 }
 
 const existing = process.env.COPILOT_BRIDGE_SESSION || null;
+// `copilot-bridge launch` stages our hooks too: they decide the CLI's tool
+// calls and report its events, and this extension only brings the
+// providers' tools.
+const hooksDecide = process.env.COPILOT_BRIDGE_HOOKS_ACTIVE === "1";
 let cliSession = null;
 let hubSession = existing;
 
@@ -167,6 +171,7 @@ const session = await joinSession({
     tools: initialTools,
     hooks: {
         onUserPromptSubmitted: async (input) => {
+            if (hooksDecide) return undefined;
             try {
                 const additionalContext = contextOf(await hook("user-prompt-submit", { prompt: input.prompt }));
                 return additionalContext ? { additionalContext } : undefined;
@@ -176,7 +181,7 @@ const session = await joinSession({
         },
         onPreToolUse: async (input) => {
             // Our own provider tools are decided by the hub when they run.
-            if (offered.has(input.toolName)) return undefined;
+            if (hooksDecide || offered.has(input.toolName)) return undefined;
             try {
                 const answer = await hook("pre-tool-use", { tool: input.toolName, arguments: input.toolArgs ?? {} });
                 const additionalContext = contextOf(answer);
@@ -192,7 +197,7 @@ const session = await joinSession({
             }
         },
         onPostToolUse: async (input) => {
-            if (offered.has(input.toolName)) return undefined;
+            if (hooksDecide || offered.has(input.toolName)) return undefined;
             await hook("post-tool-use", {
                 tool: input.toolName,
                 arguments: input.toolArgs ?? {},
@@ -201,7 +206,7 @@ const session = await joinSession({
             return undefined;
         },
         onSessionEnd: async () => {
-            if (!existing && cliSession) await hook("session-end").catch(() => undefined);
+            if (!existing && !hooksDecide && cliSession) await hook("session-end").catch(() => undefined);
             return undefined;
         },
     },

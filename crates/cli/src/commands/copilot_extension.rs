@@ -42,22 +42,27 @@ fn directory(args: &CopilotExtensionArgs) -> Result<PathBuf, Failure> {
     Ok(project.join(".github/extensions").join(NAME))
 }
 
+/// Writes the extension and its config.json (this program, its state
+/// directory) into `dir`.
+pub(crate) fn write_extension(config: &BridgeConfig, dir: &std::path::Path) -> Result<(), Failure> {
+    let exe = std::env::current_exe()
+        .map_err(|err| Failure::internal(format!("cannot find this program's own path: {err}")))?;
+    let settings = json!({"binary": exe, "home": config.home});
+    write_atomically(&dir.join("extension.mjs"), EXTENSION_SOURCE)?;
+    write_atomically(
+        &dir.join("config.json"),
+        &format!(
+            "{}\n",
+            serde_json::to_string_pretty(&settings).unwrap_or_default()
+        ),
+    )
+}
+
 pub fn run(config: &BridgeConfig, command: CopilotExtensionCommand) -> Result<ExitCode, Failure> {
     match command {
         CopilotExtensionCommand::Install(args) => {
             let dir = directory(&args)?;
-            let exe = std::env::current_exe().map_err(|err| {
-                Failure::internal(format!("cannot find this program's own path: {err}"))
-            })?;
-            let settings = json!({"binary": exe, "home": config.home});
-            write_atomically(&dir.join("extension.mjs"), EXTENSION_SOURCE)?;
-            write_atomically(
-                &dir.join("config.json"),
-                &format!(
-                    "{}\n",
-                    serde_json::to_string_pretty(&settings).unwrap_or_default()
-                ),
-            )?;
+            write_extension(config, &dir)?;
             write_stdout(&format!(
                 "Installed the copilot-bridge extension in {}.\n\
                  The Copilot CLI loads extensions in experimental mode: run `copilot --experimental` \

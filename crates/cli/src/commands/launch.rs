@@ -5,7 +5,8 @@
 //!
 //! Staged in a private directory removed when the agent exits: our hook for
 //! every event (Claude Code: `--settings FILE`; the Copilot CLI: a plugin
-//! with `hooks/hooks.json`, `--plugin-dir DIR`), the MCP servers
+//! with `hooks/hooks.json` and our extension, `--plugin-dir DIR
+//! --experimental`), the MCP servers
 //! (`--mcp-config FILE`, `--additional-mcp-config @FILE`), and with
 //! `--via-hub` the daemon's facade as the agent's model endpoint (the
 //! daemon is started when none runs). A Copilot CLI command line with a
@@ -46,6 +47,9 @@ pub async fn run(
         stage_copilot(config, stage.path())?
     };
     command.args(&staged);
+    if !claude {
+        command.env("COPILOT_BRIDGE_HOOKS_ACTIVE", "1");
+    }
     if args.via_hub {
         let client = match bridge_server::find_running(&config.home).await {
             Some(client) => client,
@@ -166,7 +170,8 @@ fn stage_claude(config: &BridgeConfig, stage: &Path) -> Result<Vec<String>, Fail
     ])
 }
 
-/// The Copilot CLI's staged plugin (our hooks) and MCP servers.
+/// The Copilot CLI's staged plugin (our hooks and the extension, which
+/// needs `--experimental`) and MCP servers.
 fn stage_copilot(config: &BridgeConfig, stage: &Path) -> Result<Vec<String>, Failure> {
     let plugin = stage.join("copilot-bridge");
     write_json(
@@ -196,6 +201,7 @@ fn stage_copilot(config: &BridgeConfig, stage: &Path) -> Result<Vec<String>, Fai
         plugin.display().to_string(),
         "--additional-mcp-config".to_owned(),
         format!("@{}", mcp.display()),
+        "--experimental".to_owned(),
     ])
 }
 

@@ -170,11 +170,19 @@ async fn the_extension_starts_the_daemon_and_registers_the_clis_session() {
     command
         .env("COPILOT_HOME", &copilot_home)
         .env("COPILOT_OFFLINE", "true")
-        .env("COPILOT_PROVIDER_BASE_URL", format!("{}/v1", mock.base_url()))
+        .env(
+            "COPILOT_PROVIDER_BASE_URL",
+            format!("{}/v1", mock.base_url()),
+        )
         .env("COPILOT_PROVIDER_TYPE", "openai")
         .env("COPILOT_PROVIDER_API_KEY", "sk-mock")
         .env("COPILOT_MODEL", "gpt-4.1")
-        .args(["-p", "Read the notes", "--allow-all-tools", "--experimental"]);
+        .args([
+            "-p",
+            "Read the notes",
+            "--allow-all-tools",
+            "--experimental",
+        ]);
     let (stdout, _) = run_agent(command, "copilot").await;
     assert!(stdout.contains("done"), "{stdout}");
     assert!(tool_message(&mock, "call_view").contains("pineapple"));
@@ -192,7 +200,10 @@ async fn the_extension_starts_the_daemon_and_registers_the_clis_session() {
         .unwrap_or_else(|| panic!("no decision of the CLI's view: {audit}"));
     assert_eq!(entry["tool"], "view", "{entry}");
     assert!(
-        entry["sessionId"].as_str().unwrap().starts_with("copilot-cli-"),
+        entry["sessionId"]
+            .as_str()
+            .unwrap()
+            .starts_with("copilot-cli-"),
         "{entry}"
     );
 }

@@ -214,22 +214,38 @@ async fn the_copilot_cli_launched_gets_our_hooks_through_a_staged_plugin() {
 }
 
 #[tokio::test]
-async fn the_copilot_cli_launched_via_the_hub_answers_through_the_facade() {
+async fn the_copilot_cli_launched_via_the_hub_answers_through_the_facade_with_the_providers_tools()
+{
     let Some(program) = agent_cli("copilot", "copilot") else {
         return;
     };
     let mock = MockLlm::start(vec![MockReply::chunks(["Hello ", "from the mock."])]).await;
     let served = serve_with(&mock, TempWorkspace::new());
+    // A provider of the daemon's default session: the staged extension
+    // offers its tool (COPILOT_BRIDGE_SESSION names that session).
+    let (_provider, _) = bridge_testkit::ProviderClient::register(
+        &served.ws_url(),
+        &served.provider_token(),
+        "hub-tools",
+        json!({"tools": [{"name": "hub_echo", "description": "Echoes through the hub",
+                          "parameters": {"type": "object", "properties": {}}}]}),
+    )
+    .await
+    .unwrap();
     let home = tempfile::tempdir().unwrap();
+    let mut env = copilot_env(home.path(), None);
+    env.push(("COPILOT_BRIDGE_SESSION", "default".to_owned()));
     let command = launch(
         served.workspace.path(),
         home.path(),
         served.state(),
         &program,
         &["copilot", "--via-hub", "--", "-p", "Say hello"],
-        &copilot_env(home.path(), None),
+        &env,
     );
     let (stdout, _) = run_agent(command, "launch copilot --via-hub").await;
     assert!(stdout.contains("Hello from the mock."), "{stdout}");
-    assert_eq!(chat_requests(&mock)[0].body["model"], "gpt-4.1");
+    let first = &chat_requests(&mock)[0].body;
+    assert_eq!(first["model"], "gpt-4.1");
+    assert!(first["tools"].to_string().contains("hub_echo"), "{first}");
 }
