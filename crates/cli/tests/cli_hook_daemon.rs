@@ -289,3 +289,48 @@ async fn prompts_and_session_starts_get_the_project_and_provider_context() {
         "{answer}"
     );
 }
+
+#[tokio::test]
+async fn session_render_applies_transforms_and_refuses_bad_params() {
+    let served = Served::start();
+    let (_docs, _) = ProviderClient::register(
+        &served.ws_url(),
+        &served.provider_token(),
+        "docs",
+        json!({"hooks": {"transforms": {"code_change_rules": {"action": "append", "content": "Run cargo fmt."}}}}),
+    )
+    .await
+    .unwrap();
+    let rendered = served
+        .rpc(
+            "session.render",
+            json!({"session": "default", "section": "code_change_rules", "content": "Be careful."}),
+        )
+        .await;
+    let content = rendered["content"].as_str().unwrap();
+    assert!(
+        content.starts_with("Be careful.") && content.contains("Run cargo fmt."),
+        "{content}"
+    );
+    for (params, field) in [
+        (json!({"session": "nope", "section": "tone"}), None),
+        (
+            json!({"session": "default", "section": "../etc"}),
+            Some("section"),
+        ),
+        (
+            json!({"session": "default", "section": "tone", "content": "x".repeat(300 * 1024)}),
+            Some("content"),
+        ),
+        (
+            json!({"session": "default", "section": "tone", "extra": 1}),
+            Some("extra"),
+        ),
+    ] {
+        let answer = served.rpc_raw("session.render", params).await;
+        assert!(answer.get("error").is_some(), "{answer}");
+        if let Some(field) = field {
+            assert_eq!(answer["error"]["data"]["field"], field, "{answer}");
+        }
+    }
+}

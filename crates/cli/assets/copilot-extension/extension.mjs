@@ -14,7 +14,9 @@
 //   (`agent.hook` pre-tool-use: policy, the providers' rules and gates); an
 //   error or no answer is a deny;
 // - what ran and what the user asked go to the session's providers, and the
-//   project and provider context comes back as additional context.
+//   project and provider context comes back as additional context;
+// - the system prompt's sections go through the providers' transforms
+//   (`session.render`).
 // Plain JavaScript with Node's own modules: nothing to install.
 
 import { joinSession } from "@github/copilot-sdk/extension";
@@ -167,8 +169,32 @@ const initialTools = await providerTools().catch((error) => {
 for (const tool of initialTools) offered.add(tool.name);
 offeredKey = JSON.stringify(initialTools.map((tool) => [tool.name, tool.description, tool.parameters]));
 
+/** The system prompt's sections providers may transform (not safety or identity). */
+const SECTIONS = [
+    "preamble", "tone", "tool_efficiency", "environment_context", "code_change_rules",
+    "guidelines", "tool_instructions", "custom_instructions", "runtime_instructions", "last_instructions",
+];
+
+/** A section's text after the hub session's provider transforms. */
+async function render(section, current) {
+    if (!hubSession) return current;
+    try {
+        const answer = await rpc("session.render", { session: hubSession, section, content: current });
+        return typeof answer.content === "string" ? answer.content : current;
+    } catch {
+        // The prompt's prose is not a decision: without the hub it stays as it was.
+        return current;
+    }
+}
+
 const session = await joinSession({
     tools: initialTools,
+    systemMessage: {
+        mode: "customize",
+        sections: Object.fromEntries(
+            SECTIONS.map((section) => [section, { action: (current) => render(section, current) }]),
+        ),
+    },
     hooks: {
         onUserPromptSubmitted: async (input) => {
             if (hooksDecide) return undefined;

@@ -59,7 +59,9 @@ async fn the_extension_offers_a_providers_tool_and_its_rules_hold_for_the_clis_t
             "tools": [{"name": "hub_echo", "description": "Echoes through the hub",
                        "parameters": {"type": "object", "properties": {"text": {"type": "string"}}}}],
             "hooks": {"onPreToolUse": [{"match": {"tool": "bash"}, "action": "deny",
-                                         "reason": "the provider forbids bash"}]},
+                                         "reason": "the provider forbids bash"}],
+                      "transforms": {"code_change_rules": {"action": "append",
+                                                             "content": "Always sign as the hub."}}},
         }),
     )
     .await
@@ -110,6 +112,14 @@ async fn the_extension_offers_a_providers_tool_and_its_rules_hold_for_the_clis_t
     // answer reached the model.
     let first: &Value = &chat_requests(&mock)[0].body;
     assert!(first["tools"].to_string().contains("hub_echo"), "{first}");
+    // The provider's transform reached the CLI's system prompt.
+    assert!(
+        first["messages"][0]["content"]
+            .to_string()
+            .contains("Always sign as the hub."),
+        "{}",
+        first["messages"][0]
+    );
     assert!(tool_message(&mock, "call_echo").contains("pong from the provider"));
     // The CLI's own bash was refused by the provider's rule, through the hub.
     let bash = tool_message(&mock, "call_bash");

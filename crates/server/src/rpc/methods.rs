@@ -28,6 +28,7 @@ pub fn builtin() -> MethodTable {
     table.insert("session.end", session_end);
     table.insert("session.tools.list", session_tools_list);
     table.insert("session.tools.call", session_tools_call);
+    table.insert("session.render", session_render);
     table.insert("gateway.status", gateway_status);
     table.insert("gateway.pairings", gateway_pairings);
     table.insert("gateway.providerToken", gateway_provider_token);
@@ -154,6 +155,37 @@ fn owner_name(owner: &ToolOwner) -> String {
         ToolOwner::Mcp(name) => format!("mcp:{name}"),
         ToolOwner::Agent(agent) => format!("agent:{}", agent.name()),
     }
+}
+
+/// The longest section text `session.render` takes.
+const MAX_SECTION_BYTES: usize = 256 * 1024;
+
+/// `{content}`: `content` of prompt `section` after the session's provider
+/// transforms, for an agent that builds its own system prompt (the Copilot
+/// CLI extension).
+async fn session_render(ctx: ServerContext, params: Params) -> RpcResult {
+    params.only(&["session", "section", "content"])?;
+    let session = resolve(&ctx, &params, "session")?;
+    let section = params.required_str("section")?;
+    if section.len() > 64
+        || !section
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_')
+    {
+        return Err(invalid(
+            "section",
+            "must be a section name such as custom_instructions",
+        ));
+    }
+    let content = params.optional_str("content")?.unwrap_or("");
+    if content.len() > MAX_SECTION_BYTES {
+        return Err(invalid(
+            "content",
+            &format!("is larger than {MAX_SECTION_BYTES} bytes"),
+        ));
+    }
+    let rendered = session.render_section(section, content).await;
+    Ok(json!({"content": rendered}))
 }
 
 async fn session_tools_list(ctx: ServerContext, params: Params) -> RpcResult {
