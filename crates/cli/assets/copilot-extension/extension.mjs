@@ -13,7 +13,8 @@
 // - every other tool call of the session is decided by the hub first
 //   (`agent.hook` pre-tool-use: policy, the providers' rules and gates); an
 //   error or no answer is a deny;
-// - what ran and what the user asked go to the session's providers, and the
+// - what ran and what the user asked go to the session's providers (a tool's
+//   output redacted before the model sees it), and the
 //   project and provider context comes back as additional context;
 // - the system prompt's sections go through the providers' transforms
 //   (`session.render`).
@@ -224,11 +225,15 @@ const session = await joinSession({
         },
         onPostToolUse: async (input) => {
             if (hooksDecide || offered.has(input.toolName)) return undefined;
-            await hook("post-tool-use", {
+            const answer = await hook("post-tool-use", {
                 tool: input.toolName,
                 arguments: input.toolArgs ?? {},
                 output: input.toolResult?.textResultForLlm ?? null,
             }).catch(() => undefined);
+            // A secret in a tool's output is replaced before the model sees it.
+            if (answer && typeof answer.output === "string" && input.toolResult) {
+                return { modifiedResult: { ...input.toolResult, textResultForLlm: answer.output } };
+            }
             return undefined;
         },
         onSessionEnd: async () => {

@@ -148,7 +148,8 @@ async fn the_extension_starts_the_daemon_and_registers_the_clis_session() {
         return;
     };
     let workspace = bridge_testkit::TempWorkspace::new();
-    workspace.write("notes.txt", "pineapple\n");
+    let key = bridge_testkit::fake_keys::FakeKey::pem(7);
+    workspace.write("notes.txt", &format!("pineapple\n{}\n", key.text_with("")));
     let notes = workspace.path().join("notes.txt");
     let mock = MockLlm::start(vec![
         MockReply::ToolCalls {
@@ -195,7 +196,10 @@ async fn the_extension_starts_the_daemon_and_registers_the_clis_session() {
         ]);
     let (stdout, _) = run_agent(command, "copilot").await;
     assert!(stdout.contains("done"), "{stdout}");
-    assert!(tool_message(&mock, "call_view").contains("pineapple"));
+    let viewed = tool_message(&mock, "call_view");
+    assert!(viewed.contains("pineapple"), "{viewed}");
+    // The private key in the file was redacted before the model saw it.
+    assert_eq!(key.leaks_into(&viewed), None, "{viewed}");
     // The extension started a daemon for its state directory, and the
     // daemon decided the CLI's view in the CLI's own hub session.
     assert!(bridge_home.path().join("gateway.json").exists());

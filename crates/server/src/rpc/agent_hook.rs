@@ -176,14 +176,18 @@ pub(super) async fn agent_hook(ctx: ServerContext, params: Params) -> RpcResult 
         }
         "post-tool-use" => {
             let (tool, _, arguments) = tool_call(agent, &params)?;
-            session.record_agent_tool_ran(
-                agent,
-                &event,
-                &tool,
-                &arguments,
-                params.optional_value("output")?,
-            );
-            Ok(json!({"session": id}))
+            let output = params.optional_value("output")?;
+            session.record_agent_tool_ran(agent, &event, &tool, &arguments, output);
+            let mut answer = json!({"session": id});
+            // The output as the model may see it, when redaction changed it
+            // (for agents that let a hook replace a tool's result).
+            if let Some(Value::String(text)) = output {
+                let redacted = bridge_policy::redact(text);
+                if redacted != text.as_str() {
+                    answer["output"] = json!(redacted);
+                }
+            }
+            Ok(answer)
         }
         "user-prompt-submit" => {
             if let Some(prompt) = params.optional_str("prompt")? {
