@@ -149,7 +149,7 @@ async fn the_extension_starts_the_daemon_and_registers_the_clis_session() {
     };
     let workspace = bridge_testkit::TempWorkspace::new();
     let key = bridge_testkit::fake_keys::FakeKey::pem(7);
-    workspace.write("notes.txt", &format!("pineapple\n{}\n", key.text_with("")));
+    workspace.write("notes.txt", format!("pineapple\n{}\n", key.text_with("")));
     let notes = workspace.path().join("notes.txt");
     let mock = MockLlm::start(vec![
         MockReply::ToolCalls {
