@@ -4,6 +4,7 @@
 
 mod agents;
 mod cli_config;
+mod cli_copilot_extension;
 mod cli_daemon;
 mod cli_hook;
 mod cli_hook_daemon;
