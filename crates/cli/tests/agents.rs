@@ -23,7 +23,7 @@ use crate::cli_serve::Served;
 use crate::support::Bridge;
 
 /// An agent's whole run, model turns and its own tools included.
-const AGENT_PATIENCE: Duration = Duration::from_secs(120);
+pub(crate) const AGENT_PATIENCE: Duration = Duration::from_secs(120);
 
 /// `serve` in `workspace` with the mock as its OpenAI-wire backend.
 pub fn serve_with(mock: &MockLlm, workspace: TempWorkspace) -> Served {

@@ -131,7 +131,10 @@ async fn a_provider_bound_to_the_agents_session_gates_its_calls_and_hears_what_r
     // deny is the answer.
     let gated = bash(&served, "PreToolUse", "echo hi");
     let gatekeeping = async {
-        let check = reviewer.expect("gate.check").await.unwrap();
+        let check = reviewer
+            .expect_within("gate.check", Duration::from_secs(30))
+            .await
+            .unwrap();
         reviewer
             .send(
                 json!({"type": "gate.result", "gateId": check["gateId"], "callId": check["callId"],

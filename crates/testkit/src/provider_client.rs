@@ -109,6 +109,23 @@ impl ProviderClient {
         Ok(message)
     }
 
+    /// [`expect`](Self::expect) with its own time limit: for a message that
+    /// waits on something slow (a real agent's run).
+    pub async fn expect_within(
+        &mut self,
+        kind: &str,
+        timeout: Duration,
+    ) -> Result<Value, ClientError> {
+        let message = match self.recv_within(timeout).await? {
+            Received::Json(value) => value,
+            Received::Closed(frame) => return Err(format!("connection closed: {frame:?}").into()),
+        };
+        if message["type"] != kind {
+            return Err(format!("expected a {kind} message, got {message}").into());
+        }
+        Ok(message)
+    }
+
     /// Reads until a message of type `kind` arrives, returning it and what
     /// was skipped (for messages whose relative order is not specified).
     pub async fn expect_skipping(

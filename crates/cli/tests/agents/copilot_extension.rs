@@ -94,7 +94,10 @@ async fn the_extension_offers_a_providers_tool_and_its_rules_hold_for_the_clis_t
         .env("COPILOT_BRIDGE_SESSION", "default")
         .args(["-p", "Use the hub", "--allow-all-tools", "--experimental"]);
     let serving = async {
-        let call = provider.expect("tool.call").await.unwrap();
+        let call = provider
+            .expect_within("tool.call", super::AGENT_PATIENCE)
+            .await
+            .unwrap();
         provider
             .send(
                 json!({"type": "tool.result", "id": call["id"], "data": "pong from the provider"}),

@@ -71,7 +71,10 @@ async fn a_providers_gate_denies_claude_codes_tool_call() {
         .args(["-p", "Run the command", "--output-format", "json"])
         .args(["--session-id", SESSION, "--allowedTools", "Bash"]);
     let gatekeeping = async {
-        let check = reviewer.expect("gate.check").await.unwrap();
+        let check = reviewer
+            .expect_within("gate.check", super::AGENT_PATIENCE)
+            .await
+            .unwrap();
         reviewer
             .send(
                 json!({"type": "gate.result", "gateId": check["gateId"], "callId": check["callId"],
