@@ -166,6 +166,30 @@ impl Delivery {
     }
 }
 
+/// The model a request goes to: its own, else the backend's default; an
+/// error naming the backend when there is neither.
+pub(crate) fn model_for(
+    backend: &str,
+    requested: Option<&String>,
+    default: &str,
+) -> Result<String, LlmError> {
+    let model = requested.map_or(default, String::as_str);
+    if model.is_empty() {
+        return Err(LlmError::NotConfigured(format!(
+            "{backend}: no model in the request and no default model configured"
+        )));
+    }
+    Ok(model.to_owned())
+}
+
+/// How one wire format reads a chat answer: a whole JSON document into
+/// events, or an event stream decoded as it comes.
+#[derive(Clone, Copy)]
+pub(crate) struct WireReader {
+    pub whole: fn(&str, &str) -> Result<Vec<crate::ChatEvent>, LlmError>,
+    pub events: fn(String, EventBody, usize) -> crate::ChatStream,
+}
+
 /// `url` parsed once, for a backend whose URL is only known per request;
 /// the error names the backend and the URL.
 pub(crate) fn parse_url(backend: &str, url: &str) -> Result<reqwest::Url, LlmError> {
@@ -280,6 +304,27 @@ impl Upstream<'_> {
         }
     }
 
+    /// The events of a chat answer, however the upstream sent it
+    /// ([`Self::answer_body`]), read by `wire`.
+    pub(crate) async fn answer_events(
+        self,
+        response: Response,
+        idle: Duration,
+        wire: WireReader,
+    ) -> Result<crate::ChatStream, LlmError> {
+        match self.answer_body(response, idle).await? {
+            AnswerBody::Whole(body) => {
+                let events = (wire.whole)(self.backend, &body)?;
+                Ok(futures::stream::iter(events.into_iter().map(Ok)).boxed())
+            }
+            AnswerBody::Events(body) => Ok((wire.events)(
+                self.backend.to_owned(),
+                body,
+                crate::sse::DEFAULT_MAX_LINE_BYTES,
+            )),
+        }
+    }
+
     /// A body that is parsed, so it must be complete.
     pub(crate) async fn whole_body(self, response: Response) -> Result<String, LlmError> {
         let (text, complete) = self.read_body(response).await?;
@@ -361,10 +406,13 @@ where
     })
 }
 
+/// A streamed answer's body, chunk by chunk.
+pub(crate) type EventBody = std::pin::Pin<Box<dyn Stream<Item = Result<Bytes, BodyError>> + Send>>;
+
 /// A chat answer's body, as [`Upstream::answer_body`] found it.
 pub(crate) enum AnswerBody {
     Whole(String),
-    Events(std::pin::Pin<Box<dyn Stream<Item = Result<Bytes, BodyError>> + Send>>),
+    Events(EventBody),
 }
 
 #[derive(Debug)]

@@ -9,11 +9,11 @@ use bridge_policy::Secret;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use futures::{StreamExt, TryStreamExt};
+use futures::TryStreamExt;
 use reqwest::header::{ACCEPT, HeaderMap, HeaderName, HeaderValue};
 use serde::Deserialize;
 
-use crate::http::{AnswerBody, Connection, Delivery, MESSAGE_CUT_CHARS, Upstream, cut};
+use crate::http::{Connection, Delivery, MESSAGE_CUT_CHARS, Upstream, WireReader, cut, model_for};
 use crate::sse::DEFAULT_MAX_LINE_BYTES;
 use crate::{ChatBackend, ChatRequest, ChatResponse, ChatStream, LlmError, collect};
 
@@ -21,6 +21,12 @@ use crate::{ChatBackend, ChatRequest, ChatResponse, ChatStream, LlmError, collec
 pub const ANTHROPIC_VERSION: &str = "2023-06-01";
 
 pub const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
+
+/// How Messages answers are read, whole or streamed.
+const WIRE: WireReader = WireReader {
+    whole: message::message_events,
+    events: stream::chat_stream,
+};
 
 /// Where and how to reach the Anthropic API.
 #[derive(Debug, Clone)]
@@ -118,16 +124,7 @@ impl AnthropicBackend {
         request: ChatRequest,
         delivery: Delivery,
     ) -> Result<ChatStream, LlmError> {
-        let model = request
-            .model
-            .clone()
-            .unwrap_or_else(|| self.default_model.clone());
-        if model.is_empty() {
-            return Err(LlmError::NotConfigured(format!(
-                "{}: no model in the request and no default model configured",
-                self.name
-            )));
-        }
+        let model = model_for(&self.name, request.model.as_ref(), &self.default_model)?;
         let url = &self.messages_url;
         let body = wire::request_body(&request, &model, self.max_tokens, &self.name, delivery)?;
         tracing::debug!(backend = %self.name, %url, %model, ?delivery, "anthropic message");
@@ -138,21 +135,9 @@ impl AnthropicBackend {
             builder = builder.header(name, value);
         }
         let response = self.upstream().send(builder, url.as_str()).await?;
-        match self
-            .upstream()
-            .answer_body(response, self.idle_timeout)
-            .await?
-        {
-            AnswerBody::Whole(body) => {
-                let events = message::message_events(&self.name, &body)?;
-                Ok(futures::stream::iter(events.into_iter().map(Ok)).boxed())
-            }
-            AnswerBody::Events(body) => Ok(stream::chat_stream(
-                self.name.clone(),
-                body,
-                DEFAULT_MAX_LINE_BYTES,
-            )),
-        }
+        self.upstream()
+            .answer_events(response, self.idle_timeout, WIRE)
+            .await
     }
 
     fn upstream(&self) -> Upstream<'_> {

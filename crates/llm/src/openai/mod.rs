@@ -10,12 +10,18 @@ use bridge_policy::Secret;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use futures::{StreamExt, TryStreamExt};
+use futures::TryStreamExt;
 use reqwest::header::{ACCEPT, AUTHORIZATION, HeaderMap, HeaderValue};
 
-use crate::http::{AnswerBody, Connection, Delivery, MESSAGE_CUT_CHARS, Upstream, cut};
+use crate::http::{Connection, Delivery, MESSAGE_CUT_CHARS, Upstream, WireReader, cut, model_for};
 use crate::sse::DEFAULT_MAX_LINE_BYTES;
 use crate::{ChatBackend, ChatRequest, ChatResponse, ChatStream, LlmError, collect};
+
+/// How chat-completions answers are read, whole or streamed.
+const WIRE: WireReader = WireReader {
+    whole: completion::completion_events,
+    events: stream::chat_stream,
+};
 
 /// Where and how to reach an OpenAI-compatible server.
 #[derive(Debug, Clone)]
@@ -184,16 +190,7 @@ impl OpenAiBackend {
         headers: &HeaderMap,
         delivery: Delivery,
     ) -> Result<ChatStream, LlmError> {
-        let model = request
-            .model
-            .clone()
-            .unwrap_or_else(|| self.default_model.clone());
-        if model.is_empty() {
-            return Err(LlmError::NotConfigured(format!(
-                "{}: no model in the request and no default model configured",
-                self.name
-            )));
-        }
+        let model = model_for(&self.name, request.model.as_ref(), &self.default_model)?;
         let body = wire::request_body(request, &model, delivery);
         tracing::debug!(backend = %self.name, %url, %model, ?delivery, "chat completion");
         let mut all_headers = self.headers.clone();
@@ -205,21 +202,9 @@ impl OpenAiBackend {
             .headers(all_headers)
             .json(&body);
         let response = self.upstream().send(builder, url.as_str()).await?;
-        match self
-            .upstream()
-            .answer_body(response, self.idle_timeout)
-            .await?
-        {
-            AnswerBody::Whole(body) => {
-                let events = completion::completion_events(&self.name, &body)?;
-                Ok(futures::stream::iter(events.into_iter().map(Ok)).boxed())
-            }
-            AnswerBody::Events(body) => Ok(stream::chat_stream(
-                self.name.clone(),
-                body,
-                DEFAULT_MAX_LINE_BYTES,
-            )),
-        }
+        self.upstream()
+            .answer_events(response, self.idle_timeout, WIRE)
+            .await
     }
 
     /// The whole body of a JSON `GET url`, with the error mapping and limits
