@@ -113,6 +113,68 @@ fn tool_round_trip(request: &RecordedRequest, agent: &str) -> (Value, Value) {
     (call["tool_calls"][0].clone(), output.clone())
 }
 
+/// `copilot-bridge` as a user runs it beside an agent: nothing of the
+/// developer's environment, `home` as HOME and `bridge_home` as the state
+/// directory.
+pub(crate) fn bridge_command(home: &Path, bridge_home: &Path) -> std::process::Command {
+    let mut command = std::process::Command::new(assert_cmd::cargo::cargo_bin("copilot-bridge"));
+    command
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", home)
+        .env("COPILOT_BRIDGE_HOME", bridge_home);
+    command
+}
+
+/// Stops the daemon a test's agent started in the state directory it
+/// names (`launch`, the Copilot CLI extension), when the test ends.
+pub(crate) struct StopDaemon<'a>(pub &'a Path);
+
+impl Drop for StopDaemon<'_> {
+    fn drop(&mut self) {
+        let _ = bridge_command(self.0, self.0)
+            .args(["daemon", "stop"])
+            .output();
+    }
+}
+
+/// The Copilot CLI's environment with its home under `home`, offline; with
+/// `mock`, its model is the mock over the OpenAI wire (BYOK).
+pub(crate) fn copilot_env(home: &Path, mock: Option<&MockLlm>) -> Vec<(&'static str, String)> {
+    let mut env = vec![
+        ("COPILOT_HOME", home.join(".copilot").display().to_string()),
+        ("COPILOT_OFFLINE", "true".to_owned()),
+    ];
+    if let Some(mock) = mock {
+        env.push((
+            "COPILOT_PROVIDER_BASE_URL",
+            format!("{}/v1", mock.base_url()),
+        ));
+        env.push(("COPILOT_PROVIDER_TYPE", "openai".to_owned()));
+        env.push(("COPILOT_PROVIDER_API_KEY", "sk-mock".to_owned()));
+        env.push(("COPILOT_MODEL", "gpt-4.1".to_owned()));
+    }
+    env
+}
+
+/// The model asks for `command` through `tool` (call id `call_sh_1`), then
+/// says "done".
+pub(crate) async fn mock_asking(tool: &str, command: &str) -> MockLlm {
+    let arguments = serde_json::json!({"command": command, "description": "run it"}).to_string();
+    MockLlm::start(vec![
+        bridge_testkit::MockReply::ToolCalls {
+            text: None,
+            calls: vec![bridge_testkit::MockToolCall::new(
+                "call_sh_1",
+                tool,
+                arguments,
+            )],
+        },
+        bridge_testkit::MockReply::chunks(["done"]),
+    ])
+    .await
+}
+
 /// The chat requests the mock received (not the daemon's model probes).
 fn chat_requests(mock: &MockLlm) -> Vec<RecordedRequest> {
     mock.requests()

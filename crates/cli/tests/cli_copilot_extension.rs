@@ -134,12 +134,7 @@ async fn the_extensions_tools_follow_its_providers_and_its_hooks_answer_from_the
     }
 
     // A provider comes: its tool is offered; it goes: the tool is gone.
-    let token = served
-        .rpc("gateway.providerToken", json!({"session": HUB_SESSION}))
-        .await["token"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let token = served.provider_token_for(HUB_SESSION).await;
     let (late, _) = ProviderClient::register(
         &served.ws_url(),
         &token,

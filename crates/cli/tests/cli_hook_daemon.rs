@@ -107,12 +107,7 @@ async fn a_provider_bound_to_the_agents_session_gates_its_calls_and_hears_what_r
         "{session}"
     );
 
-    let token = served
-        .rpc("gateway.providerToken", json!({"session": HUB_SESSION}))
-        .await["token"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let token = served.provider_token_for(HUB_SESSION).await;
     let (mut reviewer, ack) = ProviderClient::register(
         &served.ws_url(),
         &token,
@@ -251,12 +246,7 @@ async fn prompts_and_session_starts_get_the_project_and_provider_context() {
         &[("COPILOT_PROJECT_CONTEXT", "Use pnpm, never npm.")],
     );
     hook(&served, &payload(&served, "SessionStart", json!({}))).await;
-    let token = served
-        .rpc("gateway.providerToken", json!({"session": HUB_SESSION}))
-        .await["token"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let token = served.provider_token_for(HUB_SESSION).await;
     let (_ci, _) = ProviderClient::register(
         &served.ws_url(),
         &token,

@@ -162,6 +162,15 @@ impl Served {
         self.file["providerToken"].as_str().unwrap().to_owned()
     }
 
+    /// A project token minted for `session` (`gateway.providerToken`).
+    pub async fn provider_token_for(&self, session: &str) -> String {
+        self.rpc("gateway.providerToken", json!({"session": session}))
+            .await["token"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    }
+
     /// One JSON-RPC call over POST /rpc; the whole response body.
     pub async fn rpc_raw(&self, method: &str, params: Value) -> Value {
         let request = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});

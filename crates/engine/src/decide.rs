@@ -63,6 +63,18 @@ impl Verdict {
         self.refusal.is_none() && !self.asks()
     }
 
+    /// What the caller is told: allow, ask (the caller asks its user) or
+    /// deny.
+    pub fn outcome(&self) -> DecisionKind {
+        if self.asks() {
+            DecisionKind::Ask
+        } else if self.allowed() {
+            DecisionKind::Allow
+        } else {
+            DecisionKind::Deny
+        }
+    }
+
     /// The policy asks a person, and the caller puts the question (see
     /// [`bridge_policy::Approver::leaves_asking_to_caller`]).
     pub fn asks(&self) -> bool {

@@ -136,7 +136,7 @@ pub(crate) fn hook_command(
     let exe = std::env::current_exe()
         .map_err(|err| Failure::internal(format!("cannot find this program's own path: {err}")))?;
     let mut command = format!("{} ", quote(&exe.display().to_string()));
-    if is_custom_home(config) {
+    if super::is_configured(config, bridge_config::keys::HOME) {
         let _ = write!(
             command,
             "--home {} ",
@@ -148,12 +148,6 @@ pub(crate) fn hook_command(
         let _ = write!(command, " --chain {}", quote(&chain.display().to_string()));
     }
     Ok(command)
-}
-
-/// The state directory is not the default one: the wrapper must name it.
-fn is_custom_home(config: &BridgeConfig) -> bool {
-    let default = std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".copilot-bridge"));
-    default.as_deref() != Some(config.home.as_path())
 }
 
 /// `text` in single quotes for `sh`.

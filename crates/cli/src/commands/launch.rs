@@ -82,7 +82,7 @@ pub async fn run(
                 .env("COPILOT_MODEL", model);
         }
     }
-    let user_args = if claude || !has_prompt(&args.args) {
+    let user_args = if claude || !nested::has_prompt(&args.args) {
         args.args.clone()
     } else {
         nested::normalize_args(&args.args).map_err(|err| Failure::usage(err.to_string()))?
@@ -108,27 +108,12 @@ fn exit_code_of(status: std::process::ExitStatus) -> ExitCode {
     ExitCode::from(u8::try_from(code).unwrap_or(1))
 }
 
-fn has_prompt(args: &[String]) -> bool {
-    args.iter().any(|arg| {
-        let flag = arg.split_once('=').map_or(arg.as_str(), |(flag, _)| flag);
-        matches!(
-            flag,
-            "-p" | "--prompt" | "--system-prompt" | "--append-system-prompt"
-        )
-    })
-}
-
 fn stage_dir() -> Result<tempfile::TempDir, Failure> {
-    use std::os::unix::fs::PermissionsExt;
-    tempfile::Builder::new()
-        .prefix("copilot-bridge-launch-")
-        .permissions(std::fs::Permissions::from_mode(0o700))
-        .tempdir()
-        .map_err(|err| {
-            Failure::internal(format!(
-                "cannot make a directory to stage the launch: {err}"
-            ))
-        })
+    nested::private_dir("copilot-bridge-launch-").map_err(|err| {
+        Failure::internal(format!(
+            "cannot make a directory to stage the launch: {err}"
+        ))
+    })
 }
 
 fn write_json(file: &Path, value: &Value) -> Result<(), Failure> {
@@ -207,18 +192,4 @@ fn stage_copilot(config: &BridgeConfig, stage: &Path) -> Result<Vec<String>, Fai
 
 fn crate_version() -> &'static str {
     env!("CARGO_PKG_VERSION")
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_copilot_command_line_has_a_prompt_in_any_of_its_forms() {
-        let args = |list: &[&str]| list.iter().map(|arg| (*arg).to_owned()).collect::<Vec<_>>();
-        assert!(has_prompt(&args(&["-p", "x"])));
-        assert!(has_prompt(&args(&["--prompt=x"])));
-        assert!(has_prompt(&args(&["--model", "m", "--system-prompt", "s"])));
-        assert!(!has_prompt(&args(&["--model", "m"])));
-    }
 }

@@ -16,6 +16,16 @@ pub mod status;
 pub mod tool;
 pub mod validate;
 
+/// Whether `key` was set (flag, environment, file) rather than left at its
+/// default: what a command must pass on for another process to find the
+/// same daemon.
+pub(crate) fn is_configured(config: &bridge_config::BridgeConfig, key: &str) -> bool {
+    config
+        .sources
+        .get(key)
+        .is_some_and(|source| !matches!(source, bridge_config::Source::Default))
+}
+
 /// The agents `--agent` picks from `known` (case-insensitive), all of
 /// them without it; exit 2 for a name not in `known`.
 pub(crate) fn chosen_agents(

@@ -7,7 +7,7 @@
 use bridge_testkit::{MockLlm, MockReply, MockToolCall, ProviderClient, agent_cli};
 use serde_json::{Value, json};
 
-use super::{agent_command, chat_requests, run_agent};
+use super::{StopDaemon, agent_command, bridge_command, chat_requests, copilot_env, run_agent};
 use crate::cli_serve::Served;
 
 /// The tool message answering `call_id` in the history the CLI sent back.
@@ -69,12 +69,8 @@ async fn the_extension_offers_a_providers_tool_and_its_rules_hold_for_the_clis_t
 
     let home = tempfile::tempdir().unwrap();
     let copilot_home = home.path().join(".copilot");
-    let install = std::process::Command::new(assert_cmd::cargo::cargo_bin("copilot-bridge"))
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", home.path())
+    let install = bridge_command(home.path(), served.state())
         .env("COPILOT_HOME", &copilot_home)
-        .env("COPILOT_BRIDGE_HOME", served.state())
         .args(["copilot-extension", "install", "--scope", "user"])
         .output()
         .unwrap();
@@ -82,15 +78,7 @@ async fn the_extension_offers_a_providers_tool_and_its_rules_hold_for_the_clis_t
 
     let mut command = agent_command(&program, home.path(), served.workspace.path());
     command
-        .env("COPILOT_HOME", &copilot_home)
-        .env("COPILOT_OFFLINE", "true")
-        .env(
-            "COPILOT_PROVIDER_BASE_URL",
-            format!("{}/v1", mock.base_url()),
-        )
-        .env("COPILOT_PROVIDER_TYPE", "openai")
-        .env("COPILOT_PROVIDER_API_KEY", "sk-mock")
-        .env("COPILOT_MODEL", "gpt-4.1")
+        .envs(copilot_env(home.path(), Some(&mock)))
         .env("COPILOT_BRIDGE_SESSION", "default")
         .args(["-p", "Use the hub", "--allow-all-tools", "--experimental"]);
     let serving = async {
@@ -130,21 +118,6 @@ async fn the_extension_offers_a_providers_tool_and_its_rules_hold_for_the_clis_t
     assert!(!bash.contains("hi-from-bash\\n"), "{bash}");
 }
 
-/// Stops the daemon the extension started in `home`.
-struct StopDaemon<'a>(&'a std::path::Path);
-
-impl Drop for StopDaemon<'_> {
-    fn drop(&mut self) {
-        let _ = std::process::Command::new(assert_cmd::cargo::cargo_bin("copilot-bridge"))
-            .env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("HOME", self.0)
-            .env("COPILOT_BRIDGE_HOME", self.0)
-            .args(["daemon", "stop"])
-            .output();
-    }
-}
-
 #[tokio::test]
 async fn the_extension_starts_the_daemon_and_registers_the_clis_session() {
     let Some(program) = agent_cli("copilot", "copilot") else {
@@ -170,33 +143,19 @@ async fn the_extension_starts_the_daemon_and_registers_the_clis_session() {
     let _stop = StopDaemon(bridge_home.path());
     let home = tempfile::tempdir().unwrap();
     let copilot_home = home.path().join(".copilot");
-    let install = std::process::Command::new(assert_cmd::cargo::cargo_bin("copilot-bridge"))
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", home.path())
+    let install = bridge_command(home.path(), bridge_home.path())
         .env("COPILOT_HOME", &copilot_home)
-        .env("COPILOT_BRIDGE_HOME", bridge_home.path())
         .args(["copilot-extension", "install"])
         .output()
         .unwrap();
     assert!(install.status.success(), "{install:?}");
     let mut command = agent_command(&program, home.path(), workspace.path());
-    command
-        .env("COPILOT_HOME", &copilot_home)
-        .env("COPILOT_OFFLINE", "true")
-        .env(
-            "COPILOT_PROVIDER_BASE_URL",
-            format!("{}/v1", mock.base_url()),
-        )
-        .env("COPILOT_PROVIDER_TYPE", "openai")
-        .env("COPILOT_PROVIDER_API_KEY", "sk-mock")
-        .env("COPILOT_MODEL", "gpt-4.1")
-        .args([
-            "-p",
-            "Read the notes",
-            "--allow-all-tools",
-            "--experimental",
-        ]);
+    command.envs(copilot_env(home.path(), Some(&mock))).args([
+        "-p",
+        "Read the notes",
+        "--allow-all-tools",
+        "--experimental",
+    ]);
     let (stdout, _) = run_agent(command, "copilot").await;
     assert!(stdout.contains("done"), "{stdout}");
     let viewed = tool_message(&mock, "call_view");

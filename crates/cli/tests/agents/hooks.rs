@@ -8,10 +8,13 @@
 
 use std::path::{Path, PathBuf};
 
-use bridge_testkit::{MockLlm, MockReply, MockToolCall, TempWorkspace, agent_cli};
-use serde_json::{Value, json};
+use bridge_testkit::{MockLlm, TempWorkspace, agent_cli};
+use serde_json::Value;
 
-use super::{agent_command, chat_requests, run_agent, tool_round_trip};
+use super::{
+    agent_command, bridge_command, chat_requests, copilot_env, mock_asking, run_agent,
+    tool_round_trip,
+};
 
 /// A command our shell analysis calls dangerous (`sudo`), which leaves a
 /// file behind if the agent runs it anyway.
@@ -28,31 +31,13 @@ pub(super) fn install_hooks(
     bridge_home: &Path,
     env: &[(&str, &Path)],
 ) {
-    let mut install = std::process::Command::new(assert_cmd::cargo::cargo_bin("copilot-bridge"));
-    install
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", agent_home)
-        .env("COPILOT_BRIDGE_HOME", bridge_home)
-        .args(["hooks", "install", "--agent", agent, "--scope", "user"]);
+    let mut install = bridge_command(agent_home, bridge_home);
+    install.args(["hooks", "install", "--agent", agent, "--scope", "user"]);
     for (name, value) in env {
         install.env(name, value);
     }
     let output = install.output().unwrap();
     assert!(output.status.success(), "hooks install: {output:?}");
-}
-
-/// The model asks for `command` through `tool`, then says "done".
-async fn mock_asking(tool: &str, command: &str) -> MockLlm {
-    let arguments = json!({"command": command, "description": "run it"}).to_string();
-    MockLlm::start(vec![
-        MockReply::ToolCalls {
-            text: None,
-            calls: vec![MockToolCall::new("call_sh_1", tool, arguments)],
-        },
-        MockReply::chunks(["done"]),
-    ])
-    .await
 }
 
 /// The tool result the agent sent back to the model, as text: an OpenAI
@@ -147,15 +132,7 @@ async fn copilot(mock: &MockLlm) -> Option<Run> {
     );
     let mut command = agent_command(&program, agent_home.path(), workspace.path());
     command
-        .env("COPILOT_HOME", &copilot_home)
-        .env("COPILOT_OFFLINE", "true")
-        .env(
-            "COPILOT_PROVIDER_BASE_URL",
-            format!("{}/v1", mock.base_url()),
-        )
-        .env("COPILOT_PROVIDER_TYPE", "openai")
-        .env("COPILOT_PROVIDER_API_KEY", "sk-mock")
-        .env("COPILOT_MODEL", "gpt-4.1")
+        .envs(copilot_env(agent_home.path(), Some(mock)))
         .args(["-p", "Run the command", "--allow-all-tools"]);
     run_agent(command, "copilot").await;
     Some(Run {

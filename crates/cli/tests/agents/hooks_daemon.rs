@@ -44,12 +44,7 @@ async fn a_providers_gate_denies_claude_codes_tool_call() {
         )
         .await;
     assert_eq!(registered["session"], hub_session);
-    let token = served
-        .rpc("gateway.providerToken", json!({"session": hub_session}))
-        .await["token"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let token = served.provider_token_for(&hub_session).await;
     let (mut reviewer, _) = ProviderClient::register(
         &served.ws_url(),
         &token,

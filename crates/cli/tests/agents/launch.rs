@@ -5,11 +5,13 @@
 
 use std::path::Path;
 
-use bridge_testkit::{MockLlm, MockReply, MockToolCall, TempWorkspace, agent_cli};
+use bridge_testkit::{MockLlm, MockReply, TempWorkspace, agent_cli};
 use serde_json::{Value, json};
 
 use super::hooks::tool_answer;
-use super::{chat_requests, run_agent, serve_with};
+use super::{
+    StopDaemon, bridge_command, chat_requests, copilot_env, mock_asking, run_agent, serve_with,
+};
 
 /// A command our shell analysis refuses, which leaves a file behind if run.
 const DANGEROUS: &str = "touch pwned.txt; sudo true";
@@ -24,12 +26,8 @@ fn launch(
     launch_args: &[&str],
     env: &[(&str, String)],
 ) -> tokio::process::Command {
-    let mut command = tokio::process::Command::new(assert_cmd::cargo::cargo_bin("copilot-bridge"));
+    let mut command = tokio::process::Command::from(bridge_command(home, bridge_home));
     command
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", home)
-        .env("COPILOT_BRIDGE_HOME", bridge_home)
         .current_dir(cwd)
         .kill_on_drop(true)
         .arg("launch")
@@ -58,50 +56,6 @@ fn claude_env(home: &Path, base_url: Option<String>) -> Vec<(&'static str, Strin
         env.push(("ANTHROPIC_AUTH_TOKEN", "sk-mock".to_owned()));
     }
     env
-}
-
-fn copilot_env(home: &Path, mock: Option<&MockLlm>) -> Vec<(&'static str, String)> {
-    let mut env = vec![
-        ("COPILOT_HOME", home.join(".copilot").display().to_string()),
-        ("COPILOT_OFFLINE", "true".to_owned()),
-    ];
-    if let Some(mock) = mock {
-        env.push((
-            "COPILOT_PROVIDER_BASE_URL",
-            format!("{}/v1", mock.base_url()),
-        ));
-        env.push(("COPILOT_PROVIDER_TYPE", "openai".to_owned()));
-        env.push(("COPILOT_PROVIDER_API_KEY", "sk-mock".to_owned()));
-        env.push(("COPILOT_MODEL", "gpt-4.1".to_owned()));
-    }
-    env
-}
-
-async fn mock_asking(tool: &str, command: &str) -> MockLlm {
-    let arguments = json!({"command": command, "description": "run it"}).to_string();
-    MockLlm::start(vec![
-        MockReply::ToolCalls {
-            text: None,
-            calls: vec![MockToolCall::new("call_sh_1", tool, arguments)],
-        },
-        MockReply::chunks(["done"]),
-    ])
-    .await
-}
-
-/// Stops a daemon the staged `mcp session` server started in `home`.
-struct StopDaemon<'a>(&'a Path);
-
-impl Drop for StopDaemon<'_> {
-    fn drop(&mut self) {
-        let _ = std::process::Command::new(assert_cmd::cargo::cargo_bin("copilot-bridge"))
-            .env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("HOME", self.0)
-            .env("COPILOT_BRIDGE_HOME", self.0)
-            .args(["daemon", "stop"])
-            .output();
-    }
 }
 
 #[tokio::test]

@@ -119,6 +119,27 @@ pub fn normalize_args(args: &[String]) -> Result<Vec<String>, NestedError> {
     Ok(normalized)
 }
 
+/// A directory of one launch (spilled values, staged configuration) under
+/// the system's temporary directory: mode 0700, a name nobody can predict,
+/// removed when dropped.
+pub fn private_dir(prefix: &str) -> std::io::Result<tempfile::TempDir> {
+    use std::os::unix::fs::PermissionsExt;
+    // tempfile makes directories with the umask's mode unless told.
+    tempfile::Builder::new()
+        .prefix(prefix)
+        .permissions(std::fs::Permissions::from_mode(0o700))
+        .tempdir()
+}
+
+/// Whether `args` give the agent a prompt (a flag [`normalize_args`]
+/// merges).
+pub fn has_prompt(args: &[String]) -> bool {
+    args.iter().any(|arg| {
+        let flag = arg.split_once('=').map_or(arg.as_str(), |(flag, _)| flag);
+        PROMPT_FLAGS.contains(&flag)
+    })
+}
+
 /// A private directory for one launch's spilled values, removed when
 /// dropped.
 #[derive(Debug)]
@@ -128,15 +149,9 @@ pub struct SpillDir {
 }
 
 impl SpillDir {
-    /// Made under the system's temporary directory: mode 0700, a name
-    /// nobody can predict.
+    /// See [`private_dir`].
     pub fn new() -> Result<Self, NestedError> {
-        use std::os::unix::fs::PermissionsExt;
-        // tempfile makes directories with the umask's mode unless told.
-        let dir = tempfile::Builder::new()
-            .prefix("copilot-bridge-spill-")
-            .permissions(std::fs::Permissions::from_mode(0o700))
-            .tempdir()
+        let dir = private_dir("copilot-bridge-spill-")
             .map_err(|err| NestedError::Spill(err.to_string()))?;
         Ok(Self { dir, count: 0 })
     }
@@ -251,6 +266,19 @@ mod tests {
             normalize_args(&strings(&["--model", "m"])).unwrap(),
             strings(&["--allow-all-tools", "--allow-all-paths", "--model", "m"])
         );
+    }
+
+    #[test]
+    fn a_command_line_has_a_prompt_in_any_of_its_forms() {
+        assert!(has_prompt(&strings(&["-p", "x"])));
+        assert!(has_prompt(&strings(&["--prompt=x"])));
+        assert!(has_prompt(&strings(&[
+            "--model",
+            "m",
+            "--system-prompt",
+            "s"
+        ])));
+        assert!(!has_prompt(&strings(&["--model", "m"])));
     }
 
     #[test]

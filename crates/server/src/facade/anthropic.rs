@@ -24,7 +24,7 @@ use bridge_llm::{BackendKind, ChatEvent, ChatStream, FinishReason, LlmError};
 use futures::StreamExt;
 use serde_json::json;
 
-use super::backends::{Availability, BackendEntry, Backends, RouteRequest};
+use super::backends::{BackendEntry, Backends, RouteRequest};
 use super::body::read_json_object;
 use super::errors::FacadeError;
 use super::request_log::{RequestNote, finish};
@@ -108,12 +108,10 @@ async fn answer(
 
     let message_id = format!("msg_{}", bridge_policy::ids::opaque_hex());
     if !inbound.stream {
-        let answer = overhead.upstream(entry.backend.complete(request)).await;
-        let answer = answer.map_err(|err| ctx.backends.failure(&entry, &err))?;
-        ctx.backends.record(&entry.name, Availability::Ok);
-        if let Some(usage) = answer.usage {
-            note.usage(usage);
-        }
+        let answer = ctx
+            .backends
+            .answer_whole(&entry, request, overhead, note)
+            .await?;
         let message = response_object(&message_id, &model, &answer);
         return Ok((
             StatusCode::OK,
@@ -123,9 +121,7 @@ async fn answer(
             .into_response());
     }
 
-    let upstream = overhead.upstream(entry.backend.stream(request)).await;
-    let upstream = upstream.map_err(|err| ctx.backends.failure(&entry, &err))?;
-    ctx.backends.record(&entry.name, Availability::Ok);
+    let upstream = ctx.backends.open_stream(&entry, request, overhead).await?;
     let relay = Relay {
         upstream,
         encoder: StreamEncoder::new(&message_id, &model).with_input_estimate(input_estimate),

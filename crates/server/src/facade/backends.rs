@@ -23,6 +23,8 @@ use bridge_config::{ModelRoutes, ModelTarget};
 use bridge_llm::ChatBackend;
 
 use super::errors::FacadeError;
+use super::request_log::RequestNote;
+use super::timing::Overhead;
 
 /// How a backend takes a conversation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -393,6 +395,38 @@ impl Backends {
         if let Ok(mut probes) = self.probes.lock() {
             probes.insert(name.to_owned(), (Instant::now(), seen));
         }
+    }
+
+    /// `entry`'s whole answer to `request`: the wait counted as upstream
+    /// time, the outcome noted for health, the usage for the request log.
+    pub async fn answer_whole(
+        &self,
+        entry: &BackendEntry,
+        request: bridge_llm::ChatRequest,
+        clock: &mut Overhead,
+        note: &RequestNote,
+    ) -> Result<bridge_llm::ChatResponse, FacadeError> {
+        let answered = clock.upstream(entry.backend.complete(request)).await;
+        let whole = answered.map_err(|err| self.failure(entry, &err))?;
+        self.record(&entry.name, Availability::Ok);
+        if let Some(usage) = whole.usage {
+            note.usage(usage);
+        }
+        Ok(whole)
+    }
+
+    /// `entry`'s streamed answer to `request`, once the upstream answered
+    /// its head (counted as upstream time, the outcome noted for health).
+    pub async fn open_stream(
+        &self,
+        entry: &BackendEntry,
+        request: bridge_llm::ChatRequest,
+        clock: &mut Overhead,
+    ) -> Result<bridge_llm::ChatStream, FacadeError> {
+        let started = clock.upstream(entry.backend.stream(request)).await;
+        let events = started.map_err(|err| self.failure(entry, &err))?;
+        self.record(&entry.name, Availability::Ok);
+        Ok(events)
     }
 
     /// The client's error for a failed upstream request, with what it says

@@ -22,7 +22,7 @@ use bridge_llm::{BackendKind, ChatEvent, ChatRequest, ChatStream};
 use futures::StreamExt;
 use serde_json::Value;
 
-use super::backends::{Availability, BackendEntry, PromptStyle, RouteRequest};
+use super::backends::{BackendEntry, PromptStyle, RouteRequest};
 use super::body::read_json_object;
 use super::errors::FacadeError;
 use super::normalize;
@@ -90,12 +90,10 @@ async fn answer(
     let id = format!("chatcmpl-{}", bridge_policy::ids::opaque_hex());
     let created = super::timing::unix_now();
     if !stream {
-        let answered = clock.upstream(entry.backend.complete(request)).await;
-        let whole = answered.map_err(|err| ctx.backends.failure(&entry, &err))?;
-        ctx.backends.record(&entry.name, Availability::Ok);
-        if let Some(usage) = whole.usage {
-            note.usage(usage);
-        }
+        let whole = ctx
+            .backends
+            .answer_whole(&entry, request, clock, note)
+            .await?;
         let completion = response_object(&id, created, &shown_model, &whole);
         return Ok((
             StatusCode::OK,
@@ -104,9 +102,7 @@ async fn answer(
         )
             .into_response());
     }
-    let started = clock.upstream(entry.backend.stream(request)).await;
-    let events = started.map_err(|err| ctx.backends.failure(&entry, &err))?;
-    ctx.backends.record(&entry.name, Availability::Ok);
+    let events = ctx.backends.open_stream(&entry, request, clock).await?;
     let encoder = StreamEncoder::new(id, created, shown_model, include_usage);
     Ok(sse_response(SseState::new(
         ctx, note, &entry, events, encoder,

@@ -18,7 +18,7 @@ use bridge_llm::{
 };
 use futures::StreamExt;
 
-use super::backends::{Availability, BackendEntry, Backends, PromptStyle, Route, RouteRequest};
+use super::backends::{BackendEntry, Backends, PromptStyle, Route, RouteRequest};
 use super::body::read_json_object;
 use super::errors::FacadeError;
 use super::normalize;
@@ -101,12 +101,10 @@ async fn answer(
         "responses"
     );
     if !stream {
-        let whole = overhead.upstream(entry.backend.complete(request)).await;
-        let whole = whole.map_err(|err| ctx.backends.failure(&entry, &err))?;
-        ctx.backends.record(&entry.name, Availability::Ok);
-        if let Some(usage) = whole.usage {
-            note.usage(usage);
-        }
+        let whole = ctx
+            .backends
+            .answer_whole(&entry, request, overhead, note)
+            .await?;
         if let Some(keep) = keep {
             keep.save(&whole).await;
         }
@@ -118,9 +116,7 @@ async fn answer(
             .into_response());
     }
 
-    let upstream = overhead.upstream(entry.backend.stream(request)).await;
-    let upstream = upstream.map_err(|err| ctx.backends.failure(&entry, &err))?;
-    ctx.backends.record(&entry.name, Availability::Ok);
+    let upstream = ctx.backends.open_stream(&entry, request, overhead).await?;
     let relay = Relay {
         upstream,
         encoder: StreamEncoder::new(head),

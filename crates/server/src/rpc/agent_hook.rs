@@ -160,16 +160,9 @@ pub(super) async fn agent_hook(ctx: ServerContext, params: Params) -> RpcResult 
             let verdict = session
                 .check_agent_tool(agent, &event, &tool, &owner, &arguments)
                 .await;
-            let decision = if verdict.asks() {
-                "ask"
-            } else if verdict.allowed() {
-                "allow"
-            } else {
-                "deny"
-            };
             Ok(json!({
                 "session": id,
-                "decision": decision,
+                "decision": verdict.outcome().as_str(),
                 "reason": verdict.reason(),
                 "context": verdict.context,
             }))

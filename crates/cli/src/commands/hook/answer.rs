@@ -20,6 +20,17 @@ pub enum HookDecision {
     Deny(String),
 }
 
+impl HookDecision {
+    /// The hook's decision for a decision of the hub, with its reason.
+    pub fn from_outcome(outcome: bridge_protocol::DecisionKind, reason: &str) -> Self {
+        match outcome {
+            bridge_protocol::DecisionKind::Allow => Self::Pass,
+            bridge_protocol::DecisionKind::Ask => Self::Ask(reason.to_owned()),
+            bridge_protocol::DecisionKind::Deny => Self::Deny(reason.to_owned()),
+        }
+    }
+}
+
 /// One answer: what goes to stdout, and the exit code.
 #[derive(Debug, Clone, PartialEq)]
 pub struct HookAnswer {

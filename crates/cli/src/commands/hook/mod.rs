@@ -21,6 +21,7 @@ use std::time::Duration;
 use bridge_engine::ToolOwner;
 use bridge_policy::AgentAsks;
 use bridge_policy::agent_tools::Agent;
+use bridge_protocol::DecisionKind;
 use serde_json::{Value, json};
 
 use crate::args::{GlobalArgs, HookArgs};
@@ -184,12 +185,13 @@ async fn ask_daemon(
         .await
         .map_err(|err| format!("the copilot-bridge daemon refused the hook: {err}"))?;
     let reason = answer["reason"].as_str().unwrap_or("").to_owned();
-    let decision = match answer["decision"].as_str() {
-        None | Some("allow") => HookDecision::Pass,
-        Some("ask") => HookDecision::Ask(reason),
-        // Anything else, a deny included, is a deny.
-        Some(_) => HookDecision::Deny(reason),
+    let outcome = match &answer["decision"] {
+        // Events other than a tool call carry no decision.
+        Value::Null => DecisionKind::Allow,
+        // Anything but a known decision is a deny.
+        said => serde_json::from_value(said.clone()).unwrap_or(DecisionKind::Deny),
     };
+    let decision = HookDecision::from_outcome(outcome, &reason);
     let context = answer["context"]
         .as_array()
         .map(|texts| {
@@ -244,13 +246,7 @@ async fn decide_locally(
     let verdict = session
         .check_agent_tool(agent, event.name(), &tool, &owner, &call.input)
         .await;
-    let decision = if verdict.asks() {
-        HookDecision::Ask(verdict.reason().to_owned())
-    } else if verdict.allowed() {
-        HookDecision::Pass
-    } else {
-        HookDecision::Deny(verdict.reason().to_owned())
-    };
+    let decision = HookDecision::from_outcome(verdict.outcome(), verdict.reason());
     Ok((decision, verdict.context))
 }
 

@@ -10,7 +10,7 @@
 use std::io::Write;
 use std::process::ExitCode;
 
-use bridge_config::{BridgeConfig, Source, keys};
+use bridge_config::{BridgeConfig, keys};
 use serde_json::{Map, Value, json};
 
 use crate::args::McpConfigArgs;
@@ -57,12 +57,7 @@ pub fn run(config: &BridgeConfig, args: McpConfigArgs) -> Result<ExitCode, Failu
 /// The variables a server needs to find this configuration's daemon: the
 /// home and the port, when they are not the defaults.
 pub(crate) fn daemon_env(config: &BridgeConfig) -> Vec<(&'static str, String)> {
-    let set = |key: &str| {
-        config
-            .sources
-            .get(key)
-            .is_some_and(|source| !matches!(source, Source::Default))
-    };
+    let set = |key: &str| crate::commands::is_configured(config, key);
     let mut env = Vec::new();
     if set(keys::HOME) {
         env.push(("COPILOT_BRIDGE_HOME", config.home.display().to_string()));
