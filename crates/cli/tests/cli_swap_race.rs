@@ -13,10 +13,12 @@ fn the_tool_command_stays_inside_under_the_swap_race() {
     let ws = TempWorkspace::new();
     let bridge = Bridge::new();
     let mut swap = SwapRace::start(ws.path());
-    // A process per call is slow: a fixed number of rounds, each read
-    // having about even odds of meeting the symlink.
+    // A process per call is slow: at least 16 rounds, each read having
+    // about even odds of meeting the symlink, and more (up to 128) until
+    // the inside file was served once: on a loaded machine the swapper can
+    // win many rounds in a row.
     let (mut calls, mut served) = (0, 0);
-    while calls < 16 {
+    while calls < 16 || (served == 0 && calls < 128) {
         let read = bridge
             .tool(&ws, "read_file", &json!({"path": "sub/f.md"}))
             .output()
