@@ -20,6 +20,7 @@ mod events;
 mod hooks;
 pub mod log;
 pub mod mcp_client;
+pub mod orchestrate;
 mod registry;
 pub mod runner;
 mod session;

@@ -178,6 +178,27 @@ impl SessionRegistry {
         spec: SessionSpec,
         approver: Arc<dyn bridge_policy::Approver>,
     ) -> Result<Arc<Session>, RegistryError> {
+        let read_only = self.inner.defaults.read_only;
+        self.create_session(spec, approver, read_only)
+    }
+
+    /// [`create`](Self::create), read-only whatever the defaults say (an
+    /// orchestrated sub-task that only reads a shared workspace).
+    pub fn create_read_only(&self, spec: SessionSpec) -> Result<Arc<Session>, RegistryError> {
+        self.create_session(spec, self.inner.defaults.approver.clone(), true)
+    }
+
+    /// Whether new sessions are read-only by default.
+    pub fn read_only_by_default(&self) -> bool {
+        self.inner.defaults.read_only
+    }
+
+    fn create_session(
+        &self,
+        spec: SessionSpec,
+        approver: Arc<dyn bridge_policy::Approver>,
+        read_only: bool,
+    ) -> Result<Arc<Session>, RegistryError> {
         let id = spec.id.clone().unwrap_or_else(|| ids::unique_id("s"));
         let workspace_error = |reason: String| RegistryError::Workspace {
             path: spec.cwd.clone(),
@@ -187,12 +208,7 @@ impl SessionRegistry {
         let policy = WorkspacePolicy::load(root.path()).map_err(RegistryError::WorkspacePolicy)?;
         let cwd = root.path().to_path_buf();
         let defaults = &self.inner.defaults;
-        let mut guard = Guard::new(
-            root,
-            defaults.permission.clone(),
-            policy,
-            defaults.read_only,
-        );
+        let mut guard = Guard::new(root, defaults.permission.clone(), policy, read_only);
         if let Some(home) = &defaults.home {
             guard = guard.with_home(home.clone());
         }
