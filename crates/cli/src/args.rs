@@ -91,6 +91,8 @@ pub enum Command {
     Pair,
     /// Run a coding task with the agent and print the result as Markdown (see docs/runners.md).
     Run(RunArgs),
+    /// Split a task into sub-tasks and run them in parallel waves (see docs/orchestrator.md).
+    Orchestrate(OrchestrateArgs),
     /// List, show, resume or delete saved sessions (see docs/sessions.md).
     #[command(subcommand)]
     Sessions(SessionsCommand),
@@ -354,6 +356,43 @@ pub struct RunArgs {
     #[arg(long, short = 'v')]
     pub verbose: bool,
     /// Print the run report as JSON instead of Markdown.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct OrchestrateArgs {
+    /// What to do, in plain words (with --plan: optional, a title for the plan).
+    #[arg(required_unless_present_any = ["plan", "resume"])]
+    pub task: Option<String>,
+    /// Run this plan (JSON or YAML in the TaskPlan shape) instead of asking the model for one.
+    #[arg(long, value_name = "FILE", conflicts_with = "resume")]
+    pub plan: Option<PathBuf>,
+    /// Print the plan (as a plan file) and stop.
+    #[arg(long, conflicts_with = "resume")]
+    pub plan_only: bool,
+    /// Continue an orchestration: run only its sub-tasks that had not completed.
+    #[arg(long, value_name = "ID")]
+    pub resume: Option<String>,
+    /// A value for `{{KEY}}` in the plan file's descriptions (repeatable).
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub set: Vec<String>,
+    /// Sub-tasks that run at once.
+    #[arg(long, value_name = "N", default_value_t = bridge_engine::orchestrate::DEFAULT_MAX_CONCURRENCY)]
+    pub max_concurrency: usize,
+    /// Workspace root (default: the current directory).
+    #[arg(long, value_name = "DIR", conflicts_with = "resume")]
+    pub cwd: Option<PathBuf>,
+    /// Model for planning and native sub-tasks.
+    #[arg(long, value_name = "NAME")]
+    pub model: Option<String>,
+    /// Runner of sub-tasks that do not name one: native, copilot, claude or copilot-cli.
+    #[arg(long, value_name = "RUNNER", default_value = "native")]
+    pub runner: String,
+    /// Stop the whole plan after this many seconds.
+    #[arg(long, value_name = "SECS")]
+    pub timeout: Option<u64>,
+    /// Print the result as JSON instead of Markdown.
     #[arg(long)]
     pub json: bool,
 }

@@ -60,6 +60,7 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
         }
         Command::Pair => runtime.block_on(commands::remote::pair(&config)),
         Command::Run(cmd) => runtime.block_on(commands::run::run(&config, cmd)),
+        Command::Orchestrate(cmd) => runtime.block_on(commands::orchestrate::run(&config, cmd)),
         Command::Sessions(cmd) => runtime.block_on(commands::sessions::run(&config, cmd)),
         Command::Mcp(cmd) => {
             let outcome = runtime.block_on(commands::mcp::run(&cli.global, &config, cmd));

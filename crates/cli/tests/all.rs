@@ -13,6 +13,7 @@ mod cli_mcp_code;
 mod cli_mcp_memory;
 mod cli_mcp_session;
 mod cli_openclaw;
+mod cli_orchestrate;
 mod cli_redteam;
 mod cli_request_log;
 mod cli_rpc;

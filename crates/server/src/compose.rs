@@ -17,6 +17,8 @@ use async_trait::async_trait;
 use bridge_config::{
     BackendConfig, BackendKind, BackendStyle, BridgeConfig, McpServerConfig, McpTransport,
 };
+use bridge_engine::orchestrate::{Orchestrator, OrchestratorSettings, Planner, SubTaskRunner};
+use bridge_engine::runner::Runner;
 use bridge_engine::runner::copilot::{
     CliProvider, CopilotCliConfig, McpServer as CopilotMcpServer,
 };
@@ -356,5 +358,84 @@ impl ChatBackend for Unavailable {
 
     async fn models(&self) -> Result<Vec<String>, LlmError> {
         Err(LlmError::NotConfigured(self.reason.clone()))
+    }
+}
+
+/// The chat backend an orchestration plans with and its native sub-tasks
+/// run on.
+#[derive(Clone)]
+pub struct PlanningBackend {
+    pub backend: Arc<dyn ChatBackend>,
+    pub kind: BackendKind,
+    pub model: Option<String>,
+}
+
+/// The orchestrator with the runners this configuration has: the native
+/// loop over `backend`, the Copilot CLI runner, and the nested agent CLIs
+/// `nested` brings (the CLI stages their hooks; see
+/// `bridge_engine::runner::nested`). Logs go to `sessions/`, worktrees and
+/// copies under `orchestrate/` of the state directory.
+pub fn orchestrator(
+    config: &BridgeConfig,
+    registry: bridge_engine::SessionRegistry,
+    backend: Option<&PlanningBackend>,
+    max_concurrency: usize,
+    nested: Vec<(SubTaskRunner, Arc<dyn Runner>)>,
+) -> Orchestrator {
+    let settings = OrchestratorSettings {
+        max_concurrency,
+        max_turns: bridge_engine::runner::native::DEFAULT_MAX_TURNS,
+        model: backend.and_then(|b| b.model.clone()),
+        default_runner: SubTaskRunner::Native,
+        sessions_dir: config.home.join("sessions"),
+        scratch_dir: config.home.join("orchestrate"),
+        task_timeout: None,
+    };
+    let mut orchestrator = Orchestrator::new(registry, settings);
+    orchestrator = match backend {
+        Some(planning) => orchestrator.with_runner(
+            SubTaskRunner::Native,
+            Arc::new(bridge_engine::runner::native::NativeRunner::new(
+                planning.backend.clone(),
+                native_settings(config),
+            )),
+        ),
+        None => orchestrator.without_runner(
+            SubTaskRunner::Native,
+            "no chat backend is configured for the native runner (see `copilot-bridge validate`)",
+        ),
+    };
+    orchestrator = match copilot_cli_config(config) {
+        Ok(cli) => orchestrator.with_runner(
+            SubTaskRunner::Copilot,
+            Arc::new(bridge_engine::runner::copilot::CopilotRunner::new(cli)),
+        ),
+        Err(err) => orchestrator.without_runner(
+            SubTaskRunner::Copilot,
+            format!("the Copilot runner cannot be configured: {err}"),
+        ),
+    };
+    for kind in [SubTaskRunner::Claude, SubTaskRunner::CopilotCli] {
+        orchestrator = orchestrator.without_runner(
+            kind,
+            format!("the {kind} runner (a nested agent CLI) runs from `copilot-bridge orchestrate` and `copilot-bridge mcp code`"),
+        );
+    }
+    for (kind, runner) in nested {
+        orchestrator = orchestrator.with_runner(kind, runner);
+    }
+    orchestrator
+}
+
+/// How plans are asked for: structured output (`response_format`) on the
+/// backends of OpenAI's wire.
+pub fn planner(backend: &PlanningBackend) -> Planner {
+    Planner {
+        backend: backend.backend.clone(),
+        model: backend.model.clone(),
+        structured_output: matches!(
+            backend.kind,
+            BackendKind::OpenAi | BackendKind::Azure | BackendKind::Copilot | BackendKind::Ollama
+        ),
     }
 }

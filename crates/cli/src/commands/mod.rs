@@ -7,6 +7,7 @@ pub mod json_edit;
 pub mod launch;
 pub mod mcp;
 pub mod openclaw;
+pub mod orchestrate;
 pub mod remote;
 pub mod run;
 pub mod serve;

@@ -297,18 +297,7 @@ pub(crate) fn create_session(
     label: &str,
     approver: Arc<dyn bridge_policy::Approver>,
 ) -> Result<Arc<Session>, Failure> {
-    let permission = PermissionPolicy::compile(&config.permissions)
-        .map_err(|err| Failure::new(exit::CONFIG, format!("configuration error: {err}")))?;
-    let defaults = SessionDefaults {
-        permission,
-        read_only: config.read_only,
-        tool_settings: Arc::new(config.tools.clone()),
-        audit: Some(bridge_policy::AuditLog::new(&config.audit_log_dir)),
-        approver,
-        home: None,
-    };
-    let registry = SessionRegistry::new(defaults, RegistrySettings::default());
-    registry
+    registry_for(config, approver)?
         .create(SessionSpec {
             id: Some(id.to_owned()),
             label: label.to_owned(),
@@ -321,7 +310,26 @@ pub(crate) fn create_session(
         })
 }
 
-async fn cancel_on_interrupt(cancel: CancellationToken) {
+/// A registry of this process whose sessions have the configured policy
+/// and audit log, their "ask"s going to `approver`.
+pub(crate) fn registry_for(
+    config: &BridgeConfig,
+    approver: Arc<dyn bridge_policy::Approver>,
+) -> Result<SessionRegistry, Failure> {
+    let permission = PermissionPolicy::compile(&config.permissions)
+        .map_err(|err| Failure::new(exit::CONFIG, format!("configuration error: {err}")))?;
+    let defaults = SessionDefaults {
+        permission,
+        read_only: config.read_only,
+        tool_settings: Arc::new(config.tools.clone()),
+        audit: Some(bridge_policy::AuditLog::new(&config.audit_log_dir)),
+        approver,
+        home: None,
+    };
+    Ok(SessionRegistry::new(defaults, RegistrySettings::default()))
+}
+
+pub(crate) async fn cancel_on_interrupt(cancel: CancellationToken) {
     if tokio::signal::ctrl_c().await.is_ok() {
         cancel.cancel();
     }

@@ -407,23 +407,32 @@ fn skip_dependents(
     results: &mut [Option<TaskResult>],
     failed: usize,
 ) {
-    let failed_id = &opened.plan.tasks[failed].id;
-    let status = results[failed]
-        .as_ref()
-        .map_or("did not complete", |r| r.status.as_str());
-    let mut queue: VecDeque<usize> = dependents.get(failed).cloned().unwrap_or_default().into();
-    while let Some(next) = queue.pop_front() {
+    let failed_id = opened.plan.tasks[failed].id.as_str();
+    // (task to skip, the dependency that skips it)
+    let mut queue: VecDeque<(usize, usize)> = dependents
+        .get(failed)
+        .into_iter()
+        .flatten()
+        .map(|&next| (next, failed))
+        .collect();
+    while let Some((next, via)) = queue.pop_front() {
         if results[next].is_some() {
             continue;
         }
-        let task = &opened.plan.tasks[next];
+        let status = results[via]
+            .as_ref()
+            .map_or("did not complete", |r| r.status.as_str());
         let skipped = TaskResult::skipped(
-            &task.id,
-            format!("it depends on {failed_id}, which {}", verb(status)),
+            &opened.plan.tasks[next].id,
+            format!(
+                "it depends on {}, which {}",
+                opened.plan.tasks[via].id,
+                verb(status)
+            ),
         );
         log_skipped(&opened.log, &skipped, Some(failed_id));
         results[next] = Some(skipped);
-        queue.extend(dependents[next].iter().copied());
+        queue.extend(dependents[next].iter().map(|&after| (after, next)));
     }
 }
 

@@ -159,6 +159,11 @@ impl Orchestrator {
         self
     }
 
+    /// The runner of sub-tasks that do not name one.
+    pub fn set_default_runner(&mut self, kind: SubTaskRunner) {
+        self.settings.default_runner = kind;
+    }
+
     pub fn settings(&self) -> &OrchestratorSettings {
         &self.settings
     }

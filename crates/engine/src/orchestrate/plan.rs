@@ -327,10 +327,7 @@ impl Graph {
         // edges must come back to a task already seen.
         let mut path = vec![start];
         let mut current = start;
-        loop {
-            let Some(&next) = self.depends_on[current].iter().find(|&&d| waiting[d] > 0) else {
-                break;
-            };
+        while let Some(&next) = self.depends_on[current].iter().find(|&&d| waiting[d] > 0) {
             if let Some(at) = path.iter().position(|&seen| seen == next) {
                 let mut cycle: Vec<String> =
                     path[at..].iter().map(|&i| self.ids[i].clone()).collect();

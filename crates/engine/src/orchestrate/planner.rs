@@ -126,8 +126,25 @@ impl Planner {
     }
 
     async fn ask(&self, messages: &[Message], usage: &mut UsageTotals) -> Result<String, String> {
-        let mut extra = BTreeMap::new();
         if self.structured_output {
+            match self.ask_once(messages, usage, true).await {
+                Ok(answer) => return Ok(answer),
+                // A server of OpenAI's wire that does not take
+                // `response_format` (or not this schema) still plans.
+                Err(err) => tracing::info!(error = %err, "planning without structured output"),
+            }
+        }
+        self.ask_once(messages, usage, false).await
+    }
+
+    async fn ask_once(
+        &self,
+        messages: &[Message],
+        usage: &mut UsageTotals,
+        structured: bool,
+    ) -> Result<String, String> {
+        let mut extra = BTreeMap::new();
+        if structured {
             extra.insert(
                 "response_format".to_owned(),
                 json!({"type": "json_schema", "json_schema": {"name": "TaskPlan", "strict": true, "schema": plan_schema()}}),

@@ -40,11 +40,16 @@ const MAX_REQUEST_BYTES: usize = 32 * 1024 * 1024;
 #[derive(Default)]
 struct Shared {
     script: Mutex<VecDeque<MockReply>>,
+    /// Replies for requests whose last user message holds a marker, taken
+    /// before the script (parallel clients get their own answers).
+    routes: Mutex<Vec<(String, VecDeque<MockReply>)>>,
     requests: Mutex<Vec<RecordedRequest>>,
     chat_sequence: Mutex<u64>,
     /// Chat response bodies not yet finished or dropped: a client that
     /// cancels its request shows as this falling back.
     open_chat_bodies: tokio::sync::watch::Sender<usize>,
+    /// The most chat bodies open at once.
+    most_open_chat_bodies: Mutex<usize>,
 }
 
 /// Locks even after a panic in another test thread: the data is plain
@@ -117,6 +122,28 @@ impl MockLlm {
         lock(&self.shared.script).push_back(reply);
     }
 
+    /// Queues `reply` for the next chat request whose last user message
+    /// contains `marker` (such requests skip the script while a reply for
+    /// them is queued).
+    pub fn route(&self, marker: impl Into<String>, reply: MockReply) {
+        let marker = marker.into();
+        let mut routes = lock(&self.shared.routes);
+        match routes.iter_mut().find(|(m, _)| *m == marker) {
+            Some((_, replies)) => replies.push_back(reply),
+            None => routes.push((marker, VecDeque::from([reply]))),
+        }
+    }
+
+    /// Routed replies not consumed yet.
+    pub fn routed_remaining(&self) -> usize {
+        lock(&self.shared.routes).iter().map(|(_, r)| r.len()).sum()
+    }
+
+    /// The most chat response bodies that were open at the same time.
+    pub fn most_open_chat_bodies(&self) -> usize {
+        *lock(&self.shared.most_open_chat_bodies)
+    }
+
     /// Every request received, in order.
     pub fn requests(&self) -> Vec<RecordedRequest> {
         lock(&self.shared.requests).clone()
@@ -148,6 +175,10 @@ struct OpenBody(Arc<Shared>);
 impl OpenBody {
     fn track(shared: &Arc<Shared>, response: Response<Body>) -> Response<Body> {
         shared.open_chat_bodies.send_modify(|count| *count += 1);
+        let open = *shared.open_chat_bodies.borrow();
+        let mut most = lock(&shared.most_open_chat_bodies);
+        *most = (*most).max(open);
+        drop(most);
         let guard = OpenBody(Arc::clone(shared));
         response.map(|body| {
             let stream = body.into_data_stream().map(move |chunk| {
@@ -232,6 +263,7 @@ async fn handle(State(shared): State<Arc<Shared>>, request: Request) -> Response
         query: parts.uri.query().map(str::to_owned),
         headers,
         body: json.clone(),
+        received_at: std::time::Instant::now(),
     });
 
     let is_openai_chat = path == "/v1/chat/completions"
@@ -274,7 +306,15 @@ fn chat(shared: &Shared, request: &Value, format: ChatFormat) -> Response<Body> 
         *sequence += 1;
         *sequence
     };
-    let reply = lock(&shared.script).pop_front();
+    let routed = {
+        let mut routes = lock(&shared.routes);
+        let last_user = last_user_text(request);
+        routes
+            .iter_mut()
+            .find(|(marker, replies)| !replies.is_empty() && last_user.contains(marker.as_str()))
+            .and_then(|(_, replies)| replies.pop_front())
+    };
+    let reply = routed.or_else(|| lock(&shared.script).pop_front());
     let answer = match reply {
         None => Answer::of_text(echo_chunks(&last_user_text(request))),
         Some(MockReply::Text { chunks }) => Answer::of_text(chunks),

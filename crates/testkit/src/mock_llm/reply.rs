@@ -103,6 +103,8 @@ pub struct RecordedRequest {
     pub headers: Vec<(String, String)>,
     /// `Null` when the body is empty or not JSON.
     pub body: serde_json::Value,
+    /// When the mock read the request.
+    pub received_at: std::time::Instant,
 }
 
 impl RecordedRequest {
