@@ -10,6 +10,7 @@ mod cli_hook;
 mod cli_hook_daemon;
 mod cli_hooks_install;
 mod cli_mcp_code;
+mod cli_mcp_delegate;
 mod cli_mcp_memory;
 mod cli_mcp_session;
 mod cli_openclaw;

@@ -15,7 +15,7 @@ use crate::cli_serve::{ChildGuard, Served};
 use crate::support::{Bridge, python};
 
 /// Settings that aim the bridge's agent at the mock as an OpenAI backend.
-fn mock_env(mock: &MockLlm) -> Vec<(&'static str, String)> {
+pub(crate) fn mock_env(mock: &MockLlm) -> Vec<(&'static str, String)> {
     let dead = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let dead_url = format!("http://{}", dead.local_addr().unwrap());
     drop(dead);
@@ -30,7 +30,7 @@ fn mock_env(mock: &MockLlm) -> Vec<(&'static str, String)> {
 }
 
 /// Runs the probe with `steps` in `bridge`'s state directory.
-fn probe(
+pub(crate) fn probe(
     python: &Path,
     mode: &[&str],
     env: &[(&str, String)],
@@ -40,7 +40,7 @@ fn probe(
     crate::support::mcp_probe(python, mode, env, bridge.state.path(), steps)
 }
 
-fn stdio_mode(ws: &TempWorkspace) -> Vec<String> {
+pub(crate) fn stdio_mode(ws: &TempWorkspace) -> Vec<String> {
     vec![
         "stdio".to_owned(),
         "--".to_owned(),
@@ -54,12 +54,12 @@ fn stdio_mode(ws: &TempWorkspace) -> Vec<String> {
     ]
 }
 
-fn first_text(result: &Value) -> &str {
+pub(crate) fn first_text(result: &Value) -> &str {
     result["content"][0]["text"].as_str().unwrap_or_default()
 }
 
 /// A bridge whose workspaces are writable (they are read-only by default).
-fn writable_bridge() -> Bridge {
+pub(crate) fn writable_bridge() -> Bridge {
     let bridge = Bridge::new();
     std::fs::write(
         bridge.state.path().join("config.toml"),
@@ -69,14 +69,14 @@ fn writable_bridge() -> Bridge {
     bridge
 }
 
-fn workspace() -> TempWorkspace {
+pub(crate) fn workspace() -> TempWorkspace {
     let ws = TempWorkspace::new();
     ws.write("src/greeting.txt", "hello world\n");
     ws
 }
 
 /// A task that reads a file, then answers.
-fn reading_task(mock: &MockLlm) {
+pub(crate) fn reading_task(mock: &MockLlm) {
     mock.push(MockReply::ToolCalls {
         text: None,
         calls: vec![MockToolCall::new(
@@ -131,7 +131,10 @@ fn every_tool_and_bad_input(
             "copilot_read_file",
             "copilot_create_file",
             "copilot_list_files",
-            "copilot_code_task"
+            "copilot_code_task",
+            "copilot_code",
+            "copilot_code_verbose",
+            "copilot_orchestrate"
         ]
     );
     for tool in results[0]["tools"].as_array().unwrap() {

@@ -8,9 +8,13 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use async_trait::async_trait;
+use bridge_engine::log::steps::Step;
+use bridge_engine::orchestrate::OrchestratedResult;
 use bridge_engine::runner::{RunReport, RunStatus, UsageTotals};
 use bridge_engine::{Session, SessionDefaults, SessionRegistry, SessionSpec};
-use bridge_mcp::code::{CodeServer, CodeTask, SessionSource, TaskRunner};
+use bridge_mcp::code::{
+    CodeServer, CodeTask, LineSink, OrchestrateTask, SessionSource, StepSink, TaskRunner,
+};
 use bridge_testkit::TempWorkspace;
 use rmcp::model::{
     CallToolRequestParams, CallToolResult, NumberOrString, ProgressNotificationParam,
@@ -53,7 +57,19 @@ impl TaskRunner for Scripted {
         &self,
         task: CodeTask,
         _cancel: CancellationToken,
+        steps: Option<StepSink>,
     ) -> Result<RunReport, String> {
+        if let Some(steps) = steps {
+            for (line, tool_call) in [
+                ("1. tool read_file {}", false),
+                ("2. ✓ read_file (1 ms)", true),
+            ] {
+                let _ = steps.send(Step {
+                    line: line.to_owned(),
+                    tool_call,
+                });
+            }
+        }
         let now = self.running.fetch_add(1, Ordering::SeqCst) + 1;
         self.most_at_once.fetch_max(now, Ordering::SeqCst);
         let prompt = task.prompt.clone();
@@ -75,6 +91,19 @@ impl TaskRunner for Scripted {
             duration_ms: 1,
             error: None,
         })
+    }
+
+    async fn orchestrate(
+        &self,
+        task: OrchestrateTask,
+        _cancel: CancellationToken,
+        progress: LineSink,
+    ) -> Result<OrchestratedResult, String> {
+        let _ = progress.send(format!("Running t1 of {}", task.task));
+        Err(format!(
+            "no planner here (maxConcurrency {})",
+            task.max_concurrency
+        ))
     }
 }
 
@@ -190,7 +219,7 @@ fn text(result: &CallToolResult) -> String {
 }
 
 #[tokio::test]
-async fn lists_four_tools_each_taking_depth_without_building_a_session() {
+async fn lists_seven_tools_each_taking_depth_without_building_a_session() {
     let h = harness().await;
     let tools = h.client.peer().list_all_tools().await.unwrap();
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
@@ -200,7 +229,10 @@ async fn lists_four_tools_each_taking_depth_without_building_a_session() {
             "copilot_read_file",
             "copilot_create_file",
             "copilot_list_files",
-            "copilot_code_task"
+            "copilot_code_task",
+            "copilot_code",
+            "copilot_code_verbose",
+            "copilot_orchestrate"
         ]
     );
     for tool in &tools {
@@ -472,6 +504,81 @@ async fn tasks_run_one_at_a_time_and_a_waiting_one_hears_its_place() {
     assert_eq!(seen[0].timeout, Some(Duration::from_secs(30)));
     assert_eq!(seen[0].onward_depth, 1);
     assert_eq!(seen[1].prompt, "two");
+}
+
+#[tokio::test]
+async fn the_verbose_tool_numbers_its_steps_and_sends_one_notification_per_tool_call() {
+    let mut h = harness().await;
+    let mut call = params(
+        "copilot_code_verbose",
+        json!({"task": "look", "model": "m2"}),
+    );
+    let mut meta = RequestMetaObject::new();
+    meta.set_progress_token(ProgressToken(NumberOrString::Number(5)));
+    call.meta = Some(meta);
+    let result = h.client.peer().call_tool(call).await.unwrap();
+    let shown = text(&result);
+    assert!(
+        shown.starts_with(
+            "## Steps\n\n1. tool read_file {}\n2. ✓ read_file (1 ms)\n\n## Result\n\ndone: look"
+        ),
+        "{shown}"
+    );
+    assert!(shown.contains("## Statistics"), "{shown}");
+    let note = h.progress.recv().await.unwrap();
+    assert_eq!(note.message.as_deref(), Some("2. ✓ read_file (1 ms)"));
+    assert!(
+        h.progress.try_recv().is_err(),
+        "one notification per tool call"
+    );
+    assert_eq!(h.tasks.seen.lock().unwrap()[0].model.as_deref(), Some("m2"));
+    // The plain tool gives the same report without the steps.
+    let plain = h
+        .client
+        .peer()
+        .call_tool(params("copilot_code", json!({"task": "look"})))
+        .await
+        .unwrap();
+    assert!(text(&plain).starts_with("done: look"), "{}", text(&plain));
+}
+
+#[tokio::test]
+async fn orchestrate_checks_its_arguments_and_streams_progress() {
+    let mut h = harness().await;
+    for bad in [
+        json!({"task": " "}),
+        json!({"task": "x", "maxConcurrency": 0}),
+        json!({"task": "x", "maxConcurrency": 65}),
+        json!({"task": "x", "timeout": 0}),
+        json!({"task": "x", "colour": "red"}),
+    ] {
+        let err = h
+            .client
+            .peer()
+            .call_tool(params("copilot_orchestrate", bad.clone()))
+            .await
+            .unwrap_err();
+        assert!(
+            err.to_string().contains("copilot_orchestrate"),
+            "{bad}: {err}"
+        );
+    }
+    let mut call = params(
+        "copilot_orchestrate",
+        json!({"task": "split it", "maxConcurrency": 2}),
+    );
+    let mut meta = RequestMetaObject::new();
+    meta.set_progress_token(ProgressToken(NumberOrString::Number(9)));
+    call.meta = Some(meta);
+    let result = h.client.peer().call_tool(call).await.unwrap();
+    assert_eq!(result.is_error, Some(true));
+    assert!(
+        text(&result).contains("no planner here (maxConcurrency 2)"),
+        "{}",
+        text(&result)
+    );
+    let note = h.progress.recv().await.unwrap();
+    assert_eq!(note.message.as_deref(), Some("Running t1 of split it"));
 }
 
 #[tokio::test]

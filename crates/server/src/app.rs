@@ -20,6 +20,9 @@ pub const DEFAULT_ALIAS: &str = "default";
 #[derive(Debug, Clone)]
 pub struct DaemonFacts {
     pub pid: u32,
+    /// The state directory (`sessions/` holds the logs of the tasks and
+    /// orchestrations the daemon runs).
+    pub home: std::path::PathBuf,
     pub port: u16,
     pub started_at: String,
     /// The session created at start, which `default` names for good: once
@@ -74,6 +77,8 @@ pub struct ServerParts {
     pub agent_sessions: Arc<crate::rpc::agent_hook::AgentSessions>,
     /// `requests.jsonl`, when `request_log` is on.
     pub request_journal: Option<Arc<crate::facade::request_log::RequestJournal>>,
+    /// The plans `orchestrate.*` and `copilot_orchestrate` started.
+    pub orchestrations: Arc<crate::orchestrations::Orchestrations>,
 }
 
 impl std::fmt::Debug for ServerContext {

@@ -271,6 +271,9 @@ impl Daemon {
                 &config.openclaw,
             )),
             agent_sessions: Arc::default(),
+            orchestrations: Arc::new(crate::orchestrations::Orchestrations::new(Arc::new(
+                config.clone(),
+            ))),
             request_journal: config
                 .request_log
                 .then(|| Arc::new(crate::facade::request_log::RequestJournal::new(&home))),
@@ -280,6 +283,7 @@ impl Daemon {
             )),
             facts: Arc::new(DaemonFacts {
                 pid,
+                home: home.clone(),
                 port,
                 started_at,
                 default_session: default_session.id().to_owned(),

@@ -7,15 +7,21 @@ use std::path::Path;
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use bridge_engine::log::{EventLog, new_session_id};
+use bridge_engine::orchestrate::OrchestratedResult;
 use bridge_engine::runner::native::{DEFAULT_MAX_TURNS, NativeRunner};
 use bridge_engine::runner::{RunContext, RunReport, RunRequest, Runner};
 use bridge_engine::{Session, SessionSpec};
-use bridge_mcp::code::{CodeServer, CodeTask, SessionSource, TaskRunner};
+use bridge_mcp::code::{
+    CodeServer, CodeTask, LineSink, OrchestrateTask, SessionSource, StepSink, TaskRunner,
+};
 use rmcp::transport::streamable_http_server::StreamableHttpService;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use crate::app::ServerContext;
+use crate::orchestrations::StartRequest;
 
 /// The `/mcp/code` service: one [`CodeServer`] shared by every MCP client,
 /// so tasks from all of them wait in one line.
@@ -63,6 +69,7 @@ impl TaskRunner for DaemonTasks {
         &self,
         task: CodeTask,
         cancel: CancellationToken,
+        steps: Option<StepSink>,
     ) -> Result<RunReport, String> {
         let entry = self.ctx.backends.default_entry().cloned().ok_or_else(|| {
             "the daemon has no chat backend configured (see `copilot-bridge validate`)".to_owned()
@@ -87,9 +94,24 @@ impl TaskRunner for DaemonTasks {
             _ => (named, false),
         };
         let runner = NativeRunner::new(entry.backend.clone(), (*self.ctx.native).clone());
+        let model = task
+            .model
+            .clone()
+            .or_else(|| session.model())
+            .or_else(|| entry.default_model.clone());
+        // Every task the daemon runs has its log (`sessions show`, resume).
+        let log = EventLog::create(
+            &self.ctx.facts.home.join("sessions"),
+            &new_session_id(),
+            json!({"cwd": session.cwd(), "model": model, "runner": "native",
+                   "backend": entry.name, "label": "mcp code task"}),
+        )
+        .await
+        .map_err(|err| format!("cannot start the task's log: {err}"))?;
+        let forward = steps.map(|sink| bridge_engine::log::steps::forward(&log, sink));
         let request = RunRequest {
             task: task.prompt,
-            model: session.model().or_else(|| entry.default_model.clone()),
+            model,
             max_turns: DEFAULT_MAX_TURNS,
             timeout: task.timeout,
         };
@@ -103,13 +125,64 @@ impl TaskRunner for DaemonTasks {
             }
         });
         let report = runner
-            .run(session.clone(), request, RunContext::new(stop))
+            .run(
+                session.clone(),
+                request,
+                RunContext::new(stop).with_log(log.clone()),
+            )
             .await;
         relay.abort();
+        if let Err(err) = log.close().await {
+            tracing::warn!(error = %err, "a task's log could not be closed cleanly");
+        }
+        // Its subscribers hear the end once the last handle is gone.
+        drop(log);
+        if let Some(forward) = forward {
+            let _ = forward.await;
+        }
         if transient && let Err(err) = self.ctx.registry().end(session.id(), None).await {
             tracing::debug!(error = %err, "the task's session was already gone");
         }
         Ok(report)
+    }
+
+    async fn orchestrate(
+        &self,
+        task: OrchestrateTask,
+        cancel: CancellationToken,
+        progress: LineSink,
+    ) -> Result<OrchestratedResult, String> {
+        let named = DaemonSessions::resolve(&self.ctx, task.session.as_deref())?;
+        let cwd = match &task.working_dir {
+            Some(dir) => named.cwd().join(dir),
+            None => named.cwd().to_path_buf(),
+        };
+        let request = StartRequest {
+            task: task.task,
+            plan: None,
+            cwd,
+            max_concurrency: task.max_concurrency,
+            timeout: task.timeout,
+        };
+        let running = self
+            .ctx
+            .orchestrations
+            .start(
+                self.ctx.registry(),
+                &self.ctx.backends,
+                request,
+                &self.ctx.shutdown,
+                Some(progress),
+            )
+            .await?;
+        // The caller leaving cancels the plan.
+        tokio::select! {
+            result = running.finished() => Ok(result),
+            () = cancel.cancelled() => {
+                running.cancel();
+                Ok(running.finished().await)
+            }
+        }
     }
 }
 

@@ -8,7 +8,6 @@
 //! which [`execute`] with [`Start::Resume`] continues (`sessions resume`).
 
 mod live;
-mod report;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -48,6 +47,8 @@ pub struct TaskOptions {
     pub max_turns: u32,
     pub verbose: bool,
     pub json: bool,
+    /// Each step of the run, numbered (`copilot_code_verbose`).
+    pub steps: Option<bridge_mcp::code::StepSink>,
 }
 
 /// Who is at the other end of a run.
@@ -83,6 +84,7 @@ pub async fn run(config: &BridgeConfig, args: RunArgs) -> Result<ExitCode, Failu
         max_turns: args.max_turns,
         verbose: args.verbose,
         json: args.json,
+        steps: None,
     };
     execute(config, options, Start::New).await
 }
@@ -231,6 +233,10 @@ pub async fn run_task(
         }
         Attended::Unattended { cancel, .. } => (cancel, None),
     };
+    let forward = options
+        .steps
+        .clone()
+        .map(|sink| bridge_engine::log::steps::forward(&log, sink));
     let context = RunContext::new(cancel).with_log(log.clone());
     let report = match replayed {
         Some(replayed) => runner.resume(session, request, replayed, context).await,
@@ -245,6 +251,11 @@ pub async fn run_task(
     live.finish().await;
     if let Err(err) = log.close().await {
         tracing::warn!(error = %err, "the session log could not be closed cleanly");
+    }
+    // Its subscribers hear the end once the last handle is gone.
+    drop(log);
+    if let Some(forward) = forward {
+        let _ = forward.await;
     }
     Ok(report)
 }
@@ -341,7 +352,7 @@ fn print_report(report: &RunReport, as_json: bool) -> Result<(), Failure> {
         bridge_policy::redact_value(&mut value);
         return super::tool::print_json(&value, false);
     }
-    let mut text = report::markdown(report);
+    let mut text = report.markdown();
     if !text.ends_with('\n') {
         text.push('\n');
     }
@@ -350,7 +361,7 @@ fn print_report(report: &RunReport, as_json: bool) -> Result<(), Failure> {
         let reason = report.error.as_deref().unwrap_or("no reason given");
         eprintln!(
             "copilot-bridge: run {}: {}",
-            report::status_word(report.status),
+            report.status.word(),
             bridge_policy::redact(reason)
         );
     }

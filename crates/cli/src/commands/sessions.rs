@@ -73,6 +73,7 @@ async fn resume(
         max_turns: args.max_turns,
         verbose: args.verbose,
         json: args.json,
+        steps: None,
     };
     execute(
         config,

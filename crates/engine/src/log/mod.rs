@@ -55,6 +55,7 @@ mod files;
 mod list;
 mod replay;
 mod resume;
+pub mod steps;
 pub mod types;
 mod writer;
 

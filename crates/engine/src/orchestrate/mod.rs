@@ -20,6 +20,7 @@ mod execute;
 pub mod plan;
 pub mod planner;
 pub mod pool;
+pub mod progress;
 pub mod result;
 pub mod sandbox;
 

@@ -5,6 +5,7 @@
 pub mod copilot;
 pub mod native;
 pub mod nested;
+mod report;
 
 use std::sync::Arc;
 use std::time::Duration;

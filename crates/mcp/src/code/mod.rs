@@ -7,12 +7,19 @@
 //! - `copilot_code_task`: a whole agent task, run by a [`TaskRunner`] the
 //!   host provides (the CLI over its configured backend, the daemon over
 //!   its own), one at a time ([`queue`]), the place in line reported as
-//!   progress.
+//!   progress;
+//! - `copilot_code` (the task's report as Markdown: answer, tool calls,
+//!   statistics), `copilot_code_verbose` (the same after a numbered step
+//!   log, each tool call also a progress notification) and
+//!   `copilot_orchestrate` (the task planned and run in parallel waves,
+//!   each sub-task's start and end a progress notification), in the same
+//!   line ([`delegate`]).
 //!
 //! Initialization is lazy: answering `initialize` and `tools/list` builds
 //! no session, no backend and touches no network; the [`SessionSource`]
 //! is asked for a session on the first file tool call.
 
+mod delegate;
 mod queue;
 pub mod tools;
 
@@ -21,6 +28,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use bridge_engine::log::steps::Step;
+use bridge_engine::orchestrate::OrchestratedResult;
 use bridge_engine::runner::RunReport;
 use bridge_engine::{CallOrigin, Session};
 use rmcp::model::{
@@ -37,10 +46,18 @@ pub use queue::{Place, TaskQueue};
 
 use crate::depth::{self, DepthError};
 
-/// One `copilot_code_task` call, as the host's runner gets it.
+/// Where a running task's steps go (`bridge_engine::log::steps::forward`).
+pub type StepSink = tokio::sync::mpsc::UnboundedSender<Step>;
+/// Where an orchestration's progress lines go.
+pub type LineSink = tokio::sync::mpsc::UnboundedSender<String>;
+
+/// One `copilot_code_task` / `copilot_code` call, as the host's runner
+/// gets it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CodeTask {
     pub prompt: String,
+    /// `None`: the configured model.
+    pub model: Option<String>,
     /// `workingDir` as given (`None`: the server's workspace).
     pub working_dir: Option<PathBuf>,
     pub timeout: Option<Duration>,
@@ -51,17 +68,39 @@ pub struct CodeTask {
     pub session: Option<String>,
 }
 
-/// Runs agent tasks for `copilot_code_task`. The CLI and the daemon
-/// implement it with the runners they already build.
+/// One `copilot_orchestrate` call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OrchestrateTask {
+    pub task: String,
+    pub working_dir: Option<PathBuf>,
+    pub max_concurrency: usize,
+    pub timeout: Option<Duration>,
+    pub onward_depth: u64,
+    pub session: Option<String>,
+}
+
+/// Runs agent tasks and orchestrations for the code server. The CLI and
+/// the daemon implement it with the runners they already build.
 #[async_trait]
 pub trait TaskRunner: Send + Sync {
-    /// Runs `task` to its end (or until `cancel`). `Err`: it could not
-    /// start (no backend, bad working directory), said in one sentence.
+    /// Runs `task` to its end (or until `cancel`), each step to `steps`
+    /// when given (`bridge_engine::log::steps::forward`). `Err`: it could
+    /// not start (no backend, bad working directory), said in one sentence.
     async fn run_task(
         &self,
         task: CodeTask,
         cancel: CancellationToken,
+        steps: Option<StepSink>,
     ) -> Result<RunReport, String>;
+
+    /// Plans and runs `task` (or until `cancel`), a line per sub-task's
+    /// start and end to `progress`.
+    async fn orchestrate(
+        &self,
+        task: OrchestrateTask,
+        cancel: CancellationToken,
+        progress: LineSink,
+    ) -> Result<OrchestratedResult, String>;
 }
 
 /// Where the file tools find their session.
@@ -156,6 +195,9 @@ impl CodeServer {
         }
         match name {
             tools::CODE_TASK => self.code_task(args, depth, http.session, context).await,
+            tools::CODE => self.code(args, depth, http.session, context, false).await,
+            tools::CODE_VERBOSE => self.code(args, depth, http.session, context, true).await,
+            tools::ORCHESTRATE => self.orchestrate(args, depth, http.session, context).await,
             _ => self.file_tool(name, args, http.session.as_deref()).await,
         }
     }
@@ -216,30 +258,19 @@ impl CodeServer {
         }
         let task = CodeTask {
             prompt: args.prompt,
+            model: None,
             working_dir: args.working_dir.map(PathBuf::from),
             timeout: args.timeout.map(Duration::from_secs),
             onward_depth: depth::onward(depth),
             session,
         };
         let progress = Progress::new(&context);
-        let place = self.shared.queue.join();
-        let waited = place.ahead() > 0;
-        let waiting = place.wait_turn(|ahead| {
-            progress.send(format!(
-                "queued: {ahead} task{} ahead of this one",
-                if ahead == 1 { "" } else { "s" }
-            ))
-        });
-        tokio::select! {
-            () = waiting => {}
-            () = context.ct.cancelled() => {
-                return Err(ErrorData::internal_error("the call was cancelled while waiting in line", None));
-            }
-        }
-        if waited {
-            progress.send("running".to_owned()).await;
-        }
-        let outcome = self.shared.tasks.run_task(task, context.ct.clone()).await;
+        let place = self.wait_in_line(&progress, &context).await?;
+        let outcome = self
+            .shared
+            .tasks
+            .run_task(task, context.ct.clone(), None)
+            .await;
         drop(place);
         Ok(match outcome {
             Ok(report) => tools::task_result(&report),
@@ -250,14 +281,14 @@ impl CodeServer {
 
 /// Progress notifications for one call, when the client asked for them
 /// (sent a `progressToken`).
-struct Progress {
+pub(crate) struct Progress {
     token: Option<ProgressToken>,
     peer: rmcp::Peer<RoleServer>,
     sent: std::sync::atomic::AtomicU32,
 }
 
 impl Progress {
-    fn new(context: &RequestContext<RoleServer>) -> Self {
+    pub(crate) fn new(context: &RequestContext<RoleServer>) -> Self {
         Self {
             token: context.meta.get_progress_token(),
             peer: context.peer.clone(),
@@ -265,7 +296,7 @@ impl Progress {
         }
     }
 
-    async fn send(&self, message: String) {
+    pub(crate) async fn send(&self, message: String) {
         let Some(token) = &self.token else { return };
         // Progress must grow with every notification.
         let step = self.sent.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;

@@ -1,8 +1,9 @@
-//! The four tools of the code server: their listings, their arguments, and
+//! The seven tools of the code server: their listings, their arguments, and
 //! how an engine outcome becomes an MCP result.
 
 use std::sync::Arc;
 
+use bridge_engine::orchestrate::{OrchestratedResult, TaskStatus};
 use bridge_engine::runner::{RunReport, RunStatus};
 use bridge_engine::{CallOutcome, ToolFailure};
 use rmcp::ErrorData;
@@ -17,9 +18,20 @@ pub const READ_FILE: &str = "copilot_read_file";
 pub const CREATE_FILE: &str = "copilot_create_file";
 pub const LIST_FILES: &str = "copilot_list_files";
 pub const CODE_TASK: &str = "copilot_code_task";
+pub const CODE: &str = "copilot_code";
+pub const CODE_VERBOSE: &str = "copilot_code_verbose";
+pub const ORCHESTRATE: &str = "copilot_orchestrate";
 
 /// Names of the tools, in listing order.
-pub const NAMES: [&str; 4] = [READ_FILE, CREATE_FILE, LIST_FILES, CODE_TASK];
+pub const NAMES: [&str; 7] = [
+    READ_FILE,
+    CREATE_FILE,
+    LIST_FILES,
+    CODE_TASK,
+    CODE,
+    CODE_VERBOSE,
+    ORCHESTRATE,
+];
 
 /// Bytes of a call's arguments (as compact JSON) beyond which the call is
 /// refused before anything runs: 1 MiB holds any source file an agent
@@ -61,6 +73,28 @@ pub struct CodeTaskArgs {
     pub working_dir: Option<String>,
     /// Seconds.
     pub timeout: Option<u64>,
+}
+
+/// `copilot_code` and `copilot_code_verbose` arguments.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct CodeArgs {
+    pub task: String,
+    pub working_dir: Option<String>,
+    pub model: Option<String>,
+    /// Seconds.
+    pub timeout: Option<u64>,
+}
+
+/// `copilot_orchestrate` arguments.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct OrchestrateArgs {
+    pub task: String,
+    pub max_concurrency: Option<u64>,
+    /// Seconds.
+    pub timeout: Option<u64>,
+    pub working_dir: Option<String>,
 }
 
 /// The tool listings (each with `_depth`).
@@ -105,8 +139,40 @@ pub fn listing() -> Arc<[Tool]> {
             }),
             &["prompt"],
         ),
+        tool(
+            CODE,
+            "Delegate a coding task to copilot-bridge's agent and get the result as Markdown: its final answer, the tool calls it made and statistics. Tasks run one at a time in this workspace.",
+            code_properties(),
+            &["task"],
+        ),
+        tool(
+            CODE_VERBOSE,
+            "Like copilot_code, with a numbered log of every step (model turns, each tool call and its outcome) before the result; each tool call is also sent as a progress notification while the task runs.",
+            code_properties(),
+            &["task"],
+        ),
+        tool(
+            ORCHESTRATE,
+            "Split a larger coding task into sub-tasks with dependencies, run them in parallel waves (writers in separate git worktrees, merged back in plan order) and get a Markdown report per sub-task. Progress notifications report each sub-task's start and end.",
+            json!({
+                "task": {"type": "string", "minLength": 1, "description": "The whole task, with the context the planner needs."},
+                "maxConcurrency": {"type": "integer", "minimum": 1, "maximum": bridge_engine::orchestrate::MAX_CONCURRENCY, "default": bridge_engine::orchestrate::DEFAULT_MAX_CONCURRENCY, "description": "Sub-tasks that run at once."},
+                "timeout": {"type": "integer", "minimum": 1, "description": "Seconds the whole plan may take (default: no limit)."},
+                "workingDir": {"type": "string", "description": "Directory to work in (default: the server's workspace)."}
+            }),
+            &["task"],
+        ),
     ];
     Arc::from(tools)
+}
+
+fn code_properties() -> Value {
+    json!({
+        "task": {"type": "string", "minLength": 1, "description": "What to do, with the context the agent needs."},
+        "workingDir": {"type": "string", "description": "Directory to work in (default: the server's workspace)."},
+        "model": {"type": "string", "description": "Model to use (default: the configured one)."},
+        "timeout": {"type": "integer", "minimum": 1, "description": "Seconds the task may take (default: no limit besides the turn limit)."}
+    })
 }
 
 fn tool(
@@ -302,6 +368,45 @@ pub fn task_result(report: &RunReport) -> CallToolResult {
     };
     result.structured_content = Some(summary);
     result
+}
+
+/// A finished task for `copilot_code`: the run report as Markdown (answer,
+/// tool calls, statistics); for `copilot_code_verbose` with its numbered
+/// steps first. A run that did not complete is an error result.
+pub fn code_result(report: &RunReport, steps: Option<&[String]>) -> CallToolResult {
+    let mut text = String::new();
+    if let Some(steps) = steps {
+        text.push_str("## Steps\n\n");
+        for step in steps {
+            text.push_str(step);
+            text.push('\n');
+        }
+        text.push_str("\n## Result\n\n");
+    }
+    text.push_str(&report.markdown());
+    let mut result = if report.status == RunStatus::Completed {
+        CallToolResult::success(vec![ContentBlock::text(text)])
+    } else {
+        CallToolResult::error(vec![ContentBlock::text(text)])
+    };
+    result.structured_content = task_result(report).structured_content;
+    result
+}
+
+/// An orchestration's report: Markdown for the agent, the whole result as
+/// `structuredContent`; an error result when no sub-task completed.
+pub fn orchestrated_result(result: &OrchestratedResult) -> CallToolResult {
+    let text = bridge_policy::redact(&result.markdown()).into_owned();
+    let mut value = serde_json::to_value(result).unwrap_or(Value::Null);
+    bridge_policy::redact_value(&mut value);
+    let nothing_done = result.count(TaskStatus::Completed) == 0;
+    let mut answer = if nothing_done {
+        CallToolResult::error(vec![ContentBlock::text(text)])
+    } else {
+        CallToolResult::success(vec![ContentBlock::text(text)])
+    };
+    answer.structured_content = Some(value);
+    answer
 }
 
 /// A task that could not start (no backend, bad working directory).

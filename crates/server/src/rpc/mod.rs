@@ -6,6 +6,7 @@
 pub mod agent_hook;
 pub(crate) mod body;
 pub mod methods;
+mod orchestrate;
 mod params;
 pub mod status;
 pub mod toolbus;
@@ -37,6 +38,8 @@ pub const POLICY_DENIED: i64 = -32002;
 pub const SESSION_NOT_FOUND: i64 = -32004;
 /// The session is already ending.
 pub const SESSION_ENDING: i64 = -32005;
+/// No orchestration has that id.
+pub const PLAN_NOT_FOUND: i64 = -32006;
 
 pub type RpcResult = Result<Value, ErrorObject>;
 

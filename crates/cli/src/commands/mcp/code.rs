@@ -14,13 +14,18 @@ use async_trait::async_trait;
 use bridge_config::BridgeConfig;
 use bridge_engine::Session;
 use bridge_engine::log::new_session_id;
+use bridge_engine::orchestrate::{OrchestratedResult, SubTaskRunner};
 use bridge_engine::runner::native::DEFAULT_MAX_TURNS;
 use bridge_engine::runner::{RunReport, RunnerKind};
-use bridge_mcp::code::{CodeServer, CodeTask, SessionSource, TaskRunner};
+use bridge_mcp::code::{
+    CodeServer, CodeTask, LineSink, OrchestrateTask, SessionSource, StepSink, TaskRunner,
+};
+use bridge_server::compose;
 use tokio::sync::OnceCell;
 use tokio_util::sync::CancellationToken;
 
 use crate::args::McpCodeArgs;
+use crate::commands::orchestrate::{OrchestrateOptions, orchestrate_task};
 use crate::commands::run::{Attended, Start, TaskOptions, create_session, run_task};
 use crate::exit::Failure;
 
@@ -95,16 +100,18 @@ impl TaskRunner for CliTasks {
         &self,
         task: CodeTask,
         cancel: CancellationToken,
+        steps: Option<StepSink>,
     ) -> Result<RunReport, String> {
         let options = TaskOptions {
             task: task.prompt,
-            model: None,
+            model: task.model,
             cwd: Some(working_dir(&self.cwd, task.working_dir.as_deref())),
             timeout: task.timeout,
             runner: RunnerKind::Native,
             max_turns: DEFAULT_MAX_TURNS,
             verbose: false,
             json: false,
+            steps,
         };
         let attended = Attended::Unattended {
             cancel,
@@ -113,6 +120,32 @@ impl TaskRunner for CliTasks {
         run_task(&self.config, &options, Start::New, attended)
             .await
             .map_err(|failure| failure.message)
+    }
+
+    async fn orchestrate(
+        &self,
+        task: OrchestrateTask,
+        cancel: CancellationToken,
+        progress: LineSink,
+    ) -> Result<OrchestratedResult, String> {
+        let config = compose::with_mcp_depth(&self.config, task.onward_depth);
+        let options = OrchestrateOptions {
+            max_concurrency: task.max_concurrency,
+            model: None,
+            default_runner: SubTaskRunner::Native,
+        };
+        let cwd = working_dir(&self.cwd, task.working_dir.as_deref());
+        orchestrate_task(
+            &config,
+            &options,
+            &task.task,
+            &cwd,
+            task.timeout,
+            cancel,
+            Some(progress),
+        )
+        .await
+        .map_err(|failure| failure.message)
     }
 }
 

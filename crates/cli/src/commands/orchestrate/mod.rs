@@ -115,7 +115,8 @@ pub async fn orchestrate_task(
         .open(task, cwd, planned.plan, planned.source)
         .await
         .map_err(|err| Failure::new(exit::FAILED, err.to_string()))?;
-    let forward = on_event.map(|sink| progress::forward_lines(&opened, sink));
+    let forward =
+        on_event.map(|sink| bridge_engine::orchestrate::progress::forward_lines(&opened.log, sink));
     let result = prepared.orchestrator.execute(opened, cancel, timeout).await;
     if let Some(forward) = forward {
         let _ = forward.await;

@@ -7,15 +7,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use bridge_engine::log::{EventLog, LoggedEvent, types};
+use bridge_engine::log::{EventLog, LoggedEvent, steps, types};
 use serde_json::Value;
 use tokio::sync::broadcast::error::RecvError;
 use tokio::task::JoinHandle;
 
-use super::report::shorten;
-
-/// Characters of a message or result a verbose step shows.
-const STEP_TEXT_CHARS: usize = 200;
 const SPINNER: [char; 10] = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
 const SPINNER_TICK: Duration = Duration::from_millis(100);
 
@@ -105,94 +101,22 @@ impl View {
     }
 
     fn show(&mut self, event: &LoggedEvent) {
-        let data = &event.data;
         match event.kind.as_str() {
             types::ASSISTANT_TURN_START => {
-                self.turn = data.get("turn").and_then(Value::as_u64).unwrap_or(0);
+                self.turn = event.data.get("turn").and_then(Value::as_u64).unwrap_or(0);
                 self.waiting_since = Some(Instant::now());
-                if self.verbose {
-                    let turn = self.turn;
-                    self.print_step(&format!("turn {turn}: asking the model"));
-                }
             }
-            types::ASSISTANT_MESSAGE_DELTA => {}
             types::ASSISTANT_MESSAGE => {
                 self.clear_spinner();
                 self.waiting_since = None;
-                if self.verbose {
-                    let text = text(data, "content");
-                    let calls: Vec<&str> = data
-                        .get("toolRequests")
-                        .and_then(Value::as_array)
-                        .map(|requests| {
-                            requests
-                                .iter()
-                                .filter_map(|r| r.get("name").and_then(Value::as_str))
-                                .collect()
-                        })
-                        .unwrap_or_default();
-                    let mut line = String::from("model");
-                    if !text.trim().is_empty() {
-                        line.push_str(&format!(": {}", shorten(text.trim(), STEP_TEXT_CHARS)));
-                    }
-                    if !calls.is_empty() {
-                        line.push_str(&format!(" → calls {}", calls.join(", ")));
-                    }
-                    self.print_step(&line);
-                }
             }
-            types::TOOL_EXECUTION_START if self.verbose => {
-                let name = text(data, "toolName");
-                let arguments = data
-                    .get("arguments")
-                    .map(Value::to_string)
-                    .unwrap_or_default();
-                self.print_step(&format!(
-                    "tool {name} {}",
-                    shorten(&arguments, STEP_TEXT_CHARS)
-                ));
-            }
-            types::TOOL_EXECUTION_COMPLETE if self.verbose => {
-                let name = text(data, "toolName");
-                let ms = data.get("durationMs").and_then(Value::as_u64).unwrap_or(0);
-                let line = if data.get("success").and_then(Value::as_bool) == Some(true) {
-                    format!("✓ {name} ({ms} ms)")
-                } else {
-                    let message = data
-                        .pointer("/error/message")
-                        .and_then(Value::as_str)
-                        .unwrap_or("failed");
-                    format!("✗ {name} ({ms} ms): {}", shorten(message, STEP_TEXT_CHARS))
-                };
-                self.print_step(&line);
-            }
-            types::HOOK_END if self.verbose => {
-                let hook = text(data, "hook");
-                let mut detail = data.clone();
-                if let Some(map) = detail.as_object_mut() {
-                    map.remove("hook");
-                }
-                self.print_step(&format!(
-                    "hook {hook}: {}",
-                    shorten(&detail.to_string(), STEP_TEXT_CHARS)
-                ));
-            }
-            types::SESSION_ERROR => {
-                self.clear_spinner();
-                if self.verbose {
-                    let message = text(data, "message");
-                    self.print_step(&format!("error: {}", shorten(message, STEP_TEXT_CHARS)));
-                }
-            }
-            types::SESSION_USAGE if self.verbose => {
-                let count = |key| data.get(key).and_then(Value::as_u64).unwrap_or(0);
-                self.print_step(&format!(
-                    "usage: {} prompt + {} completion tokens",
-                    count("promptTokens"),
-                    count("completionTokens")
-                ));
-            }
+            types::SESSION_ERROR => self.clear_spinner(),
             _ => {}
+        }
+        if self.verbose
+            && let Some(line) = steps::describe(event)
+        {
+            self.print_step(&line);
         }
     }
 
@@ -235,8 +159,4 @@ impl View {
             self.drawn = false;
         }
     }
-}
-
-fn text<'a>(data: &'a Value, key: &str) -> &'a str {
-    data.get(key).and_then(Value::as_str).unwrap_or("")
 }

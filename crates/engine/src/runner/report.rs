@@ -1,12 +1,19 @@
-//! The run report as Markdown (`copilot_code`): the final answer, the tool
-//! calls and the statistics.
+//! The run report as Markdown (`copilot-bridge run`, `copilot_code`): the
+//! final answer, the tool calls and the statistics.
 
-use bridge_engine::runner::{RunReport, RunStatus};
+use super::{RunReport, RunStatus};
 
 /// Characters of a call's arguments the table shows.
 const ARGUMENTS_SHOWN: usize = 60;
 
-pub fn markdown(report: &RunReport) -> String {
+impl RunReport {
+    /// The report as Markdown, redacted.
+    pub fn markdown(&self) -> String {
+        markdown(self)
+    }
+}
+
+fn markdown(report: &RunReport) -> String {
     let mut out = String::new();
     match report.status {
         RunStatus::Completed => {}
@@ -58,7 +65,14 @@ pub fn markdown(report: &RunReport) -> String {
     bridge_policy::redact(&out).into_owned()
 }
 
-pub fn status_word(status: RunStatus) -> &'static str {
+impl RunStatus {
+    /// How a person says it: "stopped at the turn limit".
+    pub fn word(self) -> &'static str {
+        status_word(self)
+    }
+}
+
+fn status_word(status: RunStatus) -> &'static str {
     match status {
         RunStatus::Completed => "completed",
         RunStatus::MaxTurns => "stopped at the turn limit",
@@ -82,6 +96,6 @@ fn cell(text: &str) -> String {
 }
 
 /// `text` for a table cell or a progress line, redacted.
-pub fn shorten(text: &str, max_chars: usize) -> String {
+fn shorten(text: &str, max_chars: usize) -> String {
     bridge_policy::redact::preview(text, max_chars)
 }

@@ -1,0 +1,244 @@
+//! The daemon's orchestrations: started by `/rpc` (`orchestrate.start`) or
+//! `/mcp/code` (`copilot_orchestrate`), run on the daemon's sessions and
+//! default backend, watched (`orchestrate.watch`: the events since a
+//! sequence number, waiting for new ones) and cancelled
+//! (`orchestrate.cancel`). Finished plans stay watchable until
+//! [`KEPT_FINISHED`] newer ones finished.
+
+use std::collections::VecDeque;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bridge_config::BridgeConfig;
+use bridge_engine::SessionRegistry;
+use bridge_engine::orchestrate::{OrchestratedResult, PlanSource, Planned, TaskPlan};
+use serde_json::{Value, json};
+use tokio::sync::{broadcast::error::RecvError, watch};
+use tokio_util::sync::CancellationToken;
+
+use crate::compose::{self, PlanningBackend};
+use crate::facade::backends::Backends;
+
+/// Finished orchestrations kept for watchers.
+pub const KEPT_FINISHED: usize = 32;
+/// Events of one orchestration kept for watchers (the log has them all).
+pub const KEPT_EVENTS: usize = 10_000;
+
+/// What to run.
+#[derive(Debug, Clone)]
+pub struct StartRequest {
+    pub task: String,
+    /// Given: run it (already validated); else the model plans.
+    pub plan: Option<TaskPlan>,
+    pub cwd: PathBuf,
+    pub max_concurrency: usize,
+    pub timeout: Option<Duration>,
+}
+
+/// One orchestration of the daemon.
+pub struct RunningPlan {
+    pub id: String,
+    pub waves: Vec<Vec<String>>,
+    pub plan: TaskPlan,
+    pub source: PlanSource,
+    cancel: CancellationToken,
+    state: Mutex<PlanState>,
+    changed: watch::Sender<u64>,
+}
+
+#[derive(Default)]
+struct PlanState {
+    /// `{seq, type, data}` of each event after the plan.
+    events: VecDeque<Value>,
+    result: Option<OrchestratedResult>,
+}
+
+impl RunningPlan {
+    pub fn cancel(&self) {
+        self.cancel.cancel();
+    }
+
+    pub fn result(&self) -> Option<OrchestratedResult> {
+        bridge_policy::sync::lock(&self.state).result.clone()
+    }
+
+    /// Waits for the plan to end; its result.
+    pub async fn finished(&self) -> OrchestratedResult {
+        let mut changed = self.changed.subscribe();
+        loop {
+            changed.borrow_and_update();
+            if let Some(result) = self.result() {
+                return result;
+            }
+            // The sender lives as long as `self`.
+            let _ = changed.changed().await;
+        }
+    }
+
+    /// Events with `seq` above `since`, and the result once finished;
+    /// waits up to `wait` for something new when there is nothing yet.
+    pub async fn watch(
+        &self,
+        since: u64,
+        wait: Duration,
+    ) -> (Vec<Value>, Option<OrchestratedResult>) {
+        let mut changed = self.changed.subscribe();
+        let newer = |state: &PlanState| -> Vec<Value> {
+            state
+                .events
+                .iter()
+                .filter(|e| e["seq"].as_u64().unwrap_or(0) > since)
+                .cloned()
+                .collect()
+        };
+        loop {
+            changed.borrow_and_update();
+            {
+                let state = bridge_policy::sync::lock(&self.state);
+                let events = newer(&state);
+                if !events.is_empty() || state.result.is_some() {
+                    return (events, state.result.clone());
+                }
+            }
+            if tokio::time::timeout(wait, changed.changed()).await.is_err() {
+                return (Vec::new(), None);
+            }
+        }
+    }
+}
+
+/// The daemon's orchestrations.
+pub struct Orchestrations {
+    config: Arc<BridgeConfig>,
+    plans: Mutex<VecDeque<Arc<RunningPlan>>>,
+}
+
+impl Orchestrations {
+    pub fn new(config: Arc<BridgeConfig>) -> Self {
+        Self {
+            config,
+            plans: Mutex::new(VecDeque::new()),
+        }
+    }
+
+    pub fn get(&self, id: &str) -> Option<Arc<RunningPlan>> {
+        bridge_policy::sync::lock(&self.plans)
+            .iter()
+            .find(|p| p.id == id)
+            .cloned()
+    }
+
+    pub fn list(&self) -> Vec<Arc<RunningPlan>> {
+        bridge_policy::sync::lock(&self.plans)
+            .iter()
+            .cloned()
+            .collect()
+    }
+
+    /// Plans (unless given a plan) and starts `request` in the background;
+    /// `stop` (the daemon's shutdown) cancels it too. `progress` hears a
+    /// line per sub-task's start and end. `Err`: it could not start.
+    pub async fn start(
+        &self,
+        registry: &SessionRegistry,
+        backends: &Backends,
+        request: StartRequest,
+        stop: &CancellationToken,
+        progress: Option<tokio::sync::mpsc::UnboundedSender<String>>,
+    ) -> Result<Arc<RunningPlan>, String> {
+        let backend = backends.default_entry().map(|entry| PlanningBackend {
+            backend: entry.backend.clone(),
+            kind: entry.kind,
+            model: entry.default_model.clone(),
+        });
+        let orchestrator = compose::orchestrator(
+            &self.config,
+            registry.clone(),
+            backend.as_ref(),
+            request.max_concurrency,
+            Vec::new(),
+        );
+        let planned = match (request.plan, &backend) {
+            (Some(plan), _) => Planned {
+                plan,
+                source: PlanSource::Given,
+                usage: Default::default(),
+            },
+            (None, Some(backend)) => compose::planner(backend).plan(&request.task).await,
+            (None, None) => {
+                return Err("the daemon has no chat backend to plan with (see `copilot-bridge validate`); give a plan".to_owned());
+            }
+        };
+        let opened = orchestrator
+            .open(&request.task, &request.cwd, planned.plan, planned.source)
+            .await
+            .map_err(|err| err.to_string())?;
+        let cancel = stop.child_token();
+        let (changed, _) = watch::channel(0);
+        let running = Arc::new(RunningPlan {
+            id: opened.id.clone(),
+            waves: opened.wave_ids(),
+            plan: opened.plan.clone(),
+            source: opened.source.clone(),
+            cancel: cancel.clone(),
+            state: Mutex::new(PlanState::default()),
+            changed,
+        });
+        let mut events = opened.log.subscribe();
+        let collector = tokio::spawn({
+            let running = running.clone();
+            async move {
+                loop {
+                    match events.recv().await {
+                        Ok(event) => {
+                            let mut state = bridge_policy::sync::lock(&running.state);
+                            if state.events.len() == KEPT_EVENTS {
+                                state.events.pop_front();
+                            }
+                            let mut data = event.data;
+                            bridge_policy::redact_value(&mut data);
+                            state.events.push_back(
+                                json!({"seq": event.seq, "type": event.kind, "data": data}),
+                            );
+                            drop(state);
+                            running.changed.send_modify(|n| *n += 1);
+                        }
+                        Err(RecvError::Lagged(_)) => {}
+                        Err(RecvError::Closed) => break,
+                    }
+                }
+            }
+        });
+        let forward = progress
+            .map(|sink| bridge_engine::orchestrate::progress::forward_lines(&opened.log, sink));
+        self.remember(running.clone());
+        let timeout = request.timeout;
+        tokio::spawn({
+            let running = running.clone();
+            async move {
+                let result = orchestrator.execute(opened, cancel, timeout).await;
+                let _ = collector.await;
+                if let Some(forward) = forward {
+                    let _ = forward.await;
+                }
+                bridge_policy::sync::lock(&running.state).result = Some(result);
+                running.changed.send_modify(|n| *n += 1);
+            }
+        });
+        Ok(running)
+    }
+
+    /// Keeps `running`, forgetting the oldest finished plans past
+    /// [`KEPT_FINISHED`].
+    fn remember(&self, running: Arc<RunningPlan>) {
+        let mut plans = bridge_policy::sync::lock(&self.plans);
+        plans.push_back(running);
+        let finished = plans.iter().filter(|p| p.result().is_some()).count();
+        if finished > KEPT_FINISHED
+            && let Some(at) = plans.iter().position(|p| p.result().is_some())
+        {
+            plans.remove(at);
+        }
+    }
+}
