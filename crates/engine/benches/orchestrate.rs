@@ -16,8 +16,8 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use bridge_engine::orchestrate::{
-    Complexity, Orchestrator, OrchestratorSettings, PlanSource, PlanStatus, SubTask,
-    SubTaskRunner, TaskPlan,
+    Complexity, Orchestrator, OrchestratorSettings, PlanSource, PlanStatus, SubTask, SubTaskRunner,
+    TaskPlan,
 };
 use bridge_engine::runner::native::{NativeRunner, NativeSettings};
 use bridge_engine::runner::{RunContext, RunReport, RunRequest, RunStatus, Runner, RunnerKind};
@@ -51,7 +51,10 @@ fn generated_plan() -> TaskPlan {
             }
         }
     }
-    TaskPlan { tasks, dependencies }
+    TaskPlan {
+        tasks,
+        dependencies,
+    }
 }
 
 /// Answers every sub-task at once.
@@ -63,7 +66,12 @@ impl Runner for Instant_ {
         RunnerKind::Native
     }
 
-    async fn run(&self, session: Arc<Session>, _request: RunRequest, _context: RunContext) -> RunReport {
+    async fn run(
+        &self,
+        session: Arc<Session>,
+        _request: RunRequest,
+        _context: RunContext,
+    ) -> RunReport {
         let mut report = RunReport::failed_early(session.id(), "");
         report.status = RunStatus::Completed;
         report.error = None;
@@ -83,8 +91,12 @@ impl ChatBackend for InstantModel {
 
     async fn stream(&self, _request: ChatRequest) -> Result<ChatStream, LlmError> {
         let events = vec![
-            Ok(ChatEvent::TextDelta { text: "done: nothing to change".into() }),
-            Ok(ChatEvent::Finish { reason: FinishReason::Stop }),
+            Ok(ChatEvent::TextDelta {
+                text: "done: nothing to change".into(),
+            }),
+            Ok(ChatEvent::Finish {
+                reason: FinishReason::Stop,
+            }),
         ];
         Ok(Box::pin(futures::stream::iter(events)))
     }
@@ -103,7 +115,10 @@ struct Bench {
 
 impl Bench {
     fn orchestrator(&self, runner: Arc<dyn Runner>) -> Orchestrator {
-        let registry = SessionRegistry::new(SessionDefaults::restrictive().unwrap(), RegistrySettings::default());
+        let registry = SessionRegistry::new(
+            SessionDefaults::restrictive().unwrap(),
+            RegistrySettings::default(),
+        );
         Orchestrator::new(
             registry,
             OrchestratorSettings {
@@ -123,10 +138,17 @@ impl Bench {
         self.rt.block_on(async {
             let started = Instant::now();
             let opened = orchestrator
-                .open("bench", self.ws.path(), self.plan.clone(), PlanSource::Given)
+                .open(
+                    "bench",
+                    self.ws.path(),
+                    self.plan.clone(),
+                    PlanSource::Given,
+                )
                 .await
                 .unwrap();
-            let result = orchestrator.execute(opened, CancellationToken::new(), None).await;
+            let result = orchestrator
+                .execute(opened, CancellationToken::new(), None)
+                .await;
             assert_eq!(result.status, PlanStatus::Completed);
             started.elapsed()
         })
@@ -138,7 +160,10 @@ impl Bench {
         self.rt.block_on(async {
             let started = Instant::now();
             for wave in &waves {
-                futures::future::join_all(wave.iter().map(|&i| async move { std::hint::black_box(i) })).await;
+                futures::future::join_all(
+                    wave.iter().map(|&i| async move { std::hint::black_box(i) }),
+                )
+                .await;
             }
             started.elapsed()
         })
@@ -147,19 +172,34 @@ impl Bench {
 
 fn orchestrate(c: &mut Criterion) {
     let bench = Bench {
-        rt: tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap(),
+        rt: tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap(),
         ws: tempfile::tempdir().unwrap(),
         home: tempfile::tempdir().unwrap(),
         plan: generated_plan(),
     };
     let instant = bench.orchestrator(Arc::new(Instant_));
-    let native = bench.orchestrator(Arc::new(NativeRunner::new(Arc::new(InstantModel), NativeSettings::default())));
+    let native = bench.orchestrator(Arc::new(NativeRunner::new(
+        Arc::new(InstantModel),
+        NativeSettings::default(),
+    )));
     let mut group = c.benchmark_group("orchestrate_1000_tasks");
-    group.sample_size(20).measurement_time(Duration::from_secs(10));
+    group
+        .sample_size(20)
+        .measurement_time(Duration::from_secs(10));
     group.bench_function("kahn_waves", |b| b.iter(|| bench.plan.waves().unwrap()));
-    group.bench_function("floor_joined_waves", |b| b.iter_custom(|n| (0..n).map(|_| bench.floor()).sum()));
-    group.bench_function("instant_runner", |b| b.iter_custom(|n| (0..n).map(|_| bench.run_plan(&instant)).sum()));
-    group.bench_function("native_loop_instant_backend", |b| b.iter_custom(|n| (0..n).map(|_| bench.run_plan(&native)).sum()));
+    group.bench_function("floor_joined_waves", |b| {
+        b.iter_custom(|n| (0..n).map(|_| bench.floor()).sum())
+    });
+    group.bench_function("instant_runner", |b| {
+        b.iter_custom(|n| (0..n).map(|_| bench.run_plan(&instant)).sum())
+    });
+    group.bench_function("native_loop_instant_backend", |b| {
+        b.iter_custom(|n| (0..n).map(|_| bench.run_plan(&native)).sum())
+    });
     group.finish();
 }
 

@@ -141,32 +141,39 @@ pub fn session_file(dir: &Path, id: &str) -> PathBuf {
 }
 
 /// Accepts ids made of ASCII letters, digits, `.`, `_` and `-`, at most
-/// [`MAX_SESSION_ID_LEN`] long, not starting with `.` or `-`: such an id is
+/// [`MAX_SESSION_ID_LEN`] (128) long, not starting with `.` or `-`: such an id is
 /// one plain file name (no `/`, no `..`, no hidden file, never read as a
 /// command-line flag).
 pub fn validate_session_id(id: &str) -> Result<(), LogError> {
-    let invalid = |reason| {
-        Err(LogError::InvalidId {
+    match plain_name_problem(id, MAX_SESSION_ID_LEN) {
+        None => Ok(()),
+        Some(reason) => Err(LogError::InvalidId {
             id: bridge_policy::redact::preview(id, MAX_SESSION_ID_LEN + 8),
             reason,
-        })
-    };
-    if id.is_empty() {
-        return invalid("it is empty");
+        }),
     }
-    if id.len() > MAX_SESSION_ID_LEN {
-        return invalid("it is longer than 128 characters");
+}
+
+/// Why `name` is not one plain file name of at most `max_len` bytes
+/// (ASCII letters, digits, `.`, `_`, `-`, not starting with `.` or `-`):
+/// session ids and orchestrated task ids name files and directories.
+pub(crate) fn plain_name_problem(name: &str, max_len: usize) -> Option<&'static str> {
+    if name.is_empty() {
+        return Some("it is empty");
     }
-    if id.starts_with('.') || id.starts_with('-') {
-        return invalid("it starts with '.' or '-'");
+    if name.len() > max_len {
+        return Some("it is too long");
     }
-    if !id
+    if name.starts_with(['.', '-']) {
+        return Some("it starts with '.' or '-'");
+    }
+    if !name
         .bytes()
         .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
     {
-        return invalid("only letters, digits, '.', '_' and '-' are allowed");
+        return Some("only letters, digits, '.', '_' and '-' are allowed");
     }
-    Ok(())
+    None
 }
 
 /// A fresh session id such as `20261121-153012-3fa91c`: sorts by creation

@@ -108,7 +108,7 @@ pub enum PlanError {
     Empty,
     #[error("the plan has {0} tasks; at most {MAX_TASKS} are allowed")]
     TooMany(usize),
-    #[error("task id {id:?} is invalid: {reason}")]
+    #[error("task id {id:?} is invalid: {reason} (at most 64 letters, digits, '.', '_', '-')")]
     InvalidId { id: String, reason: &'static str },
     #[error("task {0:?} has an empty description")]
     EmptyDescription(String),
@@ -211,28 +211,13 @@ fn substitute(text: &str, variables: &BTreeMap<String, String>) -> Result<String
 }
 
 fn check_id(id: &str) -> Result<(), PlanError> {
-    let invalid = |reason| {
-        Err(PlanError::InvalidId {
+    match crate::log::plain_name_problem(id, MAX_ID_LEN) {
+        None => Ok(()),
+        Some(reason) => Err(PlanError::InvalidId {
             id: bridge_protocol::excerpt(id).to_string(),
             reason,
-        })
-    };
-    if id.is_empty() {
-        return invalid("it is empty");
+        }),
     }
-    if id.len() > MAX_ID_LEN {
-        return invalid("it is longer than 64 characters");
-    }
-    if id.starts_with(['.', '-']) {
-        return invalid("it starts with '.' or '-'");
-    }
-    if !id
-        .bytes()
-        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
-    {
-        return invalid("only letters, digits, '.', '_' and '-' are allowed");
-    }
-    Ok(())
 }
 
 /// The plan as index lists, checked.
