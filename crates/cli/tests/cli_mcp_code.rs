@@ -354,7 +354,7 @@ fn starts_lazily_answers_malformed_calls_and_exits_cleanly_when_stdin_closes() {
     raw.send(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}));
     assert_eq!(
         raw.answer(1)["result"]["tools"].as_array().unwrap().len(),
-        4
+        7
     );
     eprintln!("spawn to first tools/list: {:?}", started.elapsed());
     // Arguments that are not an object: invalid params, and still serving.
