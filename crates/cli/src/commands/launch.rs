@@ -108,7 +108,7 @@ fn exit_code_of(status: std::process::ExitStatus) -> ExitCode {
     ExitCode::from(u8::try_from(code).unwrap_or(1))
 }
 
-fn stage_dir() -> Result<tempfile::TempDir, Failure> {
+pub(crate) fn stage_dir() -> Result<tempfile::TempDir, Failure> {
     nested::private_dir("copilot-bridge-launch-").map_err(|err| {
         Failure::internal(format!(
             "cannot make a directory to stage the launch: {err}"
@@ -134,7 +134,7 @@ fn exe() -> Result<String, Failure> {
 }
 
 /// Claude Code's staged settings and MCP servers: its extra arguments.
-fn stage_claude(config: &BridgeConfig, stage: &Path) -> Result<Vec<String>, Failure> {
+pub(crate) fn stage_claude(config: &BridgeConfig, stage: &Path) -> Result<Vec<String>, Failure> {
     let mut hooks = Map::new();
     for (event, ours) in CLAUDE_EVENTS {
         let command = hook_command(config, "claude", ours, None)?;
@@ -157,7 +157,7 @@ fn stage_claude(config: &BridgeConfig, stage: &Path) -> Result<Vec<String>, Fail
 
 /// The Copilot CLI's staged plugin (our hooks and the extension, which
 /// needs `--experimental`) and MCP servers.
-fn stage_copilot(config: &BridgeConfig, stage: &Path) -> Result<Vec<String>, Failure> {
+pub(crate) fn stage_copilot(config: &BridgeConfig, stage: &Path) -> Result<Vec<String>, Failure> {
     let plugin = stage.join("copilot-bridge");
     write_json(
         &plugin.join("plugin.json"),

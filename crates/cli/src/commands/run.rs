@@ -283,6 +283,9 @@ async fn build_runner(
             let runner = CopilotRunner::new(cli);
             Ok((Arc::new(runner), "copilot-cli".to_owned()))
         }
+        RunnerKind::Nested => Err(Failure::usage(
+            "a nested agent CLI runs orchestrated sub-tasks only (see docs/orchestrator.md)",
+        )),
     }
 }
 

@@ -2,6 +2,7 @@
 //! our agentic loop over a chat backend; the Copilot runner delegates to the
 //! GitHub Copilot CLI agent over the Copilot SDK protocol.
 
+pub mod agent_cli;
 pub mod copilot;
 pub mod native;
 pub mod nested;
@@ -103,6 +104,10 @@ pub enum RunnerKind {
     Native,
     /// The GitHub Copilot CLI agent.
     Copilot,
+    /// A coding agent's CLI launched per task (`agent_cli`: the
+    /// orchestrator's `claude` and `copilot-cli` sub-tasks); not a choice
+    /// of `run --runner`.
+    Nested,
 }
 
 impl RunnerKind {
@@ -110,6 +115,7 @@ impl RunnerKind {
         match self {
             Self::Native => "native",
             Self::Copilot => "copilot",
+            Self::Nested => "nested",
         }
     }
 }

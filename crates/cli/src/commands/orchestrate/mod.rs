@@ -5,6 +5,7 @@
 //! completed. The `mcp code` server's `copilot_orchestrate` runs through
 //! [`orchestrate_task`] too.
 
+mod nested;
 mod progress;
 
 use std::collections::BTreeMap;
@@ -39,6 +40,8 @@ pub struct Prepared {
     pub planner: Option<Planner>,
     /// Why there is no planner.
     pub no_planner: Option<String>,
+    /// The nested agents' staged hooks and MCP servers, removed on drop.
+    _stage: tempfile::TempDir,
 }
 
 /// Builds the orchestrator from the configuration (a backend is optional:
@@ -65,18 +68,20 @@ pub async fn prepare(
         ),
         Err(err) => (None, Some(err.to_string())),
     };
+    let nested = nested::runners(config)?;
     let mut orchestrator = compose::orchestrator(
         config,
         registry,
         backend.as_ref(),
         options.max_concurrency,
-        Vec::new(),
+        nested.runners,
     );
     orchestrator.set_default_runner(options.default_runner);
     Ok(Prepared {
         planner: backend.as_ref().map(compose::planner),
         orchestrator,
         no_planner,
+        _stage: nested.stage,
     })
 }
 
