@@ -8,7 +8,7 @@ use std::time::Duration;
 use bridge_testkit::{MockLlm, MockReply, TempWorkspace, agent_cli};
 use serde_json::{Value, json};
 
-use super::{bridge_command, copilot_env};
+use super::{StopDaemon, bridge_command, copilot_env};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn claude_code_and_the_copilot_cli_run_sub_tasks_nested() {
@@ -30,6 +30,9 @@ async fn claude_code_and_the_copilot_cli_run_sub_tasks_nested() {
     let workspace = TempWorkspace::new();
     let home = tempfile::tempdir().unwrap();
     let bridge_home = tempfile::tempdir().unwrap();
+    // The Copilot CLI's staged extension starts the daemon of this state
+    // directory; it must not outlive the test.
+    let _stop = StopDaemon(bridge_home.path());
     let plan = bridge_home.path().join("plan.json");
     std::fs::write(
         &plan,
@@ -54,7 +57,10 @@ async fn claude_code_and_the_copilot_cli_run_sub_tasks_nested() {
         .env("DISABLE_AUTOUPDATER", "1")
         .env("ANTHROPIC_BASE_URL", mock.base_url())
         .env("ANTHROPIC_AUTH_TOKEN", "sk-mock")
-        .env("COPILOT_BRIDGE_NO_GH", "1");
+        .env("COPILOT_BRIDGE_NO_GH", "1")
+        // A daemon the agents' hooks start takes a free port, not 9400,
+        // which other tests' daemons may hold.
+        .env("COPILOT_BRIDGE_PORT", "0");
     for (name, value) in copilot_env(home.path(), Some(&mock)) {
         command.env(name, value);
     }
