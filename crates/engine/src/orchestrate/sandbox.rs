@@ -69,6 +69,9 @@ pub struct Change {
 
 fn git(dir: &Path) -> Command {
     let mut command = Command::new("git");
+    // The repository's hooks are not ours to run (`worktree add` would run
+    // post-checkout).
+    command.args(["-c", "core.hooksPath=/dev/null"]);
     command.current_dir(dir).env_clear();
     command.envs(bridge_launch::env::ChildEnv::minimal().build());
     // A snapshot commit needs an identity; the user's may not be set.

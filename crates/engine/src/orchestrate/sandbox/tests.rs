@@ -80,6 +80,21 @@ fn two_worktrees_editing_different_lines_merge_cleanly() {
 }
 
 #[test]
+fn the_repositorys_hooks_do_not_run_when_worktrees_are_made() {
+    let ws = repo();
+    let hook = ws.path().join(".git/hooks/post-checkout");
+    let marker = ws.path().join("hook-ran");
+    std::fs::write(&hook, format!("#!/bin/sh\ntouch {}\n", marker.display())).unwrap();
+    std::fs::set_permissions(&hook, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let scratch = tempfile::tempdir().unwrap();
+    let snapshot = Snapshot::take(ws.path(), scratch.path()).unwrap();
+    let sandbox = snapshot.sandbox(&scratch.path().join("t1")).unwrap();
+    assert!(sandbox.cwd.join("lib.txt").exists());
+    assert!(!marker.exists(), "post-checkout ran");
+    snapshot.remove(&sandbox);
+}
+
+#[test]
 fn two_worktrees_editing_one_line_report_the_conflict_and_change_nothing() {
     let ws = repo();
     let scratch = tempfile::tempdir().unwrap();
