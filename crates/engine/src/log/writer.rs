@@ -356,7 +356,7 @@ async fn write_loop(
                 }
             }
         }
-        let mut closing = false;
+        let mut closed = Vec::new();
         for control in controls.drain(..) {
             let (reply, close) = match control {
                 Command::Flush(reply) => (reply, false),
@@ -367,10 +367,19 @@ async fn write_loop(
                 Some(message) => Err(stopped(&path, message)),
                 None => sync(Arc::clone(&file), &path).await,
             };
-            let _ = reply.send(result);
-            closing |= close;
+            if close {
+                closed.push((reply, result));
+            } else {
+                let _ = reply.send(result);
+            }
         }
-        if closing {
+        if !closed.is_empty() {
+            // The file (and its writer lock) is released before `close`
+            // returns, so the caller may reopen it at once.
+            drop(file);
+            for (reply, result) in closed {
+                let _ = reply.send(result);
+            }
             return;
         }
     }
