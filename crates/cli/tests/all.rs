@@ -15,6 +15,7 @@ mod cli_mcp_memory;
 mod cli_mcp_session;
 mod cli_openclaw;
 mod cli_orchestrate;
+mod cli_orchestrate_writers;
 mod cli_redteam;
 mod cli_request_log;
 mod cli_rpc;
