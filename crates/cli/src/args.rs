@@ -243,10 +243,12 @@ pub struct McpConfigArgs {
 
 #[derive(Debug, Subcommand)]
 pub enum OpenclawCommand {
-    /// Add copilot-bridge's MCP servers and plugin tools to OpenClaw's configuration (idempotent, backs up first).
+    /// Install copilot-bridge's plugin (copilot_code, copilot_code_verbose, copilot_orchestrate) and MCP server in OpenClaw (idempotent, backs up first; see docs/openclaw.md).
     Register(OpenclawArgs),
     /// Remove what `register` added (idempotent, backs up first).
     Unregister(OpenclawArgs),
+    /// Print the persona snippet that teaches an OpenClaw agent when to delegate to Copilot and how to write the task.
+    Persona,
 }
 
 #[derive(Debug, Args)]

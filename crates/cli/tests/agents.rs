@@ -12,6 +12,7 @@ mod hooks;
 mod hooks_daemon;
 mod launch;
 mod openclaw;
+mod openclaw_gateway;
 mod orchestrate;
 
 use std::path::Path;

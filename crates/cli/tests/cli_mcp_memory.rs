@@ -1,7 +1,8 @@
 //! `copilot-bridge mcp memory` end to end: the official MCP Python SDK
 //! (tests/peers/python/mcp_probe.py) lists and calls every tool over stdio
 //! and over the daemon's `/mcp/memory`; traversal is refused; bad input
-//! gets MCP errors while the server keeps serving.
+//! gets MCP errors while the server keeps serving; OpenClaw's own
+//! openclaw.json picks the workspaces and `agentId` selects one.
 
 use std::path::Path;
 
@@ -163,14 +164,88 @@ fn the_python_sdk_calls_every_tool_over_stdio() {
         flag.as_str(),
     ];
     every_tool_and_bad_input(&python, &mode, &[], bridge.state.path());
-    // With OPENCLAW_WORKSPACE instead.
+    // With OPENCLAW_WORKSPACE_DIR, OpenClaw's own name, instead (the
+    // daemon's test below uses OPENCLAW_WORKSPACE, the older name).
     let mode = ["stdio", "--", exe.as_str(), "mcp", "memory"];
     every_tool_and_bad_input(
         &python,
         &mode,
-        &[("OPENCLAW_WORKSPACE", flag.clone())],
+        &[("OPENCLAW_WORKSPACE_DIR", flag.clone())],
         bridge.state.path(),
     );
+}
+
+#[test]
+fn openclaw_json_chooses_the_workspaces_and_agent_id_selects_one() {
+    let Some(python) = python() else { return };
+    let bridge = Bridge::new();
+    let home = bridge.state.path();
+    write(
+        home,
+        ".openclaw/openclaw.json",
+        "// OpenClaw's own file, JSON5\n{\n  agents: {\n    defaults: { workspace: '~/claw/main', },\n    list: [{ id: 'main', default: true }, { id: 'work', workspace: '~/claw/work' },],\n  },\n}\n",
+    );
+    write(
+        home,
+        "claw/main/MEMORY.md",
+        "# Main\nthe main agent notes\n",
+    );
+    write(
+        home,
+        "claw/work/USER.md",
+        "# User\n- prefers: short answers\n",
+    );
+    write(
+        home,
+        "claw/work/DREAMS.md",
+        "# Dreams\n\nthe work agent dreams of short sprints\n",
+    );
+    // Not what OpenClaw's order picks: agents.defaults.workspace wins.
+    write(
+        home,
+        ".openclaw/workspace/MEMORY.md",
+        "# Stale\nnot this one\n",
+    );
+    let exe = assert_cmd::cargo::cargo_bin("copilot-bridge")
+        .display()
+        .to_string();
+    let results = probe(
+        &python,
+        &["stdio", "--", exe.as_str(), "mcp", "memory"],
+        &[],
+        home,
+        json!([
+            {"call": "openclaw_memory_read", "args": {}},
+            {"call": "openclaw_memory_search", "args": {"query": "short", "agentId": "work"}},
+            {"call": "openclaw_user_prefs", "args": {"agentId": "work"}},
+            {"call": "openclaw_memory_search", "args": {"query": "x", "agentId": "../etc"}},
+            {"call": "openclaw_memory_search", "args": {"query": "x", "agentId": "nobody"}}
+        ]),
+    );
+    assert_eq!(first_text(&results[0]), "# Main\nthe main agent notes\n");
+    let hits = results[1]["structuredContent"]["results"]
+        .as_array()
+        .unwrap();
+    let found: Vec<(&str, u64, u64)> = hits
+        .iter()
+        .map(|hit| {
+            (
+                hit["path"].as_str().unwrap(),
+                hit["startLine"].as_u64().unwrap(),
+                hit["endLine"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(found.len(), 2, "{hits:?}");
+    assert!(found.contains(&("USER.md", 2, 2)), "{found:?}");
+    assert!(found.contains(&("DREAMS.md", 3, 3)), "{found:?}");
+    assert_eq!(
+        first_text(&results[2]),
+        "# User\n- prefers: short answers\n"
+    );
+    assert_eq!(results[3]["error"]["code"], -32602, "{}", results[3]);
+    assert_eq!(results[4]["isError"], true, "{}", results[4]);
+    assert!(first_text(&results[4]).starts_with("no OpenClaw agent \"nobody\""));
 }
 
 #[test]

@@ -20,6 +20,36 @@ fn our_entry() -> Value {
     json!({"command": exe(), "args": ["mcp", "code"]})
 }
 
+/// What `register` writes into openclaw.json for a daemon on the default
+/// port whose OpenClaw workspace is `workspace`.
+fn registered(bridge: &Bridge, workspace: &Path) -> Value {
+    let query: String = form_urlencoded::Serializer::new(String::new())
+        .append_pair("workspace", &workspace.display().to_string())
+        .finish();
+    json!({
+        "plugins": {
+            "load": {"paths": [plugin_dir(bridge).display().to_string()]},
+            "entries": {"copilot-bridge": {
+                "enabled": true,
+                "config": {"binary": exe(), "home": bridge.state.path()}
+            }}
+        },
+        "mcp": {"servers": {"copilot-bridge": {
+            "url": format!("http://127.0.0.1:9400/mcp/code?{query}"),
+            "transport": "streamable-http",
+            "headers": {"Authorization": "Bearer ${COPILOT_BRIDGE_TOKEN}"},
+            "requestTimeoutMs": 1_800_000
+        }}}
+    })
+}
+
+fn plugin_dir(bridge: &Bridge) -> PathBuf {
+    bridge.state.path().join("openclaw-plugin")
+}
+
+fn mode(path: &Path) -> u32 {
+    std::fs::metadata(path).unwrap().permissions().mode() & 0o777
+}
 fn backups(dir: &Path) -> Vec<PathBuf> {
     let mut found: Vec<PathBuf> = std::fs::read_dir(dir)
         .unwrap()
@@ -45,54 +75,85 @@ fn with_env(mut entry: Value, env: &Value) -> Value {
     entry
 }
 
-/// Strict JSON after removing `//` comment lines (enough for these files).
+/// A JSON5 document (OpenClaw's configuration) as a value.
 fn parse_loosely(text: &str) -> Value {
-    let without: Vec<&str> = text
-        .lines()
-        .filter(|line| !line.trim_start().starts_with("//"))
-        .collect();
-    serde_json::from_str(&without.join("\n")).unwrap()
+    bridge_config::json5::parse_value(text).unwrap()
 }
 
 #[test]
-fn register_creates_the_entry_and_a_second_run_changes_nothing() {
+fn register_installs_the_plugin_the_server_and_the_token_and_a_second_run_changes_nothing() {
     let bridge = Bridge::new();
-    let config = bridge.state.path().join(".openclaw/openclaw.json");
+    let state = bridge.state.path().join(".openclaw");
+    let config = state.join("openclaw.json");
     let (code, stdout, stderr) = run(&bridge, &["openclaw", "register"]);
     assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.contains("Registered copilot-bridge in"), "{stdout}");
     assert!(
-        stdout.contains("Registered mcp.servers.copilot-bridge"),
+        stdout.contains("tools copilot_code, copilot_code_verbose, copilot_orchestrate"),
         "{stdout}"
     );
     assert!(
-        stdout.contains("copilot_orchestrate is not available yet"),
+        stdout.contains("rewrites openclaw.json as plain JSON"),
         "{stdout}"
     );
     let written = std::fs::read_to_string(&config).unwrap();
+    // No workspace configured anywhere: OpenClaw's own default.
+    let expected = registered(&bridge, &state.join("workspace"));
+    assert_eq!(serde_json::from_str::<Value>(&written).unwrap(), expected);
+    assert_eq!(mode(&config), 0o600);
+    assert!(backups(&state).is_empty(), "nothing to back up");
+    // The plugin's files are the ones in the repository.
+    let assets = exe_assets();
+    for name in ["openclaw.plugin.json", "package.json", "index.js"] {
+        assert_eq!(
+            std::fs::read(plugin_dir(&bridge).join(name)).unwrap(),
+            std::fs::read(assets.join(name)).unwrap(),
+            "{name}"
+        );
+    }
+    // The daemon's token is kept, and OpenClaw gets it from its .env.
+    let kept = std::fs::read_to_string(bridge.state.path().join("token")).unwrap();
+    assert!(kept.trim().starts_with("btk-"), "{kept}");
+    assert_eq!(mode(&bridge.state.path().join("token")), 0o600);
+    let dotenv = state.join(".env");
     assert_eq!(
-        serde_json::from_str::<Value>(&written).unwrap(),
-        json!({"mcp": {"servers": {"copilot-bridge": our_entry()}}})
+        std::fs::read_to_string(&dotenv).unwrap(),
+        format!("COPILOT_BRIDGE_TOKEN={}\n", kept.trim())
     );
-    assert_eq!(
-        std::fs::metadata(&config).unwrap().permissions().mode() & 0o777,
-        0o600
-    );
-    assert!(
-        backups(config.parent().unwrap()).is_empty(),
-        "nothing to back up"
-    );
+    assert_eq!(mode(&dotenv), 0o600);
+    assert!(!stdout.contains(kept.trim()), "the token is never printed");
 
     let (code, stdout, _) = run(&bridge, &["openclaw", "register"]);
     assert_eq!(code, 0);
     assert!(stdout.contains("already registered"), "{stdout}");
     assert_eq!(std::fs::read_to_string(&config).unwrap(), written);
-    assert!(backups(config.parent().unwrap()).is_empty());
+    assert!(backups(&state).is_empty());
+    assert_eq!(
+        std::fs::read_to_string(bridge.state.path().join("token")).unwrap(),
+        kept
+    );
+
+    let (code, stdout, _) = run(&bridge, &["openclaw", "unregister"]);
+    assert_eq!(code, 0);
+    assert!(stdout.contains("Removed copilot-bridge from"), "{stdout}");
+    assert_eq!(
+        serde_json::from_str::<Value>(&std::fs::read_to_string(&config).unwrap()).unwrap(),
+        json!({}),
+        "no trace of us"
+    );
+    assert!(!dotenv.exists(), "the .env held only our line");
+    assert!(!plugin_dir(&bridge).exists());
+}
+
+/// crates/cli/assets/openclaw-plugin.
+fn exe_assets() -> PathBuf {
+    bridge_testkit::repo_root().join("crates/cli/assets/openclaw-plugin")
 }
 
 const USER_CONFIG: &str = r#"// OpenClaw configuration (JSON5)
 {
   agents: {
-    defaults: { workspace: "~/.openclaw/workspace" },
+    defaults: { workspace: "~/work/claw" },
   },
   /* servers I added by hand */
   mcp: {
@@ -112,53 +173,74 @@ fn register_and_unregister_keep_comments_and_settings_and_back_up_first() {
     let config = dir.join("openclaw.json5");
     std::fs::write(&config, USER_CONFIG).unwrap();
     std::fs::set_permissions(&config, std::fs::Permissions::from_mode(0o640)).unwrap();
+    let dotenv = bridge.state.path().join(".openclaw/.env");
+    std::fs::create_dir_all(dotenv.parent().unwrap()).unwrap();
+    std::fs::write(&dotenv, "OPENAI_API_KEY=mine\n").unwrap();
     let path = config.display().to_string();
+    // OpenClaw reads this file (so the workspace comes from it); the flag
+    // names the file to edit.
+    let openclaw = |verb: &str| {
+        let output = bridge
+            .cmd()
+            .env("OPENCLAW_CONFIG_PATH", &config)
+            .args(["openclaw", verb, "--config-file", &path])
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "{output:?}");
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    };
 
-    let (code, stdout, stderr) = run(&bridge, &["openclaw", "register", "--config-file", &path]);
-    assert_eq!(code, 0, "{stderr}");
-    let registered = std::fs::read_to_string(&config).unwrap();
+    let stdout = openclaw("register");
+    let text = std::fs::read_to_string(&config).unwrap();
     for kept in [
         "// OpenClaw configuration (JSON5)",
         "/* servers I added by hand */",
         "token: \"keep-me\"",
-        "agents: {",
+        "filesystem: { command: \"npx\"",
     ] {
-        assert!(registered.contains(kept), "lost {kept:?}:\n{registered}");
+        assert!(text.contains(kept), "lost {kept:?}:\n{text}");
     }
-    assert!(
-        registered.contains(&format!("\"command\": \"{}\"", exe())),
-        "{registered}"
-    );
+    // The agent's workspace from the file itself, `~` expanded.
+    let mut expected = registered(&bridge, &bridge.state.path().join("work/claw"));
+    let value = parse_loosely(&text);
     assert_eq!(
-        std::fs::metadata(&config).unwrap().permissions().mode() & 0o777,
-        0o640
+        value["mcp"]["servers"]["copilot-bridge"],
+        expected["mcp"]["servers"]["copilot-bridge"]
     );
+    assert_eq!(value["plugins"], expected["plugins"].take());
+    assert!(value["mcp"]["servers"]["filesystem"].is_object());
+    assert_eq!(mode(&config), 0o640);
     let saved = backups(&dir);
     assert_eq!(saved.len(), 1);
     assert_eq!(std::fs::read_to_string(&saved[0]).unwrap(), USER_CONFIG);
     assert!(stdout.contains(&saved[0].display().to_string()), "{stdout}");
+    let env_text = std::fs::read_to_string(&dotenv).unwrap();
+    assert!(
+        env_text.starts_with("OPENAI_API_KEY=mine\nCOPILOT_BRIDGE_TOKEN=btk-"),
+        "{env_text}"
+    );
 
     // Again: nothing to do, no second backup.
-    let (_, stdout, _) = run(&bridge, &["openclaw", "register", "--config-file", &path]);
-    assert!(stdout.contains("already registered"));
+    let stdout = openclaw("register");
+    assert!(stdout.contains("already registered"), "{stdout}");
     assert_eq!(backups(&dir).len(), 1);
 
-    let (code, stdout, _) = run(&bridge, &["openclaw", "unregister", "--config-file", &path]);
-    assert_eq!(code, 0);
-    assert!(
-        stdout.contains("Removed mcp.servers.copilot-bridge"),
-        "{stdout}"
-    );
+    let stdout = openclaw("unregister");
+    assert!(stdout.contains("Removed copilot-bridge"), "{stdout}");
     assert_eq!(std::fs::read_to_string(&config).unwrap(), USER_CONFIG);
     assert_eq!(backups(&dir).len(), 2);
+    assert_eq!(
+        std::fs::read_to_string(&dotenv).unwrap(),
+        "OPENAI_API_KEY=mine\n"
+    );
 
-    let (_, stdout, _) = run(&bridge, &["openclaw", "unregister", "--config-file", &path]);
+    let stdout = openclaw("unregister");
     assert!(stdout.contains("not registered"), "{stdout}");
     assert_eq!(backups(&dir).len(), 2);
 }
 
 #[test]
-fn a_changed_entry_is_replaced_and_other_servers_stay() {
+fn a_changed_entry_is_replaced_other_servers_stay_and_a_chosen_token_is_not_kept() {
     let bridge = Bridge::new();
     let state = bridge.state.path().join("oc-state");
     std::fs::create_dir_all(&state).unwrap();
@@ -168,20 +250,34 @@ fn a_changed_entry_is_replaced_and_other_servers_stay() {
         "{\n  \"mcp\": {\n    \"servers\": {\n      \"copilot-bridge\": {\"command\": \"/old/copilot-bridge\", \"args\": [\"mcp\", \"code\"]},\n      \"other\": {\"url\": \"http://127.0.0.1:1/mcp\"}\n    }\n  }\n}\n",
     )
     .unwrap();
+    let workspace = bridge.state.path().join("claw-ws");
     let output = bridge
         .cmd()
         .env("OPENCLAW_STATE_DIR", &state)
+        .env("OPENCLAW_WORKSPACE_DIR", &workspace)
+        .env("COPILOT_BRIDGE_TOKEN", "chosen-token-0123456789")
+        .env("COPILOT_BRIDGE_PORT", "9555")
         .args(["openclaw", "register"])
         .output()
         .unwrap();
-    assert!(output.status.success());
+    assert!(output.status.success(), "{output:?}");
     let value = parse_loosely(&std::fs::read_to_string(&config).unwrap());
-    assert_eq!(value["mcp"]["servers"]["copilot-bridge"], our_entry());
+    let mut server = registered(&bridge, &workspace)["mcp"]["servers"]["copilot-bridge"].clone();
+    server["url"] = json!(server["url"].as_str().unwrap().replace(":9400/", ":9555/"));
+    assert_eq!(value["mcp"]["servers"]["copilot-bridge"], server);
     assert_eq!(
         value["mcp"]["servers"]["other"],
         json!({"url": "http://127.0.0.1:1/mcp"})
     );
     assert_eq!(backups(&state).len(), 1);
+    assert_eq!(
+        std::fs::read_to_string(state.join(".env")).unwrap(),
+        "COPILOT_BRIDGE_TOKEN=chosen-token-0123456789\n"
+    );
+    assert!(
+        !bridge.state.path().join("token").exists(),
+        "the configured token is the one the daemon uses; none is kept"
+    );
 }
 
 #[test]
@@ -197,15 +293,15 @@ fn dry_run_writes_nothing_and_a_broken_file_is_left_alone() {
         .unwrap();
     assert!(output.status.success());
     let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        stdout.contains("Would add or update mcp.servers.copilot-bridge"),
-        "{stdout}"
-    );
+    assert!(stdout.contains("Would write the plugin to"), "{stdout}");
+    assert!(stdout.contains("\"copilot-bridge\""), "{stdout}");
     assert_eq!(
         std::fs::read_to_string(&config).unwrap(),
         "{\"gateway\": {\"port\": 1}}\n"
     );
     assert!(backups(bridge.state.path()).is_empty());
+    assert!(!plugin_dir(&bridge).exists());
+    assert!(!bridge.state.path().join("token").exists());
 
     let broken = "{\n  gateway: { port: 1 }\n  mcp: {}\n}\n";
     std::fs::write(&config, broken).unwrap();
@@ -223,6 +319,36 @@ fn dry_run_writes_nothing_and_a_broken_file_is_left_alone() {
     );
     assert_eq!(std::fs::read_to_string(&config).unwrap(), broken);
     assert!(backups(bridge.state.path()).is_empty());
+    assert!(!plugin_dir(&bridge).exists(), "nothing half done");
+
+    // plugins.load.paths that is not a list of paths is not overwritten.
+    std::fs::write(&config, "{\"plugins\": {\"load\": {\"paths\": \"/x\"}}}").unwrap();
+    let output = bridge
+        .cmd()
+        .env("OPENCLAW_CONFIG_PATH", &config)
+        .args(["openclaw", "register"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&output.stderr).contains("plugins.load.paths is not a list"),
+        "{output:?}"
+    );
+}
+
+#[test]
+fn persona_prints_when_and_how_to_delegate() {
+    let bridge = Bridge::new();
+    let (code, stdout, _) = run(&bridge, &["openclaw", "persona"]);
+    assert_eq!(code, 0);
+    for tool in [
+        "copilot_code",
+        "copilot_code_verbose",
+        "copilot_orchestrate",
+    ] {
+        assert!(stdout.contains(&format!("`{tool}`")), "{stdout}");
+    }
+    assert!(stdout.contains("When to delegate"), "{stdout}");
 }
 
 #[test]

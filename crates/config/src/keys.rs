@@ -8,6 +8,9 @@ pub struct KeySpec {
     pub key: &'static str,
     /// Environment variable (also read from `.env`).
     pub env: &'static str,
+    /// Other names of the variable, read when `env` is unset (older or
+    /// other programs' names), in order. `config show` names the one used.
+    pub aliases: &'static [&'static str],
     /// Secret values are never printed.
     pub secret: bool,
     /// Whether config.toml may set it (the state directory itself cannot).
@@ -26,6 +29,7 @@ const fn key(
     KeySpec {
         key,
         env,
+        aliases: &[],
         secret: false,
         in_file: true,
         default,
@@ -33,10 +37,24 @@ const fn key(
     }
 }
 
+impl KeySpec {
+    /// The same key, also read from `aliases` (after [`Self::env`]).
+    const fn or_env(mut self, aliases: &'static [&'static str]) -> Self {
+        self.aliases = aliases;
+        self
+    }
+
+    /// Every environment name of the key: [`Self::env`] first, then the aliases.
+    pub fn env_names(&self) -> impl Iterator<Item = &'static str> + use<> {
+        std::iter::once(self.env).chain(self.aliases.iter().copied())
+    }
+}
+
 const fn secret(key: &'static str, env: &'static str, doc: &'static str) -> KeySpec {
     KeySpec {
         key,
         env,
+        aliases: &[],
         secret: true,
         in_file: true,
         default: "",
@@ -57,7 +75,9 @@ pub const CLI_PATH: &str = "cli_path";
 pub const LOG_LEVEL: &str = "log_level";
 pub const OPENCLAW_HOST: &str = "openclaw.host";
 pub const OPENCLAW_PORT: &str = "openclaw.port";
+pub const OPENCLAW_GATEWAY_URL: &str = "openclaw.gateway_url";
 pub const OPENCLAW_GATEWAY_TOKEN: &str = "openclaw.gateway_token";
+pub const OPENCLAW_GATEWAY: &str = "openclaw.gateway";
 pub const OPENCLAW_WORKSPACE: &str = "openclaw.workspace";
 pub const OPENCLAW_STATE_DIR: &str = "openclaw.state_dir";
 pub const OPENCLAW_CONFIG_PATH: &str = "openclaw.config_path";
@@ -83,6 +103,7 @@ const fn env_secret(key: &'static str, env: &'static str, doc: &'static str) -> 
     KeySpec {
         key,
         env,
+        aliases: &[],
         secret: true,
         in_file: false,
         default: "",
@@ -94,6 +115,7 @@ const fn env_secret(key: &'static str, env: &'static str, doc: &'static str) -> 
 pub const HOME_SPEC: KeySpec = KeySpec {
     key: HOME,
     env: "COPILOT_BRIDGE_HOME",
+    aliases: &[],
     secret: false,
     in_file: false,
     default: "~/.copilot-bridge",
@@ -169,21 +191,35 @@ pub const KEYS: &[KeySpec] = &[
     ),
     key(
         OPENCLAW_PORT,
-        "OPENCLAW_PORT",
+        "OPENCLAW_GATEWAY_PORT",
         "18789",
-        "OpenClaw gateway port",
+        "OpenClaw gateway port (else gateway.port of openclaw.json); OPENCLAW_PORT is accepted too",
+    )
+    .or_env(&["OPENCLAW_PORT"]),
+    key(
+        OPENCLAW_GATEWAY_URL,
+        "OPENCLAW_GATEWAY_URL",
+        "ws://<openclaw.host>:<openclaw.port>",
+        "OpenClaw gateway URL (ws:// or wss://); wins over openclaw.host and openclaw.port",
     ),
     secret(
         OPENCLAW_GATEWAY_TOKEN,
         "OPENCLAW_GATEWAY_TOKEN",
-        "OpenClaw gateway token",
+        "OpenClaw gateway token (else gateway.auth.token of openclaw.json)",
+    ),
+    key(
+        OPENCLAW_GATEWAY,
+        "COPILOT_BRIDGE_OPENCLAW_GATEWAY",
+        "auto",
+        "Whether the daemon connects to the OpenClaw gateway: auto (when openclaw.json exists or a gateway URL or token is set), on, off",
     ),
     key(
         OPENCLAW_WORKSPACE,
-        "OPENCLAW_WORKSPACE",
+        "OPENCLAW_WORKSPACE_DIR",
         "",
-        "OpenClaw's workspace, the memory server's root (detected under the state directory when unset)",
-    ),
+        "The default OpenClaw agent's workspace, the memory server's root (unset: found as OpenClaw finds it); OPENCLAW_WORKSPACE, the older name, is accepted too",
+    )
+    .or_env(&["OPENCLAW_WORKSPACE"]),
     key(
         OPENCLAW_STATE_DIR,
         "OPENCLAW_STATE_DIR",
@@ -288,4 +324,10 @@ pub const KEYS: &[KeySpec] = &[
 /// The row of `key`.
 pub fn spec(key: &str) -> Option<&'static KeySpec> {
     KEYS.iter().find(|spec| spec.key == key)
+}
+
+/// The row read from the environment variable `name` (its name or an alias).
+pub fn spec_of_env(name: &str) -> Option<&'static KeySpec> {
+    KEYS.iter()
+        .find(|spec| spec.env_names().any(|env| env == name))
 }

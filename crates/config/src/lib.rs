@@ -3,17 +3,22 @@
 //! Values come from, highest precedence first: command-line flags, the process
 //! environment (the names of copilot-bridge-design.md §7 plus `COPILOT_BRIDGE_*`),
 //! a `.env` file in the working directory, `$COPILOT_BRIDGE_HOME/config.toml`,
-//! and built-in defaults. Every value remembers where it came from, so
+//! and built-in defaults; OpenClaw's settings the bridge's sources leave
+//! unset come from OpenClaw's own `openclaw.json` before the defaults
+//! ([`openclaw`]). Every value remembers where it came from, so
 //! `config show` can say so. Validation names the key, the bad value and what
 //! is allowed. This crate must not start anything or touch the network; and it
 //! must never print a secret (secret values are wrapped in [`Secret`]).
 
 pub mod backends;
 mod file;
+pub mod json5;
 pub mod keys;
 mod loader;
 pub mod mcp;
 pub mod models;
+pub mod openclaw;
+mod openclaw_file;
 mod show;
 mod value;
 
@@ -29,6 +34,7 @@ pub use keys::{KEYS, KeySpec};
 pub use loader::{ConfigLoader, DEFAULT_IDLE_EXIT_SECS, DEFAULT_PORT};
 pub use mcp::{McpServerConfig, McpSettings, McpTransport};
 pub use models::{ModelMapping, ModelRoutes, ModelTarget};
+pub use openclaw::{GatewayMode, OpenClawAgent, OpenClawConfig, WorkspaceRank};
 pub use show::ShownValue;
 pub use value::LogLevel;
 
@@ -39,6 +45,8 @@ pub enum Source {
     Env(String),
     DotEnv(PathBuf),
     File(PathBuf),
+    /// OpenClaw's own configuration file (`openclaw.json`).
+    OpenClaw(PathBuf),
     Default,
 }
 
@@ -49,6 +57,7 @@ impl std::fmt::Display for Source {
             Self::Env(name) => write!(f, "env {name}"),
             Self::DotEnv(path) => write!(f, ".env {}", path.display()),
             Self::File(path) => write!(f, "file {}", path.display()),
+            Self::OpenClaw(path) => write!(f, "openclaw {}", path.display()),
             Self::Default => f.write_str("default"),
         }
     }
@@ -61,36 +70,6 @@ pub struct ByokConfig {
     pub api_key: Option<Secret>,
     pub base_url: Option<String>,
     pub model: Option<String>,
-}
-
-/// The OpenClaw gateway this bridge talks to (`OPENCLAW_*`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct OpenClawConfig {
-    pub host: String,
-    pub port: u16,
-    pub gateway_token: Option<Secret>,
-    /// `OPENCLAW_WORKSPACE`: the memory root when set (else detected under
-    /// [`Self::state_dir`]).
-    pub workspace: Option<PathBuf>,
-    /// `OPENCLAW_STATE_DIR`, else `~/.openclaw`.
-    pub state_dir: PathBuf,
-    /// `OPENCLAW_CONFIG_PATH`, else `openclaw.json` in the state directory.
-    pub config_path: PathBuf,
-}
-
-impl OpenClawConfig {
-    /// The defaults, with OpenClaw's state in `state_dir`.
-    pub fn in_state_dir(state_dir: impl Into<PathBuf>) -> Self {
-        let state_dir = state_dir.into();
-        Self {
-            host: "127.0.0.1".to_owned(),
-            port: 18789,
-            gateway_token: None,
-            workspace: None,
-            config_path: state_dir.join("openclaw.json"),
-            state_dir,
-        }
-    }
 }
 
 /// Copilot's account and integration headers (`[copilot]` in config.toml).
@@ -169,6 +148,9 @@ pub struct BridgeConfig {
     pub sources: BTreeMap<&'static str, Source>,
     /// The config file that was read, if one existed.
     pub config_file: Option<PathBuf>,
+    /// Problems that did not stop the configuration (an `openclaw.json`
+    /// that does not parse: its values are not used).
+    pub warnings: Vec<String>,
 }
 
 impl BridgeConfig {

@@ -7,9 +7,9 @@ use crate::BackendKind;
 use crate::file::{
     QUOTED_CHARS, copilot_section, read_config_file, read_small_file, structured_sections,
 };
-use crate::keys::{self, KEYS, KeySpec};
+use crate::keys::{self, KeySpec};
 use crate::value::{self, LogLevel};
-use crate::{BridgeConfig, ByokConfig, ConfigError, OpenClawConfig, Source};
+use crate::{BridgeConfig, ByokConfig, ConfigError, Source};
 use bridge_policy::Secret;
 
 /// Settings a `.env` in the working directory may not set: it comes with the
@@ -20,8 +20,9 @@ use bridge_policy::Secret;
 /// Nor the daemon's token and the host names it accepts: a token the
 /// repository chose is known to its authors. Nor OpenClaw's directories:
 /// they choose which files the memory server serves and which file
-/// `openclaw register` edits.
-const DOTENV_REFUSED: [&str; 11] = [
+/// `openclaw register` edits. Nor where the OpenClaw gateway is: the
+/// gateway token (perhaps read from openclaw.json) is sent there.
+const DOTENV_REFUSED: [&str; 16] = [
     "COPILOT_BRIDGE_HOME",
     "COPILOT_BRIDGE_TOKEN",
     "COPILOT_BRIDGE_ALLOWED_HOSTS",
@@ -31,8 +32,13 @@ const DOTENV_REFUSED: [&str; 11] = [
     "COPILOT_AUDIT_LOG_DIR",
     "COPILOT_BRIDGE_TRUST_PROJECT_PROVIDERS",
     "OPENCLAW_WORKSPACE",
+    "OPENCLAW_WORKSPACE_DIR",
     "OPENCLAW_STATE_DIR",
     "OPENCLAW_CONFIG_PATH",
+    "OPENCLAW_GATEWAY_URL",
+    "OPENCLAW_HOST",
+    "OPENCLAW_GATEWAY_PORT",
+    "OPENCLAW_PORT",
 ];
 
 pub const DEFAULT_PORT: u16 = 9400;
@@ -79,7 +85,7 @@ impl ConfigLoader {
                 }
                 // Never read such a value lossily: a path would silently
                 // become another path, and its config.toml would be skipped.
-                Err(_) if KEYS.iter().any(|spec| spec.env == name) => not_utf8.push(name),
+                Err(_) if keys::spec_of_env(&name).is_some() => not_utf8.push(name),
                 Err(_) => {}
             }
         }
@@ -142,9 +148,7 @@ impl ConfigLoader {
                 .not_utf8
                 .iter()
                 .map(|name| ConfigError::Invalid {
-                    key: KEYS
-                        .iter()
-                        .find(|spec| spec.env == name.as_str())
+                    key: keys::spec_of_env(name)
                         .map_or_else(|| name.clone(), |spec| spec.key.to_owned()),
                     value: "(not valid UTF-8)".to_owned(),
                     origin: Source::Env(name.clone()),
@@ -213,24 +217,7 @@ impl ConfigLoader {
         let log_level = builder
             .parse(keys::LOG_LEVEL, |t| t.parse::<LogLevel>())
             .unwrap_or(LogLevel::Info);
-        let state_dir = builder
-            .parse(keys::OPENCLAW_STATE_DIR, |t| Ok(self.absolute(t)))
-            .unwrap_or_else(|| self.absolute("~/.openclaw"));
-        let defaults = OpenClawConfig::in_state_dir(state_dir);
-        let openclaw = OpenClawConfig {
-            host: builder
-                .parse(keys::OPENCLAW_HOST, value::parse_host)
-                .unwrap_or(defaults.host),
-            port: builder
-                .parse(keys::OPENCLAW_PORT, |t| value::parse_port(t, false))
-                .unwrap_or(defaults.port),
-            gateway_token: builder.parse(keys::OPENCLAW_GATEWAY_TOKEN, |t| Ok(Secret::new(t))),
-            workspace: builder.parse(keys::OPENCLAW_WORKSPACE, |t| Ok(self.absolute(t))),
-            config_path: builder
-                .parse(keys::OPENCLAW_CONFIG_PATH, |t| Ok(self.absolute(t)))
-                .unwrap_or(defaults.config_path),
-            state_dir: defaults.state_dir,
-        };
+        let (openclaw, warnings) = self.openclaw_section(&mut builder);
         let audit_log_dir = builder
             .parse(keys::AUDIT_LOG_DIR, |t| Ok(self.absolute(t)))
             .unwrap_or_else(|| home.join("audit"));
@@ -379,6 +366,7 @@ impl ConfigLoader {
             no_gh,
             sources,
             config_file,
+            warnings,
         })
     }
 
@@ -409,6 +397,11 @@ impl ConfigLoader {
         Ok(values)
     }
 
+    /// A variable of the process environment (never of `.env`).
+    pub(crate) fn process_variable(&self, name: &str) -> Option<String> {
+        self.env.get(name).filter(|v| !v.trim().is_empty()).cloned()
+    }
+
     /// A variable of the environment, else of `.env` (for `api_key_env`).
     fn variable(&self, name: &str, dotenv: &BTreeMap<String, (String, PathBuf)>) -> Option<String> {
         let non_empty = |v: &&String| !v.trim().is_empty();
@@ -433,23 +426,27 @@ impl ConfigLoader {
                 source: Source::Flag(flag.clone()),
             });
         }
-        if let Some(value) = self.env.get(spec.env).filter(|v| non_empty(v)) {
-            return Some(Raw {
-                value: value.clone(),
-                source: Source::Env(spec.env.to_owned()),
-            });
+        for name in spec.env_names() {
+            if let Some(value) = self.env.get(name).filter(|v| non_empty(v)) {
+                return Some(Raw {
+                    value: value.clone(),
+                    source: Source::Env(name.to_owned()),
+                });
+            }
         }
-        if let Some((value, path)) = dotenv.get(spec.env).filter(|(v, _)| non_empty(v)) {
-            return Some(Raw {
-                value: value.clone(),
-                source: Source::DotEnv(path.clone()),
-            });
+        for name in spec.env_names() {
+            if let Some((value, path)) = dotenv.get(name).filter(|(v, _)| non_empty(v)) {
+                return Some(Raw {
+                    value: value.clone(),
+                    source: Source::DotEnv(path.clone()),
+                });
+            }
         }
         file.get(spec.key).cloned()
     }
 
     /// Expands `~/` and makes relative paths absolute against the cwd.
-    fn absolute(&self, text: &str) -> PathBuf {
+    pub(crate) fn absolute(&self, text: &str) -> PathBuf {
         let text = text.trim();
         let expanded = match (text.strip_prefix("~/"), &self.user_home) {
             (Some(rest), Some(home)) => home.join(rest),
@@ -468,16 +465,16 @@ impl ConfigLoader {
 }
 
 /// Parses scalar keys one by one, collecting every error.
-struct Builder<'a> {
+pub(crate) struct Builder<'a> {
     loader: &'a ConfigLoader,
     dotenv: &'a BTreeMap<String, (String, PathBuf)>,
     file: &'a BTreeMap<String, Raw>,
-    errors: Vec<ConfigError>,
-    sources: BTreeMap<&'static str, Source>,
+    pub(crate) errors: Vec<ConfigError>,
+    pub(crate) sources: BTreeMap<&'static str, Source>,
 }
 
 impl Builder<'_> {
-    fn parse<T>(
+    pub(crate) fn parse<T>(
         &mut self,
         key: &'static str,
         parse: impl FnOnce(&str) -> Result<T, &'static str>,

@@ -13,6 +13,9 @@ use bridge_policy::Secret;
 pub struct ShownValue {
     pub key: &'static str,
     pub env: &'static str,
+    /// Other environment names of the key (the source names the one used).
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    pub aliases: &'static [&'static str],
     /// `None` when unset.
     pub value: Option<String>,
     pub source: String,
@@ -42,7 +45,9 @@ impl BridgeConfig {
             keys::LOG_LEVEL => Some(self.log_level.as_str().to_owned()),
             keys::OPENCLAW_HOST => Some(self.openclaw.host.clone()),
             keys::OPENCLAW_PORT => Some(self.openclaw.port.to_string()),
+            keys::OPENCLAW_GATEWAY_URL => Some(self.openclaw.gateway_url()),
             keys::OPENCLAW_GATEWAY_TOKEN => secret(&self.openclaw.gateway_token),
+            keys::OPENCLAW_GATEWAY => Some(self.openclaw.gateway_mode.as_str().to_owned()),
             keys::OPENCLAW_WORKSPACE => path(&self.openclaw.workspace),
             keys::OPENCLAW_STATE_DIR => Some(self.openclaw.state_dir.display().to_string()),
             keys::OPENCLAW_CONFIG_PATH => Some(self.openclaw.config_path.display().to_string()),
@@ -83,6 +88,7 @@ impl BridgeConfig {
                 ShownValue {
                     key: spec.key,
                     env: spec.env,
+                    aliases: spec.aliases,
                     value,
                     source,
                 }
@@ -113,6 +119,31 @@ impl BridgeConfig {
                 .iter()
                 .map(|backend| (backend.name.clone(), backend.redacted()))
                 .collect::<serde_json::Map<_, _>>(),
+            "openclaw": self.openclaw_json(),
+            "warnings": self.warnings,
+        })
+    }
+
+    /// What was found of OpenClaw: its configuration file, the default
+    /// agent and each agent's workspace with how it was found.
+    fn openclaw_json(&self) -> Value {
+        let openclaw = &self.openclaw;
+        let workspace = |id: Option<&str>| {
+            let (path, found_by) = openclaw.workspace_for(id);
+            json!({"path": path.display().to_string(), "foundBy": found_by})
+        };
+        json!({
+            "configPath": openclaw.config_path.display().to_string(),
+            "configExists": openclaw.config_exists,
+            "gatewayUrl": openclaw.gateway_url(),
+            "gatewayEnabled": openclaw.gateway_enabled(),
+            "defaultAgent": openclaw.default_agent_id(),
+            "workspace": workspace(None),
+            "agents": openclaw
+                .agents
+                .iter()
+                .map(|agent| json!({"id": agent.id, "workspace": workspace(Some(&agent.id))}))
+                .collect::<Vec<_>>(),
         })
     }
 }

@@ -114,6 +114,25 @@ pub(crate) fn parse_url(text: &str) -> Result<String, &'static str> {
     }
 }
 
+/// A WebSocket URL (the OpenClaw gateway's): `ws://` or `wss://`, a host,
+/// no spaces; a trailing `/` dropped.
+pub(crate) fn parse_ws_url(text: &str) -> Result<String, &'static str> {
+    let trimmed = text.trim();
+    let rest = trimmed
+        .strip_prefix("wss://")
+        .or_else(|| trimmed.strip_prefix("ws://"));
+    match rest {
+        Some(host)
+            if !host.is_empty()
+                && !host.starts_with(['/', ':', '?', '#'])
+                && !trimmed.chars().any(char::is_whitespace) =>
+        {
+            Ok(trimmed.trim_end_matches('/').to_owned())
+        }
+        _ => Err("a ws:// or wss:// URL with a host, e.g. ws://127.0.0.1:18789"),
+    }
+}
+
 pub(crate) fn parse_host(text: &str) -> Result<String, &'static str> {
     let trimmed = text.trim();
     let valid = !trimmed.is_empty()
@@ -201,6 +220,21 @@ mod tests {
         );
         assert!(parse_url("localhost:11434").is_err());
         assert!(parse_url("https:///x").is_err());
+    }
+
+    #[test]
+    fn gateway_urls_are_websocket_urls() {
+        assert_eq!(
+            parse_ws_url(" wss://claw.example:8443/ "),
+            Ok("wss://claw.example:8443".to_owned())
+        );
+        assert_eq!(
+            parse_ws_url("ws://[::1]:18789"),
+            Ok("ws://[::1]:18789".to_owned())
+        );
+        for bad in ["http://x", "ws://", "ws:///x", "ws://a b", "claw:18789"] {
+            assert!(parse_ws_url(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]

@@ -5,4 +5,5 @@
 mod backends;
 mod layering;
 mod mcp;
+mod openclaw;
 mod validation;

@@ -100,7 +100,7 @@ impl Session {
                 )),
             },
             ToolOwner::Agent(agent) => agent.accesses(name, args).map_err(ToolFailure::denied),
-            ToolOwner::Provider(_) | ToolOwner::Mcp(_) => Ok(Vec::new()),
+            ToolOwner::Provider(_) | ToolOwner::Mcp(_) | ToolOwner::Service(_) => Ok(Vec::new()),
         };
         self.decide_with(name, args, owner, accesses).await
     }
@@ -206,7 +206,9 @@ impl Session {
             // their writes and commands: contain every path argument.
             ToolOwner::Agent(_) => guard.check_call(name, args),
             // Their arguments are not paths of this workspace.
-            ToolOwner::Provider(_) | ToolOwner::Mcp(_) => guard.check_permission(name, args),
+            ToolOwner::Provider(_) | ToolOwner::Mcp(_) | ToolOwner::Service(_) => {
+                guard.check_permission(name, args)
+            }
         };
         if rules.is_deny() {
             return Verdict::denied(rules.reason_or_default().to_owned());

@@ -23,6 +23,9 @@ pub enum ToolOwner {
     Provider(String),
     /// An MCP server, by name.
     Mcp(String),
+    /// A service the hub itself is connected to, by name (`openclaw`: the
+    /// OpenClaw gateway's tools, crates/server/src/openclaw.rs).
+    Service(String),
     /// A coding agent that runs this tool itself (the Copilot CLI's
     /// `bash`): never in a tool table, only the subject of a decision.
     Agent(Agent),
@@ -44,6 +47,7 @@ impl std::fmt::Display for ToolOwner {
             Self::Workspace => f.write_str("the workspace tools"),
             Self::Provider(name) => write!(f, "provider '{name}'"),
             Self::Mcp(name) => write!(f, "MCP server '{name}'"),
+            Self::Service(name) => write!(f, "the hub's {name} service"),
             Self::Agent(agent) => write!(f, "the agent {}", agent.name()),
         }
     }

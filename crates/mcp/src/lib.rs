@@ -3,6 +3,9 @@
 //! - [`code`]: the workspace as OpenClaw's `copilot_*` tools (read, create,
 //!   list files, and a whole agent task through the engine);
 //! - [`memory`]: OpenClaw's memory and user preferences, read-only;
+//! - [`openclaw`]: OpenClaw through its gateway (`openclaw_agent_ask`,
+//!   `openclaw_sessions`, memory search there first), for the memory
+//!   server and the daemon's sessions;
 //! - [`session`]: the provider tools of a gateway session, for any MCP agent.
 //!
 //! Each runs over stdio (`copilot-bridge mcp NAME`) and is served by the
@@ -16,5 +19,6 @@
 pub mod code;
 pub mod depth;
 pub mod memory;
+pub mod openclaw;
 pub mod serve;
 pub mod session;

@@ -4,6 +4,7 @@
 
 mod code;
 mod memory;
+mod memory_agents;
 mod memory_corpus;
 mod memory_race;
 mod session;

@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 
 type Client = RunningService<RoleClient, ()>;
 
-async fn connect(server: MemoryServer) -> Client {
+pub(crate) async fn connect(server: MemoryServer) -> Client {
     let (server_io, client_io) = tokio::io::duplex(1 << 20);
     tokio::spawn(async move {
         if let Ok(running) = server.serve(server_io).await {
@@ -22,7 +22,11 @@ async fn connect(server: MemoryServer) -> Client {
     ().serve(client_io).await.expect("client connects")
 }
 
-async fn call(client: &Client, tool: &str, args: Value) -> Result<CallToolResult, ServiceError> {
+pub(crate) async fn call(
+    client: &Client,
+    tool: &str,
+    args: Value,
+) -> Result<CallToolResult, ServiceError> {
     let mut params = CallToolRequestParams::new(tool.to_owned());
     if let Value::Object(map) = args {
         params = params.with_arguments(map);
@@ -30,11 +34,11 @@ async fn call(client: &Client, tool: &str, args: Value) -> Result<CallToolResult
     client.call_tool(params).await
 }
 
-async fn ok(client: &Client, tool: &str, args: Value) -> CallToolResult {
+pub(crate) async fn ok(client: &Client, tool: &str, args: Value) -> CallToolResult {
     call(client, tool, args).await.expect("the call succeeds")
 }
 
-fn text(result: &CallToolResult) -> String {
+pub(crate) fn text(result: &CallToolResult) -> String {
     result
         .content
         .iter()
@@ -43,7 +47,7 @@ fn text(result: &CallToolResult) -> String {
         .join("\n")
 }
 
-fn mcp_error(outcome: Result<CallToolResult, ServiceError>) -> ErrorData {
+pub(crate) fn mcp_error(outcome: Result<CallToolResult, ServiceError>) -> ErrorData {
     match outcome {
         Err(ServiceError::McpError(err)) => err,
         other => panic!("expected an MCP error, got {other:?}"),
@@ -89,7 +93,7 @@ pub(crate) fn server_for(dir: &Path) -> MemoryServer {
     MemoryServer::new(MemoryLayout::for_directory(dir, "--workspace"))
 }
 
-fn results(result: &CallToolResult) -> Vec<Value> {
+pub(crate) fn results(result: &CallToolResult) -> Vec<Value> {
     result.structured_content.as_ref().unwrap()["results"]
         .as_array()
         .unwrap()
@@ -163,11 +167,23 @@ async fn search_ranks_notes_and_gives_file_line_and_snippet() {
     assert_eq!(results(&limited).len(), 1);
     assert_eq!(limited.structured_content.as_ref().unwrap()["matched"], 3);
 
-    // USER.md and AGENTS.md are not searched.
-    let none = ok(
+    // USER.md is searched (as OpenClaw's own memory search does);
+    // AGENTS.md, not a memory note, is not.
+    let user = ok(
         &client,
         "openclaw_memory_search",
         json!({"query": "Ada agent rules"}),
+    )
+    .await;
+    let found: Vec<Value> = results(&user)
+        .iter()
+        .map(|hit| hit["path"].clone())
+        .collect();
+    assert_eq!(found, [json!("USER.md")]);
+    let none = ok(
+        &client,
+        "openclaw_memory_search",
+        json!({"query": "agent rules"}),
     )
     .await;
     assert!(results(&none).is_empty());

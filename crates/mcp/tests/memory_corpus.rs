@@ -60,16 +60,16 @@ fn ranking_on_a_ten_thousand_note_corpus() {
     let first = server.search_blocking("kubernetes migration", 5);
     let cold = cold.elapsed();
     assert_eq!(first.searched, 10_000);
-    assert_eq!(first.hits[0].file, "memory/topics/kubernetes-migration.md");
-    assert_eq!(first.hits[0].line, 1);
-    assert_eq!(first.hits[1].file, "memory/topics/misc.md");
+    assert_eq!(first.hits[0].path, "memory/topics/kubernetes-migration.md");
+    assert_eq!(first.hits[0].start_line, 1);
+    assert_eq!(first.hits[1].path, "memory/topics/misc.md");
 
     let top = |query: &str| -> Vec<String> {
         server
             .search_blocking(query, 5)
             .hits
             .into_iter()
-            .map(|hit| hit.file)
+            .map(|hit| hit.path)
             .collect()
     };
     assert_eq!(

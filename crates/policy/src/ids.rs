@@ -54,8 +54,13 @@ pub fn token(prefix: &str) -> String {
 pub fn random_hex(bytes: usize) -> String {
     let mut buffer = vec![0u8; bytes];
     fill_or_abort(&mut buffer);
-    let mut out = String::with_capacity(bytes * 2);
-    for byte in buffer {
+    hex(&buffer)
+}
+
+/// `bytes` as lowercase hex digits (a digest, a key id).
+pub fn hex(bytes: &[u8]) -> String {
+    let mut out = String::with_capacity(bytes.len() * 2);
+    for byte in bytes {
         let _ = write!(out, "{byte:02x}");
     }
     out

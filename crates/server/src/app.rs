@@ -69,8 +69,9 @@ pub struct ServerParts {
     /// How the agent loop runs the tasks this daemon starts (`/mcp/code`),
     /// as `run` would (see `crate::compose`).
     pub native: Arc<bridge_engine::runner::native::NativeSettings>,
-    /// Where OpenClaw's memory is (`/mcp/memory`).
-    pub memory: Arc<bridge_mcp::memory::MemoryLayout>,
+    /// OpenClaw's memory (`/mcp/memory` and the sessions'
+    /// `openclaw_memory_search`), its indexes shared.
+    pub memory: bridge_mcp::memory::MemoryServer,
     /// The Responses API's kept conversations (`previous_response_id`).
     pub responses: Arc<crate::facade::store::ResponseStore>,
     /// The agent sessions registered by their hooks (`agent.hook`).
@@ -79,6 +80,8 @@ pub struct ServerParts {
     pub request_journal: Option<Arc<crate::facade::request_log::RequestJournal>>,
     /// The plans `orchestrate.*` and `copilot_orchestrate` started.
     pub orchestrations: Arc<crate::orchestrations::Orchestrations>,
+    /// The OpenClaw gateway connection, when configured (crate::openclaw).
+    pub openclaw: Option<bridge_openclaw::Gateway>,
 }
 
 impl std::fmt::Debug for ServerContext {

@@ -188,6 +188,17 @@ impl Daemon {
             registry.add_listener(Arc::new(McpSessions(manager.clone())));
             Some(manager)
         };
+        // OpenClaw: the gateway connection (when configured), the memory
+        // server sharing it, and their tools in every session from the
+        // first one on.
+        let openclaw = crate::openclaw::start_gateway(config, &shutdown);
+        let memory = bridge_mcp::memory::MemoryServer::new(
+            bridge_mcp::memory::MemoryLayout::detect(None, &config.openclaw),
+        )
+        .with_gateway(openclaw.clone());
+        registry.add_listener(Arc::new(crate::openclaw::OpenClawTools::new(
+            bridge_mcp::openclaw::GatewayTools::new(openclaw.clone(), memory.clone()),
+        )));
         let backends = Arc::new(crate::compose::build_backends(config).await);
         // First probes in the background, so the first /healthz has answers.
         tokio::spawn({
@@ -241,10 +252,12 @@ impl Daemon {
             port,
             pid,
             host: host.to_string(),
-            token: config.token.as_ref().map_or_else(
-                || bridge_policy::ids::token("btk"),
-                |token| token.expose().to_owned(),
-            ),
+            token: match &config.token {
+                Some(token) => token.expose().to_owned(),
+                None => crate::state_file::kept_token(&home)
+                    .map_err(|err| DaemonError::Config(err.to_string()))?
+                    .unwrap_or_else(|| bridge_policy::ids::token("btk")),
+            },
             provider_token,
             default_session: default_session.id().to_owned(),
             started_at: started_at.clone(),
@@ -266,10 +279,8 @@ impl Daemon {
             shutdown,
             backends,
             native: Arc::new(crate::compose::native_settings(config)),
-            memory: Arc::new(bridge_mcp::memory::MemoryLayout::detect(
-                None,
-                &config.openclaw,
-            )),
+            memory,
+            openclaw,
             agent_sessions: Arc::default(),
             orchestrations: Arc::new(crate::orchestrations::Orchestrations::new(Arc::new(
                 config.clone(),

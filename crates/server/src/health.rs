@@ -29,6 +29,7 @@ pub(crate) async fn healthz(State(ctx): State<ServerContext>) -> Json<Value> {
         "sessions": ctx.registry().list().len(),
         "providers": status.providers.len(),
         "connections": status.connections,
+        "openclaw": crate::openclaw::status(&ctx),
         "version": crate::VERSION,
         // Lets a client tell this daemon from another process that took the
         // port after a crash.

@@ -38,6 +38,7 @@ mod health;
 pub mod http;
 mod mcp_code;
 mod mcp_http;
+pub mod openclaw;
 pub mod orchestrations;
 pub mod process;
 pub mod rpc;

@@ -18,6 +18,7 @@ use bridge_mcp::code::{
 use rmcp::transport::streamable_http_server::StreamableHttpService;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use serde_json::json;
+use sha2::Digest as _;
 use tokio_util::sync::CancellationToken;
 
 use crate::app::ServerContext;
@@ -56,6 +57,51 @@ impl DaemonSessions {
 impl SessionSource for DaemonSessions {
     async fn session(&self, requested: Option<&str>) -> Result<Arc<Session>, String> {
         Self::resolve(&self.ctx, requested)
+    }
+
+    /// One session per directory asked for with `?workspace=`, made on
+    /// first use and ended when idle like an agent's hook session.
+    async fn session_in(&self, dir: &Path) -> Result<Arc<Session>, String> {
+        let shown = dir.display().to_string();
+        let canonical = std::fs::canonicalize(dir)
+            .map_err(|err| format!("cannot open the workspace {shown}: {err}"))?;
+        if !canonical.is_dir() {
+            return Err(format!("the workspace {shown} is not a directory"));
+        }
+        let digest = sha2::Sha256::digest(canonical.as_os_str().as_encoded_bytes());
+        let id = format!("workspace-{}", bridge_policy::ids::hex(&digest[..6]));
+        if let Some(session) = self.ctx.registry().get(&id) {
+            self.ctx.agent_sessions.touch(&id);
+            return Ok(session);
+        }
+        let label = format!(
+            "MCP · {}",
+            canonical
+                .file_name()
+                .map_or_else(|| shown.clone(), |name| name.to_string_lossy().into_owned())
+        );
+        let spec = SessionSpec {
+            id: Some(id.clone()),
+            label,
+            cwd: canonical,
+            foreground: false,
+        };
+        let registry = self.ctx.registry().clone();
+        // Opening a workspace reads its policy file.
+        let created = tokio::task::spawn_blocking(move || registry.create(spec))
+            .await
+            .map_err(|err| format!("cannot open the workspace {shown}: {err}"))?;
+        let session = match created {
+            Ok(session) => session,
+            Err(bridge_engine::RegistryError::Duplicate(_)) => self
+                .ctx
+                .registry()
+                .get(&id)
+                .ok_or_else(|| format!("the session of {shown} ended as it was made"))?,
+            Err(err) => return Err(format!("cannot open the workspace {shown}: {err}")),
+        };
+        self.ctx.agent_sessions.touch(&id);
+        Ok(session)
     }
 }
 

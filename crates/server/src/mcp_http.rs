@@ -66,5 +66,5 @@ fn memory_service(
     bridge_mcp::memory::MemoryServer,
     rmcp::transport::streamable_http_server::session::local::LocalSessionManager,
 > {
-    bridge_mcp::memory::http_service((*ctx.memory).clone())
+    ctx.memory.clone().into_http_service()
 }

@@ -136,6 +136,51 @@ impl GatewayFile {
     }
 }
 
+/// `<home>/token`: the daemon's bearer token kept across restarts, made by
+/// `openclaw register` so that a client configured once (OpenClaw's MCP
+/// entry reads it from its `.env`) still gets in after a restart. Without
+/// it (and without a configured `token`) every start draws a new one.
+pub const TOKEN_FILE: &str = "token";
+
+/// The kept token, if `<home>/token` exists; an unreadable or malformed
+/// file is an error (the daemon must not silently fall back to another).
+pub fn kept_token(home: &Path) -> std::io::Result<Option<String>> {
+    let path = home.join(TOKEN_FILE);
+    let bytes = match read_private_file(&path) {
+        Ok(bytes) => bytes,
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(err) => {
+            return Err(std::io::Error::other(format!(
+                "cannot read {}: {err}",
+                path.display()
+            )));
+        }
+    };
+    let token = String::from_utf8_lossy(&bytes).trim().to_owned();
+    let visible = |c: char| c.is_ascii_graphic();
+    if !(16..=512).contains(&token.len()) || !token.chars().all(visible) {
+        return Err(std::io::Error::other(format!(
+            "{} must hold one token of 16-512 visible ASCII characters; remove it to get a new one",
+            path.display()
+        )));
+    }
+    Ok(Some(token))
+}
+
+/// The kept token, made (mode 0600) when there is none yet: `current`
+/// (the running daemon's, so its clients keep working) or a new one.
+pub fn keep_token(home: &Path, current: Option<&str>) -> std::io::Result<String> {
+    if let Some(token) = kept_token(home)? {
+        return Ok(token);
+    }
+    ensure_private_dir(home)?;
+    let token = current.map_or_else(|| bridge_policy::ids::token("btk"), str::to_owned);
+    let mut file = create_private(&home.join(TOKEN_FILE))?;
+    file.write_all(format!("{token}\n").as_bytes())?;
+    file.sync_all()?;
+    Ok(token)
+}
+
 /// Largest `gateway.json` worth reading (it is a few hundred bytes).
 const MAX_FILE_BYTES: u64 = 64 * 1024;
 

@@ -10,6 +10,7 @@
 pub mod fake_keys;
 pub mod memory_corpus;
 pub mod mock_llm;
+pub mod openclaw;
 pub mod peers;
 pub mod provider_client;
 pub mod swap_race;

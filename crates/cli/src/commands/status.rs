@@ -130,5 +130,25 @@ fn table(status: &Value) -> String {
         "policy: {mode}; workspace policy: {}\n",
         policy["workspacePolicy"].as_str().unwrap_or("none"),
     ));
+    out.push_str(&openclaw_line(&status["openclaw"]));
     bridge_policy::redact(&out).into_owned()
+}
+
+/// The OpenClaw gateway connection, one line.
+fn openclaw_line(openclaw: &Value) -> String {
+    let state = openclaw["state"].as_str().unwrap_or("off");
+    if state == "off" {
+        return "openclaw gateway: off\n".to_owned();
+    }
+    let mut line = format!("openclaw gateway: {state} ({})", text(&openclaw["url"]));
+    if let Some(version) = openclaw["server"]["version"].as_str() {
+        line.push_str(&format!(", OpenClaw {version}"));
+    }
+    if state != "connected"
+        && let Some(error) = openclaw["lastError"].as_str()
+    {
+        line.push_str(&format!("; {error}"));
+    }
+    line.push('\n');
+    line
 }

@@ -2,7 +2,6 @@
 //! tasks handed to the host's [`TaskRunner`](super::TaskRunner), in the
 //! code server's one line, their steps streamed as progress.
 
-use std::path::PathBuf;
 use std::time::Duration;
 
 use bridge_engine::log::steps::Step;
@@ -13,7 +12,7 @@ use rmcp::{ErrorData, RoleServer};
 use serde_json::{Map, Value};
 
 use super::queue::Place;
-use super::{CodeServer, CodeTask, OrchestrateTask, Progress, tools};
+use super::{CodeServer, CodeTask, HttpFacts, OrchestrateTask, Progress, tools};
 use crate::depth;
 
 impl CodeServer {
@@ -49,7 +48,7 @@ impl CodeServer {
         &self,
         args: Map<String, Value>,
         depth: u64,
-        session: Option<String>,
+        http: HttpFacts,
         context: RequestContext<RoleServer>,
         verbose: bool,
     ) -> Result<CallToolResult, ErrorData> {
@@ -63,10 +62,10 @@ impl CodeServer {
         let task = CodeTask {
             prompt: args.task,
             model: args.model.filter(|m| !m.trim().is_empty()),
-            working_dir: args.working_dir.map(PathBuf::from),
+            working_dir: http.working_dir(args.working_dir),
             timeout: args.timeout.map(Duration::from_secs),
             onward_depth: depth::onward(depth),
-            session,
+            session: http.session,
         };
         let progress = Progress::new(&context);
         let place = self.wait_in_line(&progress, &context).await?;
@@ -106,7 +105,7 @@ impl CodeServer {
         &self,
         args: Map<String, Value>,
         depth: u64,
-        session: Option<String>,
+        http: HttpFacts,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
         let name = tools::ORCHESTRATE;
@@ -124,11 +123,11 @@ impl CodeServer {
             })?;
         let task = OrchestrateTask {
             task: args.task,
-            working_dir: args.working_dir.map(PathBuf::from),
+            working_dir: http.working_dir(args.working_dir),
             max_concurrency,
             timeout: args.timeout.map(Duration::from_secs),
             onward_depth: depth::onward(depth),
-            session,
+            session: http.session,
         };
         let progress = Progress::new(&context);
         let place = self.wait_in_line(&progress, &context).await?;

@@ -23,7 +23,7 @@ mod delegate;
 mod queue;
 pub mod tools;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -109,6 +109,15 @@ pub trait SessionSource: Send + Sync {
     /// The session for a call; `requested` is the `?session=ID` of the
     /// HTTP endpoint. `Err`: a sentence saying why there is none.
     async fn session(&self, requested: Option<&str>) -> Result<Arc<Session>, String>;
+
+    /// The session for `?workspace=DIR` (an absolute directory): one
+    /// working there. Hosts that serve a single workspace refuse.
+    async fn session_in(&self, dir: &Path) -> Result<Arc<Session>, String> {
+        Err(format!(
+            "this server serves one workspace; it cannot open {}",
+            dir.display()
+        ))
+    }
 }
 
 /// The code server. Cheap to clone: clones share the task line, so the
@@ -193,12 +202,15 @@ impl CodeServer {
         if depth >= depth::MAX_CALL_DEPTH {
             return Ok(depth::too_deep_result(depth));
         }
+        if let Some(problem) = http.problem {
+            return Err(tools::invalid_params(format!("{name}: {problem}")));
+        }
         match name {
-            tools::CODE_TASK => self.code_task(args, depth, http.session, context).await,
-            tools::CODE => self.code(args, depth, http.session, context, false).await,
-            tools::CODE_VERBOSE => self.code(args, depth, http.session, context, true).await,
-            tools::ORCHESTRATE => self.orchestrate(args, depth, http.session, context).await,
-            _ => self.file_tool(name, args, http.session.as_deref()).await,
+            tools::CODE_TASK => self.code_task(args, depth, http, context).await,
+            tools::CODE => self.code(args, depth, http, context, false).await,
+            tools::CODE_VERBOSE => self.code(args, depth, http, context, true).await,
+            tools::ORCHESTRATE => self.orchestrate(args, depth, http, context).await,
+            _ => self.file_tool(name, args, &http).await,
         }
     }
 
@@ -206,7 +218,7 @@ impl CodeServer {
         &self,
         name: &str,
         args: Map<String, Value>,
-        requested: Option<&str>,
+        http: &HttpFacts,
     ) -> Result<CallToolResult, ErrorData> {
         let (engine_tool, call) = match name {
             tools::READ_FILE => (
@@ -222,7 +234,11 @@ impl CodeServer {
                 tools::list_files_call(tools::parse(name, args)?),
             ),
         };
-        let session = match self.shared.sessions.session(requested).await {
+        let found = match &http.workspace {
+            Some(dir) => self.shared.sessions.session_in(dir).await,
+            None => self.shared.sessions.session(http.session.as_deref()).await,
+        };
+        let session = match found {
             Ok(session) => session,
             Err(reason) => {
                 return Ok(CallToolResult::error(vec![
@@ -240,7 +256,7 @@ impl CodeServer {
         &self,
         args: Map<String, Value>,
         depth: u64,
-        session: Option<String>,
+        http: HttpFacts,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
         let args: tools::CodeTaskArgs = tools::parse(tools::CODE_TASK, args)?;
@@ -259,10 +275,10 @@ impl CodeServer {
         let task = CodeTask {
             prompt: args.prompt,
             model: None,
-            working_dir: args.working_dir.map(PathBuf::from),
+            working_dir: http.working_dir(args.working_dir),
             timeout: args.timeout.map(Duration::from_secs),
             onward_depth: depth::onward(depth),
-            session,
+            session: http.session,
         };
         let progress = Progress::new(&context);
         let place = self.wait_in_line(&progress, &context).await?;
@@ -310,8 +326,14 @@ impl Progress {
 
 /// What the HTTP request behind a call says (nothing over stdio).
 #[derive(Default)]
-struct HttpFacts {
+pub(crate) struct HttpFacts {
+    /// `?session=ID`.
     session: Option<String>,
+    /// `?workspace=DIR`: the directory file tools and tasks work in (a
+    /// client registered for one agent's workspace, e.g. OpenClaw's).
+    workspace: Option<PathBuf>,
+    /// Why the query cannot be served, if it cannot.
+    problem: Option<String>,
     depth_floor: u64,
 }
 
@@ -320,22 +342,42 @@ impl HttpFacts {
         let Some(parts) = context.extensions.get::<axum::http::request::Parts>() else {
             return Self::default();
         };
-        let session = parts.uri.query().and_then(|query| {
-            query.split('&').find_map(|pair| {
-                pair.strip_prefix("session=")
-                    .filter(|id| !id.is_empty())
-                    .map(str::to_owned)
-            })
-        });
-        let depth_floor = parts
+        let mut facts = Self::default();
+        let query = axum::extract::Query::<std::collections::HashMap<String, String>>::try_from_uri(
+            &parts.uri,
+        );
+        match query {
+            Ok(axum::extract::Query(pairs)) => {
+                facts.session = pairs.get("session").filter(|id| !id.is_empty()).cloned();
+                match pairs.get("workspace").map(PathBuf::from) {
+                    Some(dir) if dir.is_absolute() => facts.workspace = Some(dir),
+                    Some(dir) => {
+                        facts.problem = Some(format!(
+                            "?workspace= must be an absolute directory, not {:?}",
+                            dir.display().to_string()
+                        ));
+                    }
+                    None => {}
+                }
+            }
+            Err(err) => facts.problem = Some(format!("the URL's query does not parse: {err}")),
+        }
+        facts.depth_floor = parts
             .headers
             .get(depth::DEPTH_HEADER)
             .and_then(|value| value.to_str().ok())
             .and_then(|value| value.trim().parse().ok())
             .unwrap_or(0);
-        Self {
-            session,
-            depth_floor,
+        facts
+    }
+
+    /// A task's directory: `workingDir` (relative to `?workspace=` when
+    /// both are given), else the `?workspace=` directory, else `None` (the
+    /// host's session).
+    pub(crate) fn working_dir(&self, asked: Option<String>) -> Option<PathBuf> {
+        match (asked.map(PathBuf::from), &self.workspace) {
+            (Some(dir), Some(workspace)) => Some(workspace.join(dir)),
+            (asked, workspace) => asked.or_else(|| workspace.clone()),
         }
     }
 }

@@ -7,7 +7,7 @@ use bridge_engine::orchestrate::{OrchestratedResult, TaskStatus};
 use bridge_engine::runner::{RunReport, RunStatus};
 use bridge_engine::{CallOutcome, ToolFailure};
 use rmcp::ErrorData;
-use rmcp::model::{CallToolResult, ContentBlock, Tool};
+use rmcp::model::{CallToolResult, ContentBlock, Tool, ToolAnnotations};
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
@@ -182,6 +182,28 @@ fn tool(
     required: &[&str],
 ) -> Tool {
     Tool::new(name, description, depth::tool_schema(properties, required))
+        .with_annotations(annotations(name))
+}
+
+/// What a client may assume about a tool before calling it (MCP tool
+/// annotations): hosts such as OpenClaw ask for approval less for tools
+/// that only read. Only the workspace is touched, so none is open-world.
+fn annotations(name: &str) -> ToolAnnotations {
+    let (title, reads_only, may_destroy) = match name {
+        READ_FILE => ("Read a workspace file", true, false),
+        LIST_FILES => ("List workspace files", true, false),
+        // It refuses to replace a file unless told to overwrite.
+        CREATE_FILE => ("Create a workspace file", false, true),
+        CODE_TASK | CODE => ("Delegate a coding task", false, true),
+        CODE_VERBOSE => ("Delegate a coding task (step log)", false, true),
+        ORCHESTRATE => ("Orchestrate a multi-step coding task", false, true),
+        _ => (name, false, true),
+    };
+    ToolAnnotations::with_title(title)
+        .read_only(reads_only)
+        .destructive(may_destroy)
+        .idempotent(reads_only)
+        .open_world(false)
 }
 
 /// Refuses arguments over [`MAX_ARGUMENT_BYTES`].
@@ -415,4 +437,30 @@ pub fn task_error(message: &str) -> CallToolResult {
         "the task could not start: {}",
         bridge_policy::redact(message)
     ))])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_reading_tools_claim_to_be_read_only() {
+        let listing = listing();
+        let hints: Vec<(&str, Option<bool>, Option<bool>)> = listing
+            .iter()
+            .map(|tool| {
+                let notes = tool.annotations.clone().unwrap_or_default();
+                (
+                    tool.name.as_ref(),
+                    notes.read_only_hint,
+                    notes.destructive_hint,
+                )
+            })
+            .collect();
+        for (name, read_only, destructive) in hints {
+            let reads = name == READ_FILE || name == LIST_FILES;
+            assert_eq!(read_only, Some(reads), "{name}");
+            assert_eq!(destructive, Some(!reads), "{name}");
+        }
+    }
 }

@@ -6,7 +6,7 @@
 //! `WorkspaceRoot::open_file`), so a symlink swapped in after the check
 //! cannot take the read outside.
 //! In a workspace only the memory notes are readable (`MEMORY.md`,
-//! `memory/**`, `USER.md`), not the rest of the agent's workspace.
+//! `USER.md`, `DREAMS.md`, `memory/**`), not the rest of the agent's workspace.
 
 use std::io::Read;
 use std::path::{Component, Path, PathBuf};
@@ -14,7 +14,7 @@ use std::path::{Component, Path, PathBuf};
 use bridge_policy::paths::{OpenMode, is_escape};
 use bridge_policy::{PathError, WorkspaceRoot};
 
-use super::layout::{LayoutKind, MemoryLayout};
+use super::layout::{LayoutKind, MemoryLayout, ROOT_NOTES};
 
 /// Why a note cannot be opened.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -104,7 +104,7 @@ pub fn resolve_note(layout: &MemoryLayout, requested: &str) -> Result<ResolvedNo
         LayoutKind::MemoryDir => parts,
         LayoutKind::Workspace => workspace_note_parts(layout, parts).ok_or_else(|| {
             NoteError::Refused(format!(
-                "{requested:?} is not a memory note (MEMORY.md, USER.md or a file under memory/)"
+                "{requested:?} is not a memory note (MEMORY.md, USER.md, DREAMS.md or a file under memory/)"
             ))
         })?,
     };
@@ -151,11 +151,11 @@ pub fn resolve_note(layout: &MemoryLayout, requested: &str) -> Result<ResolvedNo
     })
 }
 
-/// In a workspace: `MEMORY.md`, `memory.md`, `USER.md`, `memory/...`, or a
+/// In a workspace: a note at the root ([`ROOT_NOTES`]), `memory/...`, or a
 /// bare daily-note name found under `memory/` (`2026-01-02.md`).
 fn workspace_note_parts(layout: &MemoryLayout, parts: Vec<String>) -> Option<Vec<String>> {
     match parts.as_slice() {
-        [single] if ["MEMORY.md", "memory.md", "USER.md"].contains(&single.as_str()) => Some(parts),
+        [single] if ROOT_NOTES.contains(&single.as_str()) => Some(parts),
         [single] => {
             let under_memory = vec!["memory".to_owned(), single.clone()];
             layout

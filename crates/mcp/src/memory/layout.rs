@@ -1,17 +1,22 @@
 //! Where OpenClaw keeps its memory, in either of the two layouts:
 //!
-//! - **workspace** (current OpenClaw): the agent workspace, by default
-//!   `~/.openclaw/workspace/`, holding `MEMORY.md`, daily notes in
-//!   `memory/YYYY-MM-DD.md` and the user's preferences in `USER.md`;
+//! - **workspace** (current OpenClaw): an agent's workspace, found as
+//!   OpenClaw finds it (`OpenClawConfig::workspace_for`, by default
+//!   `~/.openclaw/workspace/`), holding `MEMORY.md`, the user's
+//!   preferences in `USER.md`, `DREAMS.md` and daily notes in
+//!   `memory/YYYY-MM-DD.md` (or `memory/YYYY-MM-DD-<slug>.md`);
 //! - **memory directory** (the older layout): notes in
 //!   `~/.openclaw/memory/*.md` and preferences in `~/.openclaw/USER.md`.
 //!
 //! Detection never fails: a layout whose directory does not exist yet is
-//! still a layout, and the tools say that nothing is there.
+//! still a layout, and the tools say that nothing is there. Other agents'
+//! workspaces are found from the same configuration ([`MemoryLayout::for_agent`]).
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
-use bridge_config::OpenClawConfig;
+use bridge_config::openclaw::valid_agent_id;
+use bridge_config::{OpenClawConfig, WorkspaceRank};
 
 /// The two layouts OpenClaw has used.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -39,6 +44,30 @@ pub struct MemoryLayout {
     pub user_prefs: PathBuf,
     /// How the layout was chosen (for `--help`-level diagnostics and logs).
     pub reason: String,
+    /// The agent whose memory this is, when it came from OpenClaw's configuration.
+    pub agent_id: Option<String>,
+    /// The configuration other agents' workspaces are found from (`None`:
+    /// only this directory is served, `agentId` is refused).
+    pub openclaw: Option<Arc<OpenClawConfig>>,
+}
+
+/// Why an `agentId` has no memory to serve.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AgentError {
+    #[error("agentId: {0}")]
+    Invalid(String),
+    #[error(
+        "agentId {id:?}: this memory server serves one directory ({root}), not OpenClaw's agents"
+    )]
+    NotConfigured { id: String, root: String },
+    #[error(
+        "no OpenClaw agent {id:?}: it is not in agents.list of {config}, and its workspace {workspace} does not exist"
+    )]
+    Unknown {
+        id: String,
+        config: String,
+        workspace: String,
+    },
 }
 
 impl MemoryLayout {
@@ -48,6 +77,8 @@ impl MemoryLayout {
             root: root.to_path_buf(),
             user_prefs: root.join("USER.md"),
             reason: reason.into(),
+            agent_id: None,
+            openclaw: None,
         }
     }
 
@@ -58,29 +89,67 @@ impl MemoryLayout {
             root: root.to_path_buf(),
             user_prefs: parent.join("USER.md"),
             reason: reason.into(),
+            agent_id: None,
+            openclaw: None,
         }
     }
 
-    /// Picks the layout: `explicit` (the `--workspace` flag) first, then
-    /// the configured workspace (`OPENCLAW_WORKSPACE`), then what exists
-    /// under OpenClaw's state directory (`OPENCLAW_STATE_DIR`, else
-    /// `~/.openclaw`); bridge-config reads both.
+    /// The default agent's memory: `explicit` (the `--workspace` flag)
+    /// first, then the workspace OpenClaw's order gives
+    /// (`OpenClawConfig::workspace_for`); when that holds no memory yet and
+    /// OpenClaw's state directory has the older `memory/` directory, that.
+    /// A workspace set for the bridge (`openclaw.workspace`) is taken as it is.
     pub fn detect(explicit: Option<&Path>, openclaw: &OpenClawConfig) -> Self {
-        if let Some(dir) = explicit {
-            return Self::for_directory(dir, "--workspace");
-        }
-        if let Some(dir) = &openclaw.workspace {
-            return Self::workspace(dir, "OPENCLAW_WORKSPACE");
-        }
-        let workspace = openclaw.state_dir.join("workspace");
+        let mut layout = match explicit {
+            Some(dir) => Self::for_directory(dir, "--workspace"),
+            None => Self::found(openclaw),
+        };
+        layout.agent_id = Some(openclaw.default_agent_id().to_owned());
+        layout.openclaw = Some(Arc::new(openclaw.clone()));
+        layout
+    }
+
+    fn found(openclaw: &OpenClawConfig) -> Self {
+        let (workspace, found_by) = openclaw.workspace_for(None);
+        let pinned =
+            openclaw.workspace.is_some() && openclaw.workspace_rank == WorkspaceRank::Explicit;
         let memory_dir = openclaw.state_dir.join("memory");
-        if holds_workspace_memory(&workspace) {
-            Self::workspace(&workspace, "detected (workspace layout)")
+        if pinned || holds_workspace_memory(&workspace) {
+            Self::workspace(&workspace, found_by)
         } else if memory_dir.is_dir() {
             Self::memory_dir(&memory_dir, "detected (memory directory layout)")
         } else {
-            Self::workspace(&workspace, "default (nothing found yet)")
+            Self::workspace(&workspace, format!("{found_by} (nothing found yet)"))
         }
+    }
+
+    /// The memory of `agent_id` (validated as OpenClaw validates ids): this
+    /// layout for the agent it already is, else that agent's workspace. An
+    /// agent neither listed in openclaw.json nor with a workspace on disk is
+    /// an error, as is any agent when no OpenClaw configuration is known.
+    pub fn for_agent(&self, agent_id: &str) -> Result<Self, AgentError> {
+        let id = valid_agent_id(agent_id).map_err(AgentError::Invalid)?;
+        if self.agent_id.as_deref() == Some(id.as_str()) {
+            return Ok(self.clone());
+        }
+        let Some(openclaw) = &self.openclaw else {
+            return Err(AgentError::NotConfigured {
+                id,
+                root: self.root.display().to_string(),
+            });
+        };
+        let (workspace, found_by) = openclaw.workspace_for(Some(&id));
+        if openclaw.agent(&id).is_none() && !workspace.is_dir() {
+            return Err(AgentError::Unknown {
+                id,
+                config: openclaw.config_path.display().to_string(),
+                workspace: workspace.display().to_string(),
+            });
+        }
+        let mut layout = Self::workspace(&workspace, format!("agent {id}: {found_by}"));
+        layout.agent_id = Some(id);
+        layout.openclaw = Some(Arc::clone(openclaw));
+        Ok(layout)
     }
 
     /// A directory the user named: a workspace if it looks like one, else a
@@ -94,12 +163,13 @@ impl MemoryLayout {
     }
 
     /// The files the search covers, as paths relative to [`Self::root`]
-    /// (`MEMORY.md` and `memory/**` for a workspace; every note for a
-    /// memory directory).
+    /// (for a workspace, what OpenClaw's own memory search covers,
+    /// `MEMORY.md`, `USER.md` and `memory/**`, and `DREAMS.md`, which it
+    /// reads as memory too; every note for a memory directory).
     pub fn note_scopes(&self) -> NoteScopes {
         match self.kind {
             LayoutKind::Workspace => NoteScopes {
-                top_files: vec!["MEMORY.md", "memory.md"],
+                top_files: ROOT_NOTES.to_vec(),
                 directory: Some("memory"),
             },
             LayoutKind::MemoryDir => NoteScopes {
@@ -109,6 +179,15 @@ impl MemoryLayout {
         }
     }
 }
+
+/// The notes OpenClaw treats as memory at a workspace's root.
+pub const ROOT_NOTES: [&str; 5] = [
+    "MEMORY.md",
+    "memory.md",
+    "USER.md",
+    "DREAMS.md",
+    "dreams.md",
+];
 
 /// What the search walks, relative to the root.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -120,10 +199,7 @@ pub struct NoteScopes {
 }
 
 fn holds_workspace_memory(dir: &Path) -> bool {
-    ["MEMORY.md", "memory.md", "USER.md"]
-        .iter()
-        .any(|name| dir.join(name).is_file())
-        || dir.join("memory").is_dir()
+    ROOT_NOTES.iter().any(|name| dir.join(name).is_file()) || dir.join("memory").is_dir()
 }
 
 fn holds_markdown(dir: &Path) -> bool {

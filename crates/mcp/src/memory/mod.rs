@@ -1,7 +1,8 @@
 //! OpenClaw's memory as a read-only MCP server: `openclaw_memory_search`,
-//! `openclaw_memory_read` and `openclaw_user_prefs`
-//! (docs/mcp-servers.md). Reads only `.md` files inside the
-//! memory root ([`contain`]); writes nothing.
+//! `openclaw_memory_read` and `openclaw_user_prefs`, each for the default
+//! agent or the one `agentId` names (docs/mcp-servers.md). Reads only `.md`
+//! files inside the agent's memory root ([`contain`]); writes nothing.
+//! [`search_local`] is the same search for the daemon's own use.
 
 pub mod contain;
 pub mod index;
@@ -11,5 +12,6 @@ mod server;
 pub mod tools;
 mod watch;
 
-pub use layout::{LayoutKind, MemoryLayout};
-pub use server::{MemoryServer, SearchOutcome, http_service};
+pub use layout::{AgentError, LayoutKind, MemoryLayout};
+pub use search::MemoryHit;
+pub use server::{MemoryServer, SearchOutcome, http_service, search_local};

@@ -1,7 +1,9 @@
 //! Keyword search: BM25 over each note's words, plus boosts for query
 //! terms in the file name or a heading, for notes holding every term, and
 //! for recent daily notes. Ties break on the note's name, so the same
-//! files and query always give the same order.
+//! files and query always give the same order. A hit has the shape of
+//! OpenClaw's own `memory_search` results ([`MemoryHit`]), its score mapped
+//! into (0, 1) as OpenClaw maps its keyword relevance (`r / (1 + r)`).
 
 use serde::Serialize;
 
@@ -33,18 +35,27 @@ pub fn tokenize(text: &str) -> Vec<String> {
         .collect()
 }
 
-/// One ranked note.
+/// One ranked note, serialized as OpenClaw's `memory_search` gives a
+/// result: `{"path", "startLine", "endLine", "score", "snippet", "source"}`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Hit {
-    /// Relative to the memory root.
-    pub file: String,
-    /// 1-based line of the snippet.
-    pub line: usize,
-    pub snippet: String,
-    /// The heading the snippet sits under, if any.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub heading: Option<String>,
+#[serde(rename_all = "camelCase")]
+pub struct MemoryHit {
+    /// Relative to the memory root (the workspace), `/`-separated.
+    pub path: String,
+    /// 1-based first line of the snippet.
+    pub start_line: usize,
+    /// 1-based last line of the snippet (inclusive).
+    pub end_line: usize,
+    /// In (0, 1); higher is better.
     pub score: f64,
+    /// The snippet's lines (cut to [`SNIPPET_CHARS`] around the match).
+    pub snippet: String,
+    /// Always `memory` (OpenClaw's other sources are its sessions).
+    pub source: &'static str,
+    /// The heading the snippet sits under, if any (the MCP tool shows it;
+    /// not part of OpenClaw's shape).
+    #[serde(skip)]
+    pub heading: Option<String>,
 }
 
 /// The distinct terms of `query`, in order of first appearance.
@@ -68,7 +79,7 @@ pub fn rank(
     terms: &[String],
     ids: &[Option<u32>],
     limit: usize,
-) -> (Vec<Hit>, usize) {
+) -> (Vec<MemoryHit>, usize) {
     let docs = &snapshot.docs;
     if docs.is_empty() || terms.is_empty() {
         return (Vec::new(), 0);
@@ -142,12 +153,14 @@ pub fn rank(
         .map(|(score, index)| {
             let doc = &docs[index as usize];
             let (line, snippet, heading) = snippet(&doc.text, terms);
-            Hit {
-                file: doc.name.clone(),
-                line,
+            MemoryHit {
+                path: doc.name.clone(),
+                start_line: line,
+                end_line: line,
+                score: ((score / (1.0 + score)) * 10_000.0).round() / 10_000.0,
                 snippet,
+                source: "memory",
                 heading,
-                score: (score * 1000.0).round() / 1000.0,
             }
         })
         .collect();

@@ -1,6 +1,7 @@
 //! The memory server: tool dispatch, file reads off the runtime threads,
 //! and the index shared by every MCP session of one process.
 
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use rmcp::model::{
@@ -11,50 +12,48 @@ use rmcp::service::RequestContext;
 use rmcp::transport::streamable_http_server::StreamableHttpService;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
-use serde_json::json;
+use serde_json::{Value, json};
 
 use super::contain::resolve_note;
 use super::index::{Index, MAX_INDEXED_BYTES};
-use super::layout::MemoryLayout;
-use super::search::{Hit, query_terms, rank};
-use super::tools::{self, Call, Rejected};
+use super::layout::{AgentError, MemoryLayout};
+use super::search::{MemoryHit, query_terms, rank};
+use super::tools::{self, Call, Rejected, Request};
 use crate::depth;
 
 /// Notes larger than this are not returned by `openclaw_memory_read`.
 pub const MAX_READ_BYTES: u64 = MAX_INDEXED_BYTES as u64;
+/// Other agents whose indexes are kept; one more starts the cache over.
+const MAX_AGENT_INDEXES: usize = 16;
 
-/// The memory MCP server. Cheap to clone; clones share the index.
+/// The memory MCP server. Cheap to clone; clones share the indexes.
 #[derive(Debug, Clone)]
 pub struct MemoryServer {
+    default: Memory,
+    /// Other agents' memories (`agentId`), by id.
+    agents: Arc<Mutex<HashMap<String, Memory>>>,
+    /// The OpenClaw gateway, when the host has a connection: search asks
+    /// it first, and `openclaw_agent_ask` / `openclaw_sessions` are served
+    /// (crate::openclaw).
+    gateway: Option<bridge_openclaw::Gateway>,
+}
+
+/// One agent's memory: where it is and its index.
+#[derive(Debug, Clone)]
+struct Memory {
     layout: Arc<MemoryLayout>,
     index: Arc<Mutex<Index>>,
 }
 
-/// A search's answer.
-#[derive(Debug, Clone, PartialEq)]
-pub struct SearchOutcome {
-    pub hits: Vec<Hit>,
-    /// How many notes matched at all.
-    pub matched: usize,
-    /// How many notes were searched.
-    pub searched: usize,
-}
-
-impl MemoryServer {
-    pub fn new(layout: MemoryLayout) -> Self {
+impl Memory {
+    fn new(layout: MemoryLayout) -> Self {
         Self {
             layout: Arc::new(layout),
             index: Arc::new(Mutex::new(Index::default())),
         }
     }
 
-    pub fn layout(&self) -> &MemoryLayout {
-        &self.layout
-    }
-
-    /// Searches now, on the calling thread (it reads files: call it from
-    /// `spawn_blocking` or a plain thread).
-    pub fn search_blocking(&self, query: &str, limit: usize) -> SearchOutcome {
+    fn search(&self, query: &str, limit: usize) -> SearchOutcome {
         let terms = query_terms(query);
         let (snapshot, ids) = match self.index.lock() {
             Ok(mut index) => (index.refresh(&self.layout), index.term_ids(&terms)),
@@ -72,98 +71,208 @@ impl MemoryServer {
             searched: snapshot.docs.len(),
         }
     }
+}
+
+/// A search's answer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SearchOutcome {
+    pub hits: Vec<MemoryHit>,
+    /// How many notes matched at all.
+    pub matched: usize,
+    /// How many notes were searched.
+    pub searched: usize,
+}
+
+/// One search of `layout`'s notes, with an index of its own (every note is
+/// read: for repeated searches keep a [`MemoryServer`] and call
+/// [`MemoryServer::search_agent`], whose indexes stay warm). The hits have
+/// the shape of OpenClaw's `memory_search` results.
+pub fn search_local(layout: &MemoryLayout, query: &str, limit: usize) -> Vec<MemoryHit> {
+    Memory::new(layout.clone()).search(query, limit).hits
+}
+
+impl MemoryServer {
+    pub fn new(layout: MemoryLayout) -> Self {
+        Self {
+            default: Memory::new(layout),
+            agents: Arc::default(),
+            gateway: None,
+        }
+    }
+
+    /// This server with the host's OpenClaw gateway connection.
+    #[must_use]
+    pub fn with_gateway(mut self, gateway: Option<bridge_openclaw::Gateway>) -> Self {
+        self.gateway = gateway;
+        self
+    }
+
+    /// The default agent's layout.
+    pub fn layout(&self) -> &MemoryLayout {
+        &self.default.layout
+    }
+
+    /// Searches the default agent's memory now, on the calling thread (it
+    /// reads files: call it from `spawn_blocking` or a plain thread).
+    pub fn search_blocking(&self, query: &str, limit: usize) -> SearchOutcome {
+        self.default.search(query, limit)
+    }
+
+    /// Searches `agent_id`'s memory (`None`: the default agent's), on the
+    /// calling thread, with that agent's index kept for the next search.
+    pub fn search_agent(
+        &self,
+        agent_id: Option<&str>,
+        query: &str,
+        limit: usize,
+    ) -> Result<SearchOutcome, AgentError> {
+        Ok(self.memory(agent_id)?.search(query, limit))
+    }
+
+    /// The memory of `agent_id` (looked up on disk: call off the runtime).
+    fn memory(&self, agent_id: Option<&str>) -> Result<Memory, AgentError> {
+        let Some(id) = agent_id else {
+            return Ok(self.default.clone());
+        };
+        let layout = self.default.layout.for_agent(id)?;
+        if layout == *self.default.layout {
+            return Ok(self.default.clone());
+        }
+        // By the id as validated (lowercased): `Work` and `work` share one.
+        let key = layout.agent_id.clone().unwrap_or_default();
+        let mut agents = bridge_policy::sync::lock(&self.agents);
+        if let Some(memory) = agents.get(&key).filter(|memory| *memory.layout == layout) {
+            return Ok(memory.clone());
+        }
+        if agents.len() >= MAX_AGENT_INDEXES {
+            agents.clear();
+        }
+        let memory = Memory::new(layout);
+        agents.insert(key, memory.clone());
+        Ok(memory)
+    }
 
     async fn run(&self, call: Call) -> Result<CallToolResult, ErrorData> {
         let server = self.clone();
-        let joined = tokio::task::spawn_blocking(move || match call {
-            Call::Search { query, limit } => server.search_result(&query, limit),
-            Call::Read { file } => server.read_result(&file),
-            Call::UserPrefs => server.user_prefs_result(),
+        let joined = tokio::task::spawn_blocking(move || {
+            let memory = match server.memory(call.agent.as_deref()) {
+                Ok(memory) => memory,
+                Err(err) => {
+                    return CallToolResult::error(vec![ContentBlock::text(err.to_string())]);
+                }
+            };
+            match call.request {
+                Request::Search { query, limit } => search_result(&memory, &query, limit),
+                Request::Read { file } => read_result(&memory.layout, &file),
+                Request::UserPrefs => user_prefs_result(&memory.layout),
+            }
         })
         .await;
         joined.map_err(|err| {
             ErrorData::internal_error(format!("the memory tool failed: {err}"), None)
         })
     }
+}
 
-    fn search_result(&self, query: &str, limit: usize) -> CallToolResult {
-        let outcome = self.search_blocking(query, limit);
-        let mut text = if outcome.searched == 0 {
-            format!(
-                "No memory notes found in {} ({} layout).",
-                self.layout.root.display(),
-                self.layout.kind.as_str()
-            )
-        } else if outcome.hits.is_empty() {
-            format!(
-                "No note matches {query:?} ({} notes searched).",
-                outcome.searched
-            )
+fn search_result(memory: &Memory, query: &str, limit: usize) -> CallToolResult {
+    let layout = &memory.layout;
+    let outcome = memory.search(query, limit);
+    let mut text = if outcome.searched == 0 {
+        format!(
+            "No memory notes found in {} ({} layout).",
+            layout.root.display(),
+            layout.kind.as_str()
+        )
+    } else if outcome.hits.is_empty() {
+        format!(
+            "No note matches {query:?} ({} notes searched).",
+            outcome.searched
+        )
+    } else {
+        format!(
+            "{} of {} matching notes for {query:?}:\n",
+            outcome.hits.len(),
+            outcome.matched
+        )
+    };
+    for (rank, hit) in outcome.hits.iter().enumerate() {
+        let under = hit
+            .heading
+            .as_deref()
+            .map(|heading| format!(" (under \"{heading}\")"))
+            .unwrap_or_default();
+        let lines = if hit.end_line > hit.start_line {
+            format!("{}-{}", hit.start_line, hit.end_line)
         } else {
-            format!(
-                "{} of {} matching notes for {query:?}:\n",
-                outcome.hits.len(),
-                outcome.matched
-            )
+            hit.start_line.to_string()
         };
-        for (rank, hit) in outcome.hits.iter().enumerate() {
-            let under = hit
-                .heading
-                .as_deref()
-                .map(|heading| format!(" (under \"{heading}\")"))
-                .unwrap_or_default();
-            text.push_str(&format!(
-                "\n{}. {}:{}{under}\n   {}",
-                rank + 1,
-                hit.file,
-                hit.line,
-                hit.snippet
-            ));
-        }
-        let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
-        result.structured_content = Some(json!({
-            "query": query,
-            "results": outcome.hits,
-            "matched": outcome.matched,
-            "searched": outcome.searched,
-        }));
-        result
+        text.push_str(&format!(
+            "\n{}. {}:{lines}{under}\n   {}",
+            rank + 1,
+            hit.path,
+            hit.snippet
+        ));
     }
+    let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
+    result.structured_content = Some(json!({
+        "query": query,
+        "agentId": layout.agent_id,
+        "results": outcome.hits.iter().map(structured_hit).collect::<Vec<_>>(),
+        "matched": outcome.matched,
+        "searched": outcome.searched,
+    }));
+    result
+}
 
-    fn read_result(&self, file: &str) -> CallToolResult {
-        match resolve_note(&self.layout, file).and_then(|note| note.read(MAX_READ_BYTES)) {
-            Ok(text) => CallToolResult::success(vec![ContentBlock::text(text)]),
-            Err(err) => CallToolResult::error(vec![ContentBlock::text(err.to_string())]),
+/// A hit as the structured result gives it: OpenClaw's fields, the heading,
+/// and `file` and `line`, the names this tool used before (the same values
+/// as `path` and `startLine`).
+fn structured_hit(hit: &MemoryHit) -> Value {
+    let mut value = serde_json::to_value(hit).unwrap_or(Value::Null);
+    if let Value::Object(map) = &mut value {
+        map.insert("file".to_owned(), json!(hit.path));
+        map.insert("line".to_owned(), json!(hit.start_line));
+        if let Some(heading) = &hit.heading {
+            map.insert("heading".to_owned(), json!(heading));
         }
     }
+    value
+}
 
-    fn user_prefs_result(&self) -> CallToolResult {
-        let path = &self.layout.user_prefs;
-        match std::fs::symlink_metadata(path) {
-            Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
-                CallToolResult::success(vec![ContentBlock::text(format!(
-                    "No user preferences recorded: {} does not exist.",
-                    path.display()
-                ))])
-            }
-            _ => {
-                let outcome = match self.layout.kind {
-                    super::LayoutKind::Workspace => resolve_note(&self.layout, "USER.md")
-                        .and_then(|note| note.read(MAX_READ_BYTES)),
-                    // Beside the memory directory, not in it: its own
-                    // containment is "this one file, no symlink out of its
-                    // directory".
-                    super::LayoutKind::MemoryDir => {
-                        let parent = self.layout.user_prefs.parent().unwrap_or(path);
-                        let parent_layout = MemoryLayout::memory_dir(parent, "USER.md");
-                        resolve_note(&parent_layout, "USER.md")
-                            .and_then(|note| note.read(MAX_READ_BYTES))
-                    }
-                };
-                match outcome {
-                    Ok(text) => CallToolResult::success(vec![ContentBlock::text(text)]),
-                    Err(err) => CallToolResult::error(vec![ContentBlock::text(err.to_string())]),
+fn read_result(layout: &MemoryLayout, file: &str) -> CallToolResult {
+    match resolve_note(layout, file).and_then(|note| note.read(MAX_READ_BYTES)) {
+        Ok(text) => CallToolResult::success(vec![ContentBlock::text(text)]),
+        Err(err) => CallToolResult::error(vec![ContentBlock::text(err.to_string())]),
+    }
+}
+
+fn user_prefs_result(layout: &MemoryLayout) -> CallToolResult {
+    let path = &layout.user_prefs;
+    match std::fs::symlink_metadata(path) {
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
+            CallToolResult::success(vec![ContentBlock::text(format!(
+                "No user preferences recorded: {} does not exist.",
+                path.display()
+            ))])
+        }
+        _ => {
+            let outcome = match layout.kind {
+                super::LayoutKind::Workspace => {
+                    resolve_note(layout, "USER.md").and_then(|note| note.read(MAX_READ_BYTES))
                 }
+                // Beside the memory directory, not in it: its own
+                // containment is "this one file, no symlink out of its
+                // directory".
+                super::LayoutKind::MemoryDir => {
+                    let parent = layout.user_prefs.parent().unwrap_or(path);
+                    let parent_layout = MemoryLayout::memory_dir(parent, "USER.md");
+                    resolve_note(&parent_layout, "USER.md")
+                        .and_then(|note| note.read(MAX_READ_BYTES))
+                }
+            };
+            match outcome {
+                Ok(text) => CallToolResult::success(vec![ContentBlock::text(text)]),
+                Err(err) => CallToolResult::error(vec![ContentBlock::text(err.to_string())]),
             }
         }
     }
@@ -186,7 +295,11 @@ impl ServerHandler for MemoryServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(tools::definitions()))
+        let mut listed = tools::definitions();
+        if self.gateway.is_some() {
+            listed.extend(crate::openclaw::mcp_tools());
+        }
+        Ok(ListToolsResult::with_all_items(listed))
     }
 
     async fn call_tool(
@@ -194,6 +307,16 @@ impl ServerHandler for MemoryServer {
         request: CallToolRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
+        if self.gateway.is_some() {
+            let gateway_tools =
+                crate::openclaw::GatewayTools::new(self.gateway.clone(), self.clone());
+            if let Some(answer) =
+                crate::openclaw::mcp_call(&gateway_tools, &request.name, request.arguments.clone())
+                    .await
+            {
+                return answer.map(CallToolResponse::from);
+            }
+        }
         match tools::parse(&request.name, request.arguments) {
             Ok(call) => self.run(call).await.map(CallToolResponse::from),
             Err(Rejected::TooDeep(depth)) => Ok(depth::too_deep_result(depth).into()),
@@ -203,10 +326,17 @@ impl ServerHandler for MemoryServer {
 }
 
 /// The memory server over streamable HTTP, for the daemon: every MCP
-/// session gets a clone sharing one index.
+/// session gets a clone sharing the indexes.
 pub fn http_service(
     layout: MemoryLayout,
 ) -> StreamableHttpService<MemoryServer, LocalSessionManager> {
-    let server = MemoryServer::new(layout);
-    crate::serve::http_service(move || Ok(server.clone()))
+    MemoryServer::new(layout).into_http_service()
+}
+
+impl MemoryServer {
+    /// This server over streamable HTTP, sharing its indexes with every
+    /// clone (so the daemon's other uses of it keep them warm too).
+    pub fn into_http_service(self) -> StreamableHttpService<MemoryServer, LocalSessionManager> {
+        crate::serve::http_service(move || Ok(self.clone()))
+    }
 }

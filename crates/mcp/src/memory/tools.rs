@@ -10,6 +10,7 @@ use rmcp::model::{JsonObject, Tool, ToolAnnotations};
 use serde_json::{Value, json};
 
 use crate::depth;
+use bridge_config::openclaw::{MAX_AGENT_ID_CHARS, valid_agent_id};
 
 pub const SEARCH: &str = "openclaw_memory_search";
 pub const READ: &str = "openclaw_memory_read";
@@ -22,31 +23,53 @@ pub const MAX_QUERY_CHARS: usize = 1000;
 /// Longer file names are refused.
 pub const MAX_FILE_CHARS: usize = 1024;
 pub const DEFAULT_FILE: &str = "MEMORY.md";
+pub const AGENT_ID: &str = "agentId";
+
+/// What `openclaw_memory_search` does (also the description of the
+/// daemon's session tool of the same name).
+pub const SEARCH_DESCRIPTION: &str = "Keyword search over OpenClaw's memory notes (MEMORY.md, USER.md, DREAMS.md and the daily notes in memory/) of an agent's workspace. Returns the best matching notes, best first, each with its path relative to the workspace, the 1-based startLine and endLine of the snippet, the snippet and a score in (0, 1).";
+
+/// `agentId`: every tool takes it.
+fn agent_property() -> Value {
+    json!({"type": "string", "minLength": 1, "maxLength": MAX_AGENT_ID_CHARS, "pattern": "^[A-Za-z0-9][A-Za-z0-9_-]*$", "description": "The OpenClaw agent whose memory to use (default: OpenClaw's default agent, usually `main`)."})
+}
+
+fn search_properties() -> Value {
+    json!({
+        "query": {"type": "string", "minLength": 1, "maxLength": MAX_QUERY_CHARS, "description": "Keywords to look for (case-insensitive)."},
+        "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": DEFAULT_LIMIT, "description": "How many notes to return."},
+        AGENT_ID: agent_property()
+    })
+}
+
+/// The input schema of `openclaw_memory_search` without the MCP servers'
+/// `_depth` (for the daemon's session tool of the same name).
+pub fn search_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": search_properties(),
+        "required": ["query"],
+        "additionalProperties": false
+    })
+}
 
 /// The tools, in the order `tools/list` gives them.
 pub fn definitions() -> Vec<Tool> {
     vec![
-        tool(
-            SEARCH,
-            "Keyword search over OpenClaw's memory notes (MEMORY.md and the daily notes in memory/). Returns the best matching notes, best first, each with its file, the 1-based line of the best matching line and that line as a snippet.",
-            json!({
-                "query": {"type": "string", "minLength": 1, "maxLength": MAX_QUERY_CHARS, "description": "Keywords to look for (case-insensitive)."},
-                "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": DEFAULT_LIMIT, "description": "How many notes to return."}
-            }),
-            &["query"],
-        ),
+        tool(SEARCH, SEARCH_DESCRIPTION, search_properties(), &["query"]),
         tool(
             READ,
-            "Read one of OpenClaw's memory notes whole (default MEMORY.md). Name it as openclaw_memory_search reports it, relative to the memory root, e.g. memory/2026-01-31.md.",
+            "Read one of OpenClaw's memory notes whole (default MEMORY.md). Name it as openclaw_memory_search reports its path, relative to the workspace, e.g. memory/2026-01-31.md.",
             json!({
-                "file": {"type": "string", "maxLength": MAX_FILE_CHARS, "default": DEFAULT_FILE, "description": "The note, relative to the memory root (only .md files)."}
+                "file": {"type": "string", "maxLength": MAX_FILE_CHARS, "default": DEFAULT_FILE, "description": "The note, relative to the workspace (only .md files)."},
+                AGENT_ID: agent_property()
             }),
             &[],
         ),
         tool(
             USER_PREFS,
             "Read the user's preferences as OpenClaw recorded them (USER.md).",
-            json!({}),
+            json!({AGENT_ID: agent_property()}),
             &[],
         ),
     ]
@@ -70,7 +93,15 @@ fn tool(
 
 /// A tool call, its arguments checked.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Call {
+pub struct Call {
+    /// `agentId`, validated and lowercased (`None`: the default agent).
+    pub agent: Option<String>,
+    pub request: Request,
+}
+
+/// What a call asks for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Request {
     Search { query: String, limit: usize },
     Read { file: String },
     UserPrefs,
@@ -105,7 +136,13 @@ pub fn parse(name: &str, arguments: Option<JsonObject>) -> Result<Call, Rejected
             return Err(invalid(name, depth::DEPTH_ARG, message));
         }
     }
-    let call = match name {
+    let agent = string_arg(name, &mut args, AGENT_ID, MAX_AGENT_ID_CHARS)?
+        .map(|id| {
+            valid_agent_id(&id)
+                .map_err(|why| invalid(name, AGENT_ID, format!("`{AGENT_ID}`: {why}")))
+        })
+        .transpose()?;
+    let request = match name {
         SEARCH => {
             let query = string_arg(name, &mut args, "query", MAX_QUERY_CHARS)?
                 .ok_or_else(|| invalid(name, "query", "`query` is required".to_owned()))?;
@@ -139,16 +176,16 @@ pub fn parse(name: &str, arguments: Option<JsonObject>) -> Result<Call, Rejected
                     ));
                 }
             };
-            Call::Search {
+            Request::Search {
                 query,
                 limit: usize::try_from(limit).unwrap_or(usize::MAX),
             }
         }
-        READ => Call::Read {
+        READ => Request::Read {
             file: string_arg(name, &mut args, "file", MAX_FILE_CHARS)?
                 .unwrap_or_else(|| DEFAULT_FILE.to_owned()),
         },
-        _ => Call::UserPrefs,
+        _ => Request::UserPrefs,
     };
     if let Some(extra) = args.keys().next() {
         return Err(invalid(
@@ -157,7 +194,7 @@ pub fn parse(name: &str, arguments: Option<JsonObject>) -> Result<Call, Rejected
             format!("unknown argument `{extra}` for {name}"),
         ));
     }
-    Ok(call)
+    Ok(Call { agent, request })
 }
 
 fn string_arg(
@@ -212,21 +249,47 @@ mod tests {
     fn defaults() {
         assert_eq!(
             parse(SEARCH, args(json!({"query": "deploy"}))).unwrap(),
-            Call::Search {
-                query: "deploy".to_owned(),
-                limit: 5
+            Call {
+                agent: None,
+                request: Request::Search {
+                    query: "deploy".to_owned(),
+                    limit: 5
+                }
             }
         );
         assert_eq!(
-            parse(READ, None).unwrap(),
-            Call::Read {
+            parse(READ, None).unwrap().request,
+            Request::Read {
                 file: "MEMORY.md".to_owned()
             }
         );
         assert_eq!(
-            parse(USER_PREFS, args(json!({"_depth": 2}))).unwrap(),
-            Call::UserPrefs
+            parse(USER_PREFS, args(json!({"_depth": 2})))
+                .unwrap()
+                .request,
+            Request::UserPrefs
         );
+        assert_eq!(
+            parse(USER_PREFS, args(json!({"agentId": "Work"})))
+                .unwrap()
+                .agent
+                .as_deref(),
+            Some("work")
+        );
+    }
+
+    #[test]
+    fn hostile_agent_ids_are_invalid_params() {
+        for (id, why) in [
+            (json!("../x"), "not an OpenClaw agent id"),
+            (json!("a/b"), "not an OpenClaw agent id"),
+            (json!(""), "cannot be empty"),
+            (json!("x".repeat(65)), "too long"),
+            (json!(7), "must be a string"),
+        ] {
+            let message = error_message(parse(SEARCH, args(json!({"query": "q", "agentId": id}))));
+            assert!(message.contains(why), "{message}");
+        }
     }
 
     #[test]

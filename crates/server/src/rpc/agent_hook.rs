@@ -73,7 +73,7 @@ pub struct AgentSessions {
 }
 
 impl AgentSessions {
-    fn touch(&self, id: &str) {
+    pub(crate) fn touch(&self, id: &str) {
         bridge_policy::sync::lock(&self.last_seen).insert(id.to_owned(), Instant::now());
     }
 

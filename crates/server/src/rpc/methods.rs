@@ -154,6 +154,7 @@ fn owner_name(owner: &ToolOwner) -> String {
         ToolOwner::Workspace => "workspace".to_owned(),
         ToolOwner::Provider(name) => format!("provider:{name}"),
         ToolOwner::Mcp(name) => format!("mcp:{name}"),
+        ToolOwner::Service(name) => format!("service:{name}"),
         ToolOwner::Agent(agent) => format!("agent:{}", agent.name()),
     }
 }

@@ -93,6 +93,7 @@ pub(crate) async fn bridge_status(ctx: ServerContext, params: Params) -> RpcResu
             "default": default_session.as_ref().map(|s| s.id().to_owned()),
         },
         "policy": policy,
+        "openclaw": crate::openclaw::status(&ctx),
     }))
 }
 

@@ -6,7 +6,7 @@
 //! document with exactly our change applied, or nothing is written.
 
 mod files;
-pub mod json5;
+pub use bridge_config::json5;
 
 pub use files::{back_up, write_atomically};
 

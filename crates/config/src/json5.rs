@@ -1,7 +1,9 @@
-//! A JSON5 reader that keeps byte positions, so OpenClaw's configuration
-//! (JSON5: comments, trailing commas, unquoted keys, single quotes) can be
-//! edited by splicing text: everything we do not change, comments and
-//! formatting included, stays byte for byte.
+//! The one JSON5 reader of the project. OpenClaw's configuration is JSON5
+//! (comments, trailing commas, unquoted keys, single quotes): bridge-config
+//! reads it ([`parse_value`], crates/config/src/openclaw.rs), and the CLI
+//! edits it by splicing text (crates/cli/src/commands/json_edit/), for which
+//! every value keeps its byte positions: everything an edit does not change,
+//! comments and formatting included, stays byte for byte.
 
 use serde_json::{Map, Number, Value};
 
@@ -53,7 +55,13 @@ impl std::fmt::Display for ParseError {
     }
 }
 
-/// Parses a whole JSON5 document.
+/// Parses a whole JSON5 document into its JSON equivalent (`Infinity` and
+/// `NaN`, which JSON lacks, become `null`).
+pub fn parse_value(text: &str) -> Result<Value, ParseError> {
+    parse(text).map(|node| node.value)
+}
+
+/// Parses a whole JSON5 document, keeping positions.
 pub fn parse(text: &str) -> Result<Node, ParseError> {
     let mut parser = Parser { text, pos: 0 };
     parser.skip_blank()?;
@@ -358,6 +366,15 @@ mod tests {
         assert_eq!(&text[mcp.key_start..mcp.key_start + 5], "\"mcp\"");
         assert_eq!(&text[mcp.value.start..mcp.value.end], r#"{"servers": {}}"#);
         assert!(mcp.comma.is_some());
+    }
+
+    #[test]
+    fn parse_value_gives_the_json_equivalent() {
+        assert_eq!(
+            parse_value("// c\n{a: [Infinity, 'x',], /* b */ b: {c: null,},}").unwrap(),
+            json!({"a": [null, "x"], "b": {"c": null}})
+        );
+        assert!(parse_value("{a: }").is_err());
     }
 
     #[test]

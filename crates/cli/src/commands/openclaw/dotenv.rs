@@ -1,0 +1,107 @@
+//! One `KEY=value` line in OpenClaw's `<state>/.env` (which OpenClaw loads
+//! into its environment at start, never over a variable already set): set,
+//! or taken out, the other lines left as they were. The file holds a
+//! secret, so it is written atomically and left mode 0600.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+
+use crate::commands::json_edit::write_atomically;
+use crate::exit::Failure;
+
+/// Sets `key` to `value`: whether the file changed.
+pub fn set(file: &Path, key: &str, value: &str) -> Result<bool, Failure> {
+    let old = read(file)?.unwrap_or_default();
+    let wanted = format!("{key}={value}");
+    let mut lines: Vec<&str> = old.lines().collect();
+    match lines.iter().position(|line| assigns(line, key)) {
+        Some(at) if lines[at] == wanted => return Ok(false),
+        Some(at) => lines[at] = &wanted,
+        None => lines.push(&wanted),
+    }
+    write(file, &lines)?;
+    Ok(true)
+}
+
+/// Takes every assignment of `key` out: whether the file changed. A file
+/// left with nothing in it is removed.
+pub fn remove(file: &Path, key: &str) -> Result<bool, Failure> {
+    let Some(old) = read(file)? else {
+        return Ok(false);
+    };
+    let lines: Vec<&str> = old.lines().filter(|line| !assigns(line, key)).collect();
+    if lines.len() == old.lines().count() {
+        return Ok(false);
+    }
+    if lines.iter().all(|line| line.trim().is_empty()) {
+        std::fs::remove_file(file)
+            .map_err(|err| Failure::internal(format!("cannot remove {}: {err}", file.display())))?;
+        return Ok(true);
+    }
+    write(file, &lines)?;
+    Ok(true)
+}
+
+/// Whether `line` assigns `key` (`KEY=…` or `export KEY=…`).
+fn assigns(line: &str, key: &str) -> bool {
+    let line = line.trim_start();
+    let line = line.strip_prefix("export ").unwrap_or(line).trim_start();
+    line.strip_prefix(key)
+        .is_some_and(|rest| rest.trim_start().starts_with('='))
+}
+
+fn read(file: &Path) -> Result<Option<String>, Failure> {
+    match std::fs::read_to_string(file) {
+        Ok(text) => Ok(Some(text)),
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(err) => Err(Failure::internal(format!(
+            "cannot read {}: {err}",
+            file.display()
+        ))),
+    }
+}
+
+fn write(file: &Path, lines: &[&str]) -> Result<(), Failure> {
+    let mut text = lines.join("\n");
+    text.push('\n');
+    write_atomically(file, &text)?;
+    std::fs::set_permissions(file, std::fs::Permissions::from_mode(0o600))
+        .map_err(|err| Failure::internal(format!("cannot make {} private: {err}", file.display())))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sets_replaces_and_removes_one_line_keeping_the_others() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join(".env");
+        std::fs::write(&file, "# mine\nOTHER=1\nexport TOKEN_X=old\n").unwrap();
+        assert!(set(&file, "TOKEN_X", "new").unwrap());
+        assert_eq!(
+            std::fs::read_to_string(&file).unwrap(),
+            "# mine\nOTHER=1\nTOKEN_X=new\n"
+        );
+        assert!(!set(&file, "TOKEN_X", "new").unwrap(), "nothing to change");
+        let mode = std::fs::metadata(&file).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+        // A longer name sharing the prefix is another variable.
+        assert!(set(&file, "TOKEN", "t").unwrap());
+        assert!(remove(&file, "TOKEN_X").unwrap());
+        assert_eq!(
+            std::fs::read_to_string(&file).unwrap(),
+            "# mine\nOTHER=1\nTOKEN=t\n"
+        );
+        assert!(!remove(&file, "TOKEN_X").unwrap());
+    }
+
+    #[test]
+    fn a_file_left_empty_is_removed() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join(".env");
+        assert!(set(&file, "TOKEN_X", "v").unwrap());
+        assert!(remove(&file, "TOKEN_X").unwrap());
+        assert!(!file.exists());
+    }
+}
