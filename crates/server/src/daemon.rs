@@ -191,6 +191,11 @@ impl Daemon {
         // OpenClaw: the gateway connection (when configured), the memory
         // server sharing it, and their tools in every session from the
         // first one on.
+        // An openclaw.json that could not be used changes which workspace
+        // and gateway are used: say so.
+        for warning in &config.warnings {
+            tracing::warn!("{warning}");
+        }
         let openclaw = crate::openclaw::start_gateway(config, &shutdown);
         let memory = bridge_mcp::memory::MemoryServer::new(
             bridge_mcp::memory::MemoryLayout::detect(None, &config.openclaw),

@@ -14,6 +14,7 @@ mod health;
 mod mcp_bad_input;
 mod model_routing;
 mod one_decision;
+mod openclaw_tools;
 mod orchestrate_rpc;
 mod rpc_bad_input;
 mod slow_and_large;

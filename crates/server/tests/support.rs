@@ -209,16 +209,16 @@ pub async fn run_peer(command: &mut tokio::process::Command) -> String {
 /// answer read from JSON or from the SSE stream the server may choose.
 pub struct McpHttp<'a> {
     daemon: &'a TestDaemon,
-    path: &'static str,
+    path: String,
     session: String,
     next_id: u64,
 }
 
 impl<'a> McpHttp<'a> {
-    pub async fn connect(daemon: &'a TestDaemon, path: &'static str) -> Self {
+    pub async fn connect(daemon: &'a TestDaemon, path: &str) -> Self {
         let mut client = Self {
             daemon,
-            path,
+            path: path.to_owned(),
             session: String::new(),
             next_id: 1,
         };
@@ -241,7 +241,7 @@ impl<'a> McpHttp<'a> {
         let mut request = self
             .daemon
             .http()
-            .post(self.daemon.url(self.path))
+            .post(self.daemon.url(&self.path))
             .bearer_auth(&self.daemon.token)
             .header("accept", "application/json, text/event-stream")
             .json(&body);
@@ -272,5 +272,18 @@ impl<'a> McpHttp<'a> {
         let body = json!({"jsonrpc": "2.0", "id": self.next_id, "method": "tools/call",
                           "params": {"name": tool, "arguments": arguments}});
         self.post(body).await.0.to_string()
+    }
+
+    /// `tools/list`: the tools' names.
+    pub async fn tool_names(&mut self) -> Vec<String> {
+        self.next_id += 1;
+        let body = json!({"jsonrpc": "2.0", "id": self.next_id, "method": "tools/list"});
+        let answer = self.post(body).await.0;
+        answer["result"]["tools"]
+            .as_array()
+            .unwrap_or_else(|| panic!("no tools in {answer}"))
+            .iter()
+            .filter_map(|tool| tool["name"].as_str().map(str::to_owned))
+            .collect()
     }
 }
