@@ -187,15 +187,7 @@ api_key_env = "UNSET_ANTHROPIC_KEY"
         ));
     let daemon = TestDaemon::with(setup).await;
     let started = Instant::now();
-    let health: Value = daemon
-        .http()
-        .get(daemon.url("/healthz"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let health = daemon.health().await;
     assert!(
         started.elapsed() < Duration::from_secs(2),
         "took {:?}",

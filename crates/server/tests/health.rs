@@ -5,15 +5,7 @@ use crate::support::TestDaemon;
 #[tokio::test]
 async fn healthz_answers_without_a_token() {
     let daemon = TestDaemon::start().await;
-    let health: serde_json::Value = daemon
-        .http()
-        .get(daemon.url("/healthz"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let health = daemon.health().await;
     assert_eq!(health["ok"], true);
     assert_eq!(health["sessions"], 1);
     assert_eq!(health["service"], "copilot-bridge");
@@ -36,15 +28,7 @@ async fn healthz_reports_the_backend_and_answers_from_cache_when_a_backend_hangs
     .await;
     for _ in 0..2 {
         let started = std::time::Instant::now();
-        let health: serde_json::Value = daemon
-            .http()
-            .get(daemon.url("/healthz"))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let health = daemon.health().await;
         assert!(
             started.elapsed() < std::time::Duration::from_millis(1500),
             "/healthz took {:?}",

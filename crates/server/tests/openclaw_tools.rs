@@ -109,15 +109,7 @@ async fn without_a_gateway_the_openclaw_tools_say_so_and_memory_is_searched_here
         openclaw_workspace.path().display().to_string(),
     ))
     .await;
-    let health: Value = daemon
-        .http()
-        .get(daemon.url("/healthz"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let health = daemon.health().await;
     assert_eq!(health["openclaw"], json!({"state": "off"}));
 
     let tools = daemon
@@ -163,7 +155,11 @@ async fn without_a_gateway_the_openclaw_tools_say_so_and_memory_is_searched_here
             "timeoutSeconds",
         ),
         ("openclaw_sessions", json!({"limit": 1000}), "limit"),
-        ("openclaw_sessions", json!({"everything": true}), "unknown argument"),
+        (
+            "openclaw_sessions",
+            json!({"everything": true}),
+            "unknown argument",
+        ),
         ("openclaw_memory_search", json!({"query": ""}), "query"),
         (
             "openclaw_memory_search",
@@ -177,7 +173,10 @@ async fn without_a_gateway_the_openclaw_tools_say_so_and_memory_is_searched_here
             "{name} {arguments}: {refused}"
         );
         assert!(
-            refused["error"]["message"].as_str().unwrap().contains(fragment),
+            refused["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains(fragment),
             "{name} {arguments}: {refused}"
         );
     }
@@ -202,7 +201,10 @@ async fn without_a_gateway_the_openclaw_tools_say_so_and_memory_is_searched_here
     assert!(paths.contains(&"USER.md"), "{found}");
     let hit = &answer["results"][0];
     assert!(hit["startLine"].as_u64().unwrap() >= 1, "{hit}");
-    assert!(hit["endLine"].as_u64() >= hit["startLine"].as_u64(), "{hit}");
+    assert!(
+        hit["endLine"].as_u64() >= hit["startLine"].as_u64(),
+        "{hit}"
+    );
 
     // The memory server lists the gateway's tools only with a gateway.
     let mut memory = McpHttp::connect(&daemon, "/mcp/memory").await;

@@ -160,6 +160,18 @@ impl TestDaemon {
     }
 
     /// A JSON-RPC call over HTTP POST: the whole response object.
+    /// `GET /healthz` (no token needed): its JSON.
+    pub async fn health(&self) -> Value {
+        self.http()
+            .get(self.url("/healthz"))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap()
+    }
+
     pub async fn rpc(&self, method: &str, params: Value) -> Value {
         let body =
             serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});

@@ -17,7 +17,7 @@ use std::process::ExitCode;
 use bridge_config::BridgeConfig;
 use serde_json::{Map, Value, json};
 
-use super::json_edit::{self, back_up, write_atomically};
+use super::json_edit::{self, back_up, read_if_present, write_atomically};
 use super::tool::write_stdout;
 use crate::args::{HooksArgs, HooksCommand};
 use crate::exit::Failure;
@@ -198,17 +198,6 @@ fn read_chain(layout: &Layout) -> Result<Value, Failure> {
     }
 }
 
-fn read_text(file: &Path) -> Result<Option<String>, Failure> {
-    match std::fs::read_to_string(file) {
-        Ok(text) => Ok(Some(text)),
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(err) => Err(Failure::internal(format!(
-            "cannot read {}: {err}",
-            file.display()
-        ))),
-    }
-}
-
 fn edit_failure(file: &Path, err: &json_edit::EditError) -> Failure {
     Failure::internal(format!("cannot change {}: {err}", file.display()))
 }
@@ -273,7 +262,7 @@ fn install(config: &BridgeConfig, layout: &Layout) -> Result<ExitCode, Failure> 
     // (file, old text, new text) to write once everything is decided.
     let mut writes: Vec<(PathBuf, Option<String>, String)> = Vec::new();
     if layout.is_claude() {
-        let old = read_text(&layout.config)?;
+        let old = read_if_present(&layout.config)?;
         let mut text = old.clone().unwrap_or_default();
         for (event, ours) in layout.events {
             let entry = layout.entry(config, ours)?;
@@ -287,7 +276,7 @@ fn install(config: &BridgeConfig, layout: &Layout) -> Result<ExitCode, Failure> 
         }
     } else {
         for file in other_hook_files(layout)? {
-            let Some(old) = read_text(&file)? else {
+            let Some(old) = read_if_present(&file)? else {
                 continue;
             };
             let mut text = old.clone();
@@ -310,7 +299,7 @@ fn install(config: &BridgeConfig, layout: &Layout) -> Result<ExitCode, Failure> 
             serde_json::to_string_pretty(&json!({"version": 1, "hooks": hooks}))
                 .unwrap_or_default()
         );
-        let old = read_text(&ours)?;
+        let old = read_if_present(&ours)?;
         if old.as_deref() != Some(text.as_str()) {
             writes.push((ours, old, text));
         }
@@ -325,7 +314,7 @@ fn install(config: &BridgeConfig, layout: &Layout) -> Result<ExitCode, Failure> 
     }
     // The user's hooks are kept before they leave their files.
     if chain != before {
-        let old = read_text(&layout.chain)?;
+        let old = read_if_present(&layout.chain)?;
         let text = format!(
             "{}\n",
             serde_json::to_string_pretty(&chain).unwrap_or_default()
@@ -392,7 +381,7 @@ fn uninstall(layout: &Layout) -> Result<ExitCode, Failure> {
     touched.sort();
     touched.dedup();
     for file in touched {
-        let Some(old) = read_text(&file)? else {
+        let Some(old) = read_if_present(&file)? else {
             continue;
         };
         let mut text = old.clone();
@@ -469,7 +458,7 @@ fn status(config: &BridgeConfig, layout: &Layout) -> Result<ExitCode, Failure> {
     } else {
         layout.config.join(COPILOT_FILE)
     };
-    let document = match read_text(&file)? {
+    let document = match read_if_present(&file)? {
         Some(text) => json_edit::parse(&text).map_err(|err| edit_failure(&file, &err))?,
         None => json!({}),
     };

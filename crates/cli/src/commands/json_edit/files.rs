@@ -6,6 +6,18 @@ use std::path::{Path, PathBuf};
 
 use crate::exit::Failure;
 
+/// The text of `file`, `None` when it does not exist.
+pub fn read_if_present(file: &Path) -> Result<Option<String>, Failure> {
+    match std::fs::read_to_string(file) {
+        Ok(text) => Ok(Some(text)),
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(err) => Err(Failure::internal(format!(
+            "cannot read {}: {err}",
+            file.display()
+        ))),
+    }
+}
+
 /// Copies `old` to `<file>.bak-<UTC timestamp>` (a fresh name, never
 /// overwriting an earlier backup).
 pub fn back_up(file: &Path, old: &str) -> Result<PathBuf, Failure> {

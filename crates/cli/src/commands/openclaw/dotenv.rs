@@ -6,12 +6,12 @@
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
-use crate::commands::json_edit::write_atomically;
+use crate::commands::json_edit::{read_if_present, write_atomically};
 use crate::exit::Failure;
 
 /// Sets `key` to `value`: whether the file changed.
 pub fn set(file: &Path, key: &str, value: &str) -> Result<bool, Failure> {
-    let old = read(file)?.unwrap_or_default();
+    let old = read_if_present(file)?.unwrap_or_default();
     let wanted = format!("{key}={value}");
     let mut lines: Vec<&str> = old.lines().collect();
     match lines.iter().position(|line| assigns(line, key)) {
@@ -26,7 +26,7 @@ pub fn set(file: &Path, key: &str, value: &str) -> Result<bool, Failure> {
 /// Takes every assignment of `key` out: whether the file changed. A file
 /// left with nothing in it is removed.
 pub fn remove(file: &Path, key: &str) -> Result<bool, Failure> {
-    let Some(old) = read(file)? else {
+    let Some(old) = read_if_present(file)? else {
         return Ok(false);
     };
     let lines: Vec<&str> = old.lines().filter(|line| !assigns(line, key)).collect();
@@ -48,17 +48,6 @@ fn assigns(line: &str, key: &str) -> bool {
     let line = line.strip_prefix("export ").unwrap_or(line).trim_start();
     line.strip_prefix(key)
         .is_some_and(|rest| rest.trim_start().starts_with('='))
-}
-
-fn read(file: &Path) -> Result<Option<String>, Failure> {
-    match std::fs::read_to_string(file) {
-        Ok(text) => Ok(Some(text)),
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(err) => Err(Failure::internal(format!(
-            "cannot read {}: {err}",
-            file.display()
-        ))),
-    }
 }
 
 fn write(file: &Path, lines: &[&str]) -> Result<(), Failure> {

@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 
 use super::dotenv;
 use crate::args::OpenclawArgs;
-use crate::commands::json_edit::{self, back_up, write_atomically};
+use crate::commands::json_edit::{self, back_up, read_if_present, write_atomically};
 use crate::exit::Failure;
 
 /// Our plugin's id, our MCP server's name and our `plugins.entries` key.
@@ -102,7 +102,7 @@ impl Plan {
     }
 
     pub fn register(&self) -> Result<ExitCode, Failure> {
-        let old = read_config(&self.config_file)?;
+        let old = read_if_present(&self.config_file)?;
         let mut text = old.clone().unwrap_or_default();
         let plugin_dir = self.plugin_dir.display().to_string();
         let paths = load_paths(&self.config_file, &text)?;
@@ -127,11 +127,7 @@ impl Plan {
                 out,
                 "Would write the plugin to {plugin_dir}, set {TOKEN_VARIABLE} in {}, and {}",
                 self.dotenv_file.display(),
-                if edited {
-                    format!("make {shown} read:\n\n{}", bridge_policy::redact(&text))
-                } else {
-                    format!("leave {shown} as it is.")
-                }
+                self.file_change(edited, &text)
             );
             return Ok(ExitCode::SUCCESS);
         }
@@ -179,7 +175,7 @@ impl Plan {
     }
 
     pub fn unregister(&self) -> Result<ExitCode, Failure> {
-        let old = read_config(&self.config_file)?;
+        let old = read_if_present(&self.config_file)?;
         let mut text = old.clone().unwrap_or_default();
         let mut edited = false;
         if old.is_some() {
@@ -219,11 +215,7 @@ impl Plan {
                 "Would remove {}, {TOKEN_VARIABLE} from {}, and {}",
                 self.plugin_dir.display(),
                 self.dotenv_file.display(),
-                if edited {
-                    format!("make {shown} read:\n\n{}", bridge_policy::redact(&text))
-                } else {
-                    format!("leave {shown} as it is.")
-                }
+                self.file_change(edited, &text)
             );
             return Ok(ExitCode::SUCCESS);
         }
@@ -251,6 +243,16 @@ impl Plan {
         }
         let _ = writeln!(out, "Restart the OpenClaw gateway to apply.");
         Ok(ExitCode::SUCCESS)
+    }
+
+    /// What `--dry-run` says about the configuration file.
+    fn file_change(&self, edited: bool, text: &str) -> String {
+        let shown = self.config_file.display();
+        if edited {
+            format!("make {shown} read:\n\n{}", bridge_policy::redact(text))
+        } else {
+            format!("leave {shown} as it is.")
+        }
     }
 
     /// Applies one edit to `text`: whether it changed anything.
@@ -310,17 +312,6 @@ fn server_entry(host: &str, port: u16, workspace: &Path) -> Value {
         "headers": {"Authorization": format!("Bearer ${{{TOKEN_VARIABLE}}}")},
         "requestTimeoutMs": REQUEST_TIMEOUT_MS,
     })
-}
-
-fn read_config(file: &Path) -> Result<Option<String>, Failure> {
-    match std::fs::read_to_string(file) {
-        Ok(text) => Ok(Some(text)),
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(err) => Err(Failure::internal(format!(
-            "cannot read {}: {err}",
-            file.display()
-        ))),
-    }
 }
 
 /// `plugins.load.paths` as strings; anything else there is refused rather
