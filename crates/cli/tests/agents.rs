@@ -13,6 +13,7 @@ mod hooks_daemon;
 mod launch;
 mod openclaw;
 mod openclaw_gateway;
+mod openclaw_plugin;
 mod orchestrate;
 
 use std::path::Path;
