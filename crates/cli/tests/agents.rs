@@ -14,6 +14,7 @@ mod launch;
 mod openclaw;
 mod openclaw_gateway;
 mod openclaw_plugin;
+mod openclaw_plugin_failures;
 mod orchestrate;
 
 use std::path::Path;

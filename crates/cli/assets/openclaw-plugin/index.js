@@ -32,6 +32,8 @@ const HEALTH_MS = 2000;
 const HANDSHAKE_MS = 15000;
 /** How long `copilot-bridge daemon start` may take. */
 const START_MS = 30000;
+/** How long a cancelled call may wait for the daemon to be told before it returns. */
+const CANCEL_GRACE_MS = 1000;
 /** How many characters of an HTTP error body are quoted. */
 const QUOTE_CHARS = 500;
 
@@ -184,6 +186,8 @@ async function* sseMessages(body) {
         buffer += decoder.decode(chunk, { stream: true });
         let end;
         while ((end = buffer.search(/\r\n|\r|\n/)) !== -1) {
+            // A CR ending the chunk may be the first half of a CRLF: wait for the next chunk.
+            if (end === buffer.length - 1 && buffer[end] === "\r") break;
             const line = buffer.slice(0, end);
             buffer = buffer.slice(end + (buffer.startsWith("\r\n", end) ? 2 : 1));
             if (line === "") yield* dispatch();
@@ -245,9 +249,13 @@ class McpSession {
         return fetch(this.url, { method: "POST", headers: this.headers(), body: JSON.stringify(message), signal });
     }
 
-    /** Sends a request and reads its stream until the answer, handing notifications to `onNotification`. */
-    async request(method, params, { signal, onNotification, onSent } = {}) {
+    /**
+     * Sends a request and reads its stream until the answer, handing notifications to `onNotification`.
+     * `onSending(id)` runs before the POST, `onSent(id, response)` once the daemon has answered its headers.
+     */
+    async request(method, params, { signal, onNotification, onSending, onSent } = {}) {
         const id = this.nextId++;
+        onSending?.(id);
         const response = await this.post({ jsonrpc: "2.0", id, method, params }, signal);
         if (!response.ok) throw await httpProblem(response, method);
         onSent?.(id, response);
@@ -464,36 +472,47 @@ async function runTool(spec, settings, logger, workspace, toolCallId, params, si
     const steps = [];
     let session = null;
     let callId = null;
-    let wasCancelled = false;
+    // Settles true once the daemon has taken the tools/call, false when it cannot have.
+    let settleCall = () => undefined;
+    const callTaken = new Promise((resolvePromise) => {
+        settleCall = resolvePromise;
+    });
+    /** Set on abort: the daemon being told, then the stream dropped. */
+    let cancelling = null;
     const controller = new AbortController();
+    // Dropping the stream does not stop the daemon's task: it is told with
+    // notifications/cancelled, once it has the call (an abort may come while
+    // the POST or its answer is on the way).
+    const tellDaemon = async () => {
+        if (!session?.id || callId === null) return;
+        if (!(await within(callTaken, HANDSHAKE_MS, false))) return;
+        await session
+            .notify(
+                "notifications/cancelled",
+                { requestId: callId, reason: "cancelled by OpenClaw" },
+                AbortSignal.timeout(HANDSHAKE_MS),
+            )
+            .catch(() => undefined);
+    };
     const onAbort = () => {
-        wasCancelled = true;
-        const notice = session?.id && callId !== null
-            ? session
-                  .notify(
-                      "notifications/cancelled",
-                      { requestId: callId, reason: "cancelled by OpenClaw" },
-                      AbortSignal.timeout(HANDSHAKE_MS),
-                  )
-                  .catch(() => undefined)
-            : Promise.resolve();
-        notice.finally(() => controller.abort(signal?.reason));
+        cancelling = tellDaemon().finally(() => controller.abort(signal?.reason));
     };
     signal?.addEventListener("abort", onAbort, { once: true });
     try {
-        const daemon = await findDaemon(settings);
-        if (wasCancelled) return cancelled(spec.name, steps, extra);
+        // Starting the daemon may take a while: an abort does not wait for it.
+        const daemon = await untilAborted(findDaemon(settings), signal);
         session = new McpSession(daemon);
         await session.open(controller.signal);
         const progressToken = `${PLUGIN_ID}-${toolCallId || Date.now()}`;
-        const { result } = await session.request(
+        const call = session.request(
             "tools/call",
             { name: spec.name, arguments: args, _meta: { progressToken } },
             {
                 signal: controller.signal,
-                onSent: (id) => {
+                onSending: (id) => {
                     callId = id;
                 },
+                onSent: () => settleCall(true),
                 onNotification: (message) => {
                     if (message.method !== "notifications/progress") return;
                     const line = message.params?.message;
@@ -511,16 +530,50 @@ async function runTool(spec, settings, logger, workspace, toolCallId, params, si
                 },
             },
         );
-        if (wasCancelled) return cancelled(spec.name, steps, extra);
+        call.catch(() => settleCall(false));
+        const { result } = await untilAborted(call, signal);
+        if (cancelling) return cancelled(spec.name, steps, extra);
         return fromCallResult(spec, result, steps, extra);
     } catch (error) {
-        if (wasCancelled || signal?.aborted) return cancelled(spec.name, steps, extra);
+        if (cancelling || signal?.aborted) return cancelled(spec.name, steps, extra);
         if (error instanceof BridgeError) return failure(spec.name, error.message, extra);
         const cause = error?.cause?.code || error?.cause?.message || error?.message || String(error);
         return failure(spec.name, `could not reach copilot-bridge's daemon (${cause}).`, extra);
     } finally {
         signal?.removeEventListener("abort", onAbort);
-        await session?.close();
+        if (cancelling) {
+            // Back to OpenClaw promptly; telling the daemon normally takes milliseconds.
+            await within(
+                cancelling.then(() => session?.close()).catch(() => undefined),
+                CANCEL_GRACE_MS,
+            );
+        } else {
+            await session?.close();
+        }
+    }
+}
+
+/** `promise`, or a rejection as soon as `signal` aborts (what `promise` does goes on). */
+function untilAborted(promise, signal) {
+    if (!signal) return promise;
+    return new Promise((resolvePromise, reject) => {
+        const onAbort = () => reject(signal.reason ?? new Error("aborted"));
+        if (signal.aborted) onAbort();
+        else signal.addEventListener("abort", onAbort, { once: true });
+        promise.then(resolvePromise, reject).finally(() => signal.removeEventListener("abort", onAbort));
+    });
+}
+
+/** What `promise` resolves to, or `otherwise` after `ms`. */
+async function within(promise, ms, otherwise) {
+    let timer;
+    const late = new Promise((resolvePromise) => {
+        timer = setTimeout(() => resolvePromise(otherwise), ms);
+    });
+    try {
+        return await Promise.race([promise, late]);
+    } finally {
+        clearTimeout(timer);
     }
 }
 

@@ -165,14 +165,6 @@ async fn openclaw_reads_a_file_with_its_own_tool_and_finishes_the_turn() {
     );
 }
 
-/// The model's reply that calls `tool` with `arguments`.
-fn calls(id: &str, tool: &str, arguments: Value) -> MockReply {
-    MockReply::ToolCalls {
-        text: None,
-        calls: vec![MockToolCall::new(id, tool, arguments.to_string())],
-    }
-}
-
 #[tokio::test]
 async fn after_register_openclaw_delegates_to_copilot_code_in_its_own_workspace() {
     const TASK: &str = "SUBTASK: create hello.txt saying hello from copilot-bridge";
@@ -180,17 +172,17 @@ async fn after_register_openclaw_delegates_to_copilot_code_in_its_own_workspace(
     // (its requests end with a context message of its own, so they take
     // the script in order)...
     let mock = MockLlm::start(vec![
-        calls("call_cb_1", "copilot_code", json!({"task": TASK})),
+        MockReply::tool_call("call_cb_1", "copilot_code", &json!({"task": TASK})),
         MockReply::chunks(["Done: copilot-bridge made hello.txt."]),
     ])
     .await;
     // ... and the daemon's own agent loop, given the task, writes the file.
     mock.route(
         TASK,
-        calls(
+        MockReply::tool_call(
             "call_w_1",
             "create_file",
-            json!({"path": "hello.txt", "content": "hello from copilot-bridge\n"}),
+            &json!({"path": "hello.txt", "content": "hello from copilot-bridge\n"}),
         ),
     );
     mock.route(TASK, MockReply::chunks(["I created hello.txt."]));

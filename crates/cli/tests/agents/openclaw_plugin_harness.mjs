@@ -15,11 +15,15 @@
 //       "toolCallId": "call-1",
 //       "params": {"task": …, "workingDir": …},
 //       "abort": {"afterMs": N} | {"afterUpdates": N} | {"onStdin": true}
+//              | {"onResponseTo": "tools/call"}
 //     }]
 //   }
 // With `abort.onStdin`, the call's AbortSignal fires when a line arrives on
 // stdin (or stdin ends), so the test decides the moment; the harness prints
 // `{"running": "TOOL"}` on a line of its own once the call has started.
+// With `abort.onResponseTo`, it fires when the daemon has answered the
+// headers of that JSON-RPC method's POST, before the plugin sees them (an
+// abort while the answer is on the way).
 //
 // Output (the last line of stdout): {registered, tools, calls: [{tool,
 // updates: [{atMs, partial}], result, threw, elapsedMs, abortedAtMs,
@@ -111,6 +115,20 @@ async function main() {
         };
         let timer;
         if (call.abort?.afterMs !== undefined) timer = setTimeout(abort, call.abort.afterMs);
+        const realFetch = globalThis.fetch;
+        if (call.abort?.onResponseTo) {
+            globalThis.fetch = async (url, init) => {
+                const response = await realFetch(url, init);
+                let method;
+                try {
+                    method = JSON.parse(init?.body ?? "null")?.method;
+                } catch {
+                    method = undefined;
+                }
+                if (method === call.abort.onResponseTo) abort();
+                return response;
+            };
+        }
         if (call.abort?.onStdin) {
             nextLine().then(abort);
             process.stdout.write(`${JSON.stringify({ running: call.tool })}\n`);
@@ -126,6 +144,7 @@ async function main() {
             record.threw = describe(error);
         }
         clearTimeout(timer);
+        globalThis.fetch = realFetch;
         record.elapsedMs = Date.now() - started;
         record.returnedAfterAbortMs = record.abortedAtMs === null ? null : record.elapsedMs - record.abortedAtMs;
         // Updates after `execute` returned are ignored by OpenClaw; count them apart.

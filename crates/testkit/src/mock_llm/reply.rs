@@ -55,6 +55,14 @@ impl MockReply {
         }
     }
 
+    /// A reply that calls one tool, `arguments` sent whole.
+    pub fn tool_call(id: &str, name: &str, arguments: &serde_json::Value) -> Self {
+        MockReply::ToolCalls {
+            text: None,
+            calls: vec![MockToolCall::new(id, name, arguments.to_string())],
+        }
+    }
+
     /// An error reply without `Retry-After`.
     pub fn error(status: u16, message: impl Into<String>) -> Self {
         MockReply::Error {
