@@ -133,9 +133,19 @@ fn register_installs_the_plugin_the_server_and_the_token_and_a_second_run_change
         kept
     );
 
+    // OpenClaw's model provider can name the kept token too.
+    let (code, stdout, _) = run(&bridge, &["setup", "--agent", "openclaw"]);
+    assert_eq!(code, 0);
+    assert!(
+        stdout.contains("\"apiKey\": \"${COPILOT_BRIDGE_TOKEN}\""),
+        "{stdout}"
+    );
+
     let (code, stdout, _) = run(&bridge, &["openclaw", "unregister"]);
     assert_eq!(code, 0);
     assert!(stdout.contains("Removed copilot-bridge from"), "{stdout}");
+    let (_, stdout, _) = run(&bridge, &["setup", "--agent", "openclaw"]);
+    assert!(stdout.contains("PASTE-THE-TOKEN"), "{stdout}");
     assert_eq!(
         serde_json::from_str::<Value>(&std::fs::read_to_string(&config).unwrap()).unwrap(),
         json!({}),

@@ -30,6 +30,10 @@ struct Facade {
     /// Whether `token` is the running daemon's (it changes at each start
     /// unless `token` is configured).
     live: bool,
+    /// Whether OpenClaw already has the daemon's kept token as
+    /// `COPILOT_BRIDGE_TOKEN` (`openclaw register` wrote it): its block then
+    /// names the variable, which survives restarts.
+    openclaw_has_token: bool,
 }
 
 pub async fn run(config: &BridgeConfig, args: SetupArgs) -> Result<ExitCode, Failure> {
@@ -39,6 +43,7 @@ pub async fn run(config: &BridgeConfig, args: SetupArgs) -> Result<ExitCode, Fai
             origin: format!("http://{}", client.address()),
             token: client.file().token.clone(),
             live: true,
+            openclaw_has_token: openclaw_has_token(config),
         },
         None => Facade {
             origin: format!("http://127.0.0.1:{}", config.port),
@@ -51,6 +56,7 @@ pub async fn run(config: &BridgeConfig, args: SetupArgs) -> Result<ExitCode, Fai
                 )
             ),
             live: false,
+            openclaw_has_token: openclaw_has_token(config),
         },
     };
     let model = args.model.as_deref().unwrap_or("gpt-4.1");
@@ -105,7 +111,9 @@ fn section(agent: &str, facade: &Facade, model: &str) -> String {
              export COPILOT_MODEL={model}\n"
         ),
         _ => {
-            let api_key = if facade.live {
+            let api_key = if facade.openclaw_has_token {
+                format!("${{{}}}", super::openclaw::TOKEN_VARIABLE)
+            } else if facade.live {
                 token.clone()
             } else {
                 "PASTE-THE-TOKEN".to_owned()
@@ -118,7 +126,9 @@ fn section(agent: &str, facade: &Facade, model: &str) -> String {
             }}}, "agents": {"defaults": {"model": {"primary": format!("copilot-bridge/{model}")}}}});
             format!(
                 "# OpenClaw (/v1/chat/completions): merge into ~/.openclaw/openclaw.json{}\n{}\n",
-                if facade.live {
+                if facade.openclaw_has_token {
+                    " (apiKey: the kept token, from OpenClaw's .env)"
+                } else if facade.live {
                     ""
                 } else {
                     " (apiKey: the `token` of gateway.json)"
@@ -126,6 +136,21 @@ fn section(agent: &str, facade: &Facade, model: &str) -> String {
                 serde_json::to_string_pretty(&block).unwrap_or_default()
             )
         }
+    }
+}
+
+/// Whether the daemon keeps its token (`<home>/token`) and OpenClaw's
+/// `.env` holds it.
+fn openclaw_has_token(config: &BridgeConfig) -> bool {
+    let kept = bridge_server::state_file::kept_token(&config.home)
+        .ok()
+        .flatten();
+    let dotenv = config.openclaw.state_dir.join(".env");
+    match (kept, std::fs::read_to_string(dotenv)) {
+        (Some(token), Ok(text)) => {
+            super::openclaw::dotenv_holds(&text, super::openclaw::TOKEN_VARIABLE, &token)
+        }
+        _ => false,
     }
 }
 

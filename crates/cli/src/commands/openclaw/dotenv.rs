@@ -42,6 +42,12 @@ pub fn remove(file: &Path, key: &str) -> Result<bool, Failure> {
     Ok(true)
 }
 
+/// Whether the `.env` text `text` sets `key` to exactly `value`.
+pub fn holds(text: &str, key: &str, value: &str) -> bool {
+    let wanted = format!("{key}={value}");
+    text.lines().any(|line| line.trim() == wanted)
+}
+
 /// Whether `line` assigns `key` (`KEY=…` or `export KEY=…`).
 fn assigns(line: &str, key: &str) -> bool {
     let line = line.trim_start();

@@ -26,6 +26,9 @@
 mod dotenv;
 mod register;
 
+pub use dotenv::holds as dotenv_holds;
+pub use register::TOKEN_VARIABLE;
+
 use std::io::Write;
 use std::process::ExitCode;
 
