@@ -85,7 +85,7 @@ pub struct OpenClawConfig {
     /// `OPENCLAW_GATEWAY_PORT` or `OPENCLAW_PORT`, else `gateway.port` of
     /// openclaw.json, else 18789.
     pub port: u16,
-    /// `OPENCLAW_GATEWAY_URL` (ws:// or wss://): wins over host and port.
+    /// `OPENCLAW_GATEWAY_URL` (ws:// only): wins over host and port.
     pub gateway_url: Option<String>,
     /// `OPENCLAW_GATEWAY_TOKEN`, else `gateway.auth.token` of openclaw.json.
     pub gateway_token: Option<Secret>,
@@ -314,8 +314,8 @@ mod tests {
         assert_eq!(config.gateway_url(), "ws://127.0.0.1:18789");
         config.host = "::1".to_owned();
         assert_eq!(config.gateway_url(), "ws://[::1]:18789");
-        config.gateway_url = Some("wss://claw.example:443".to_owned());
-        assert_eq!(config.gateway_url(), "wss://claw.example:443");
+        config.gateway_url = Some("ws://claw.example:8080".to_owned());
+        assert_eq!(config.gateway_url(), "ws://claw.example:8080");
     }
 
     #[test]

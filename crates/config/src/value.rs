@@ -114,14 +114,17 @@ pub(crate) fn parse_url(text: &str) -> Result<String, &'static str> {
     }
 }
 
-/// A WebSocket URL (the OpenClaw gateway's): `ws://` or `wss://`, a host,
-/// no spaces; a trailing `/` dropped.
+/// A WebSocket URL (the OpenClaw gateway's): `ws://`, a host, no spaces;
+/// a trailing `/` dropped. `wss://` is refused: the client has no TLS, and
+/// a remote gateway is reached through a tunnel instead.
 pub(crate) fn parse_ws_url(text: &str) -> Result<String, &'static str> {
     let trimmed = text.trim();
-    let rest = trimmed
-        .strip_prefix("wss://")
-        .or_else(|| trimmed.strip_prefix("ws://"));
-    match rest {
+    if trimmed.starts_with("wss://") {
+        return Err(
+            "a ws:// URL: wss:// is not supported; reach a remote gateway through a tunnel (ssh -L 18789:127.0.0.1:18789 HOST) and use ws://127.0.0.1:18789",
+        );
+    }
+    match trimmed.strip_prefix("ws://") {
         Some(host)
             if !host.is_empty()
                 && !host.starts_with(['/', ':', '?', '#'])
@@ -129,7 +132,7 @@ pub(crate) fn parse_ws_url(text: &str) -> Result<String, &'static str> {
         {
             Ok(trimmed.trim_end_matches('/').to_owned())
         }
-        _ => Err("a ws:// or wss:// URL with a host, e.g. ws://127.0.0.1:18789"),
+        _ => Err("a ws:// URL with a host, e.g. ws://127.0.0.1:18789"),
     }
 }
 
@@ -225,8 +228,12 @@ mod tests {
     #[test]
     fn gateway_urls_are_websocket_urls() {
         assert_eq!(
-            parse_ws_url(" wss://claw.example:8443/ "),
-            Ok("wss://claw.example:8443".to_owned())
+            parse_ws_url(" ws://claw.example:8080/ "),
+            Ok("ws://claw.example:8080".to_owned())
+        );
+        assert!(
+            parse_ws_url("wss://claw.example:8443")
+                .is_err_and(|why| why.contains("wss:// is not supported"))
         );
         assert_eq!(
             parse_ws_url("ws://[::1]:18789"),

@@ -189,9 +189,9 @@ fn the_gateway_url_is_a_websocket_url_and_wins_over_host_and_port() {
     let config = claw.load(&[
         ("OPENCLAW_HOST", "claw.lan"),
         ("OPENCLAW_PORT", "1234"),
-        ("OPENCLAW_GATEWAY_URL", "wss://claw.example/gw/"),
+        ("OPENCLAW_GATEWAY_URL", "ws://claw.example:8080/gw/"),
     ]);
-    assert_eq!(config.openclaw.gateway_url(), "wss://claw.example/gw");
+    assert_eq!(config.openclaw.gateway_url(), "ws://claw.example:8080/gw");
     let host_port = claw.load(&[("OPENCLAW_HOST", "claw.lan"), ("OPENCLAW_PORT", "1234")]);
     assert_eq!(host_port.openclaw.gateway_url(), "ws://claw.lan:1234");
     assert_eq!(
@@ -205,8 +205,16 @@ fn the_gateway_url_is_a_websocket_url_and_wins_over_host_and_port() {
             .unwrap_err()
             .to_string();
         assert!(err.contains("openclaw.gateway_url"), "{err}");
-        assert!(err.contains("ws:// or wss://"), "{err}");
+        assert!(err.contains("a ws:// URL"), "{err}");
     }
+    // No TLS in the client: refused with the way round it.
+    let err = claw
+        .loader(&[("OPENCLAW_GATEWAY_URL", "wss://claw.example/gw")])
+        .load()
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("wss:// is not supported"), "{err}");
+    assert!(err.contains("ssh -L"), "{err}");
 }
 
 #[test]
@@ -454,7 +462,7 @@ fn openclaw_config_path_names_the_file_read() {
 #[test]
 fn a_repository_env_file_cannot_choose_the_gateway_or_the_workspace() {
     for (name, value) in [
-        ("OPENCLAW_GATEWAY_URL", "wss://attacker.example"),
+        ("OPENCLAW_GATEWAY_URL", "ws://attacker.example"),
         ("OPENCLAW_HOST", "attacker.example"),
         ("OPENCLAW_GATEWAY_PORT", "1"),
         ("OPENCLAW_WORKSPACE_DIR", "/repo-chose-this"),

@@ -386,10 +386,12 @@ pub fn mcp_tools() -> Vec<rmcp::model::Tool> {
 }
 
 /// A memory MCP server's call of one of these tools: `None` when `name`
-/// is none of them (the memory server answers itself). `_depth` is checked
-/// as every tool of ours checks it.
+/// is none of them (the memory server answers itself). The call goes
+/// through the default session of `sessions` (`Session::call_tool`: rules,
+/// audit log, redaction), where the daemon put these tools; `_depth` is
+/// checked as every tool of ours checks it.
 pub async fn mcp_call(
-    tools: &GatewayTools,
+    sessions: &dyn crate::code::SessionSource,
     name: &str,
     arguments: Option<rmcp::model::JsonObject>,
 ) -> Option<Result<rmcp::model::CallToolResult, rmcp::ErrorData>> {
@@ -398,32 +400,40 @@ pub async fn mcp_call(
         return None;
     }
     let mut args = arguments.unwrap_or_default();
-    // The search parses `_depth` itself; the others are checked here.
-    if name != MEMORY_SEARCH {
-        match crate::depth::take_depth(&mut args) {
-            Ok(_) => {}
-            Err(crate::depth::DepthError::TooDeep(depth)) => {
-                return Some(Ok(crate::depth::too_deep_result(depth)));
-            }
-            Err(crate::depth::DepthError::Invalid(message)) => {
-                return Some(Err(rmcp::ErrorData::invalid_params(
-                    format!("{name}: {message}"),
-                    None,
-                )));
-            }
+    match crate::depth::take_depth(&mut args) {
+        Ok(_) => {}
+        Err(crate::depth::DepthError::TooDeep(depth)) => {
+            return Some(Ok(crate::depth::too_deep_result(depth)));
+        }
+        Err(crate::depth::DepthError::Invalid(message)) => {
+            return Some(Err(rmcp::ErrorData::invalid_params(
+                format!("{name}: {message}"),
+                None,
+            )));
         }
     }
-    Some(Ok(match tools.call(name, args).await {
+    let session = match sessions.session(None).await {
+        Ok(session) => session,
+        Err(reason) => {
+            return Some(Ok(CallToolResult::error(vec![ContentBlock::text(
+                format!("{name}: no session to run it in: {reason}"),
+            )])));
+        }
+    };
+    let outcome = session
+        .call_tool(name, Value::Object(args), bridge_engine::CallOrigin::Mcp)
+        .await;
+    Some(Ok(match outcome.result {
         Ok(value) => {
             let mut result =
                 CallToolResult::success(vec![ContentBlock::text(answer_text(name, &value))]);
             result.structured_content = Some(value);
             result
         }
-        Err(err) if err.code == "invalid_arguments" => {
-            return Some(Err(rmcp::ErrorData::invalid_params(err.message, None)));
+        Err(failure) if failure.code == "invalid_arguments" => {
+            return Some(Err(rmcp::ErrorData::invalid_params(failure.message, None)));
         }
-        Err(err) => CallToolResult::error(vec![ContentBlock::text(err.message)]),
+        Err(failure) => CallToolResult::error(vec![ContentBlock::text(failure.message)]),
     }))
 }
 

@@ -66,6 +66,13 @@ fn failed(reason: impl Into<String>) -> Outcome {
     }
 }
 
+/// How long a connection must have stayed up for its end to reset the
+/// backoff (the gateway's tick interval by default).
+const STABLE_AFTER: Duration = Duration::from_secs(30);
+/// How many times in a row a gateway's "retry after" is followed before the
+/// backoff takes over.
+const HINTED_RETRIES: u32 = 3;
+
 pub(crate) async fn run(shared: Arc<Shared>, settings: GatewaySettings, stop: CancellationToken) {
     let mut identity = load_identity(&shared, &settings);
     let backoff = Backoff::new(FIRST_WAIT, MAX_WAIT);
@@ -79,6 +86,7 @@ pub(crate) async fn run(shared: Arc<Shared>, settings: GatewaySettings, stop: Ca
             status.reconnects = attempts;
         });
         attempts += 1;
+        let started = tokio::time::Instant::now();
         let outcome = attempt(&shared, &settings, &mut identity, &stop, attempts).await;
         // The link is down and its queue dropped: fail what still waits.
         shared.link_down(attempts);
@@ -87,16 +95,35 @@ pub(crate) async fn run(shared: Arc<Shared>, settings: GatewaySettings, stop: Ca
             Outcome::Stopped => break,
             Outcome::Ended(reason) => {
                 tracing::info!(url = %shared.url, %reason, "the OpenClaw gateway connection ended; reconnecting");
-                failures = 1;
+                // Only a connection that stayed up resets the backoff: a
+                // gateway that takes the handshake and hangs up at once is
+                // not reconnected to every second.
+                if started.elapsed() >= STABLE_AFTER {
+                    failures = 0;
+                }
+                let wait = backoff.delay(failures);
+                failures = failures.saturating_add(1);
                 disconnected(&shared, ConnectionState::Disconnected, reason);
-                backoff.delay(0)
+                wait
             }
             Outcome::Failed {
                 reason,
                 retry_after,
             } => {
-                tracing::debug!(url = %shared.url, %reason, "no connection to the OpenClaw gateway");
-                let wait = retry_after.unwrap_or_else(|| backoff.delay(failures));
+                // The first failures and the changes of reason are worth a
+                // warning; the repeats of a gateway that is down are not.
+                if failures == 0 || shared.snapshot().last_error.as_deref() != Some(reason.as_str())
+                {
+                    tracing::warn!(url = %shared.url, %reason, "no connection to the OpenClaw gateway");
+                } else {
+                    tracing::debug!(url = %shared.url, %reason, "no connection to the OpenClaw gateway");
+                }
+                // The gateway's own "retry after" is followed for the
+                // first tries only: one that keeps saying 0 ms backs off.
+                let wait = match retry_after {
+                    Some(after) if failures < HINTED_RETRIES => after,
+                    _ => backoff.delay(failures),
+                };
                 failures = failures.saturating_add(1);
                 disconnected(&shared, ConnectionState::Disconnected, reason);
                 wait

@@ -199,8 +199,7 @@ impl Daemon {
         let openclaw = crate::openclaw::start_gateway(config, &shutdown);
         let memory = bridge_mcp::memory::MemoryServer::new(
             bridge_mcp::memory::MemoryLayout::detect(None, &config.openclaw),
-        )
-        .with_gateway(openclaw.clone());
+        );
         registry.add_listener(Arc::new(crate::openclaw::OpenClawTools::new(
             bridge_mcp::openclaw::GatewayTools::new(openclaw.clone(), memory.clone()),
         )));

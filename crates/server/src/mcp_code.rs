@@ -40,6 +40,12 @@ struct DaemonSessions {
     ctx: ServerContext,
 }
 
+/// The daemon's sessions as MCP servers find them (`?session=ID`, the
+/// default session, `?workspace=DIR`).
+pub(crate) fn sessions(ctx: ServerContext) -> Arc<dyn SessionSource> {
+    Arc::new(DaemonSessions { ctx })
+}
+
 impl DaemonSessions {
     fn resolve(ctx: &ServerContext, requested: Option<&str>) -> Result<Arc<Session>, String> {
         match requested {
@@ -63,7 +69,10 @@ impl SessionSource for DaemonSessions {
     /// first use and ended when idle like an agent's hook session.
     async fn session_in(&self, dir: &Path) -> Result<Arc<Session>, String> {
         let shown = dir.display().to_string();
-        let canonical = std::fs::canonicalize(dir)
+        let asked = dir.to_path_buf();
+        let canonical = tokio::task::spawn_blocking(move || std::fs::canonicalize(asked))
+            .await
+            .map_err(|err| format!("cannot open the workspace {shown}: {err}"))?
             .map_err(|err| format!("cannot open the workspace {shown}: {err}"))?;
         if !canonical.is_dir() {
             return Err(format!("the workspace {shown} is not a directory"));

@@ -66,5 +66,12 @@ fn memory_service(
     bridge_mcp::memory::MemoryServer,
     rmcp::transport::streamable_http_server::session::local::LocalSessionManager,
 > {
-    ctx.memory.clone().into_http_service()
+    let memory = ctx.memory.clone();
+    // With a gateway, its tools on /mcp/memory run as the sessions' do.
+    let memory = if ctx.openclaw.is_some() {
+        memory.with_session_tools(crate::mcp_code::sessions(ctx.clone()))
+    } else {
+        memory
+    };
+    memory.into_http_service()
 }

@@ -156,6 +156,15 @@ pub fn kept_token(home: &Path) -> std::io::Result<Option<String>> {
             )));
         }
     };
+    // Like ssh with a key: a token others can read is no secret any more.
+    let mode = fs::symlink_metadata(&path)?.permissions().mode();
+    if mode & 0o077 != 0 {
+        return Err(std::io::Error::other(format!(
+            "{} is readable by others (mode {:o}); run `chmod 600` on it, or remove it to get a new token",
+            path.display(),
+            mode & 0o777
+        )));
+    }
     let token = String::from_utf8_lossy(&bytes).trim().to_owned();
     let visible = |c: char| c.is_ascii_graphic();
     if !(16..=512).contains(&token.len()) || !token.chars().all(visible) {
@@ -175,7 +184,14 @@ pub fn keep_token(home: &Path, current: Option<&str>) -> std::io::Result<String>
     }
     ensure_private_dir(home)?;
     let token = current.map_or_else(|| bridge_policy::ids::token("btk"), str::to_owned);
-    let mut file = create_private(&home.join(TOKEN_FILE))?;
+    let mut file = match create_private(&home.join(TOKEN_FILE)) {
+        Ok(file) => file,
+        // Another `register` kept one meanwhile: that is the token.
+        Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => {
+            return kept_token(home)?.ok_or(err);
+        }
+        Err(err) => return Err(err),
+    };
     file.write_all(format!("{token}\n").as_bytes())?;
     file.sync_all()?;
     Ok(token)
@@ -308,6 +324,36 @@ mod tests {
             started_at: "2026-01-01T00:00:00Z".to_owned(),
             version: "0.1.0".to_owned(),
         }
+    }
+
+    #[test]
+    fn a_kept_token_is_made_once_private_and_refused_when_others_can_read_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().join("home");
+        assert_eq!(kept_token(&home).unwrap(), None);
+        let token = keep_token(&home, Some("btk-the-running-daemons-token")).unwrap();
+        assert_eq!(token, "btk-the-running-daemons-token");
+        let path = home.join(TOKEN_FILE);
+        assert_eq!(
+            fs::metadata(&path).unwrap().permissions().mode() & 0o777,
+            0o600
+        );
+        // Kept: a second call (another daemon's token) changes nothing.
+        assert_eq!(
+            keep_token(&home, Some("btk-other-0000000000")).unwrap(),
+            token
+        );
+        fs::set_permissions(&path, fs::Permissions::from_mode(0o644)).unwrap();
+        let err = kept_token(&home).unwrap_err().to_string();
+        assert!(err.contains("readable by others"), "{err}");
+        fs::set_permissions(&path, fs::Permissions::from_mode(0o600)).unwrap();
+        fs::write(&path, "short\n").unwrap();
+        assert!(
+            kept_token(&home)
+                .unwrap_err()
+                .to_string()
+                .contains("16-512")
+        );
     }
 
     #[test]

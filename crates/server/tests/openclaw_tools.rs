@@ -219,3 +219,57 @@ async fn without_a_gateway_the_openclaw_tools_say_so_and_memory_is_searched_here
     );
     daemon.stop().await;
 }
+
+#[tokio::test]
+async fn the_memory_servers_gateway_tools_pass_the_sessions_policy() {
+    // A gateway is configured but nothing listens there.
+    let dead = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("ws://{}", dead.local_addr().unwrap());
+    drop(dead);
+    let daemon = TestDaemon::with(
+        Setup::default()
+            .env("OPENCLAW_GATEWAY_URL", url.clone())
+            .config_toml("[permissions]\nblocked_tools = ['openclaw_sessions']\n"),
+    )
+    .await;
+    let health = daemon.health().await;
+    assert_eq!(health["openclaw"]["url"], url, "{health}");
+    assert_ne!(health["openclaw"]["state"], "connected", "{health}");
+
+    let mut memory = McpHttp::connect(&daemon, "/mcp/memory").await;
+    let names = memory.tool_names().await;
+    assert!(
+        names.contains(&"openclaw_agent_ask".to_owned()),
+        "{names:?}"
+    );
+    assert!(names.contains(&"openclaw_sessions".to_owned()), "{names:?}");
+    // The session's rules apply on this door too.
+    let denied = parse(&memory.call("openclaw_sessions", json!({})).await);
+    assert_eq!(denied["result"]["isError"], true, "{denied}");
+    let text = denied["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(text.contains("blocked"), "{denied}");
+    // Not connected: said so, as a result the agent reads.
+    let asked = parse(
+        &memory
+            .call("openclaw_agent_ask", json!({"message": "hi"}))
+            .await,
+    );
+    assert_eq!(asked["result"]["isError"], true, "{asked}");
+    assert!(
+        asked["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains(&url),
+        "{asked}"
+    );
+    let refused = parse(&memory.call("openclaw_agent_ask", json!({})).await);
+    assert_eq!(refused["error"]["code"], -32602, "{refused}");
+    // Both calls reached the session: they are in its audit log.
+    let audit: String = std::fs::read_dir(daemon.state.path().join("audit"))
+        .unwrap()
+        .flatten()
+        .map(|entry| std::fs::read_to_string(entry.path()).unwrap_or_default())
+        .collect();
+    assert!(audit.contains("openclaw_sessions"), "{audit}");
+    daemon.stop().await;
+}

@@ -27,15 +27,26 @@ pub const MAX_READ_BYTES: u64 = MAX_INDEXED_BYTES as u64;
 const MAX_AGENT_INDEXES: usize = 16;
 
 /// The memory MCP server. Cheap to clone; clones share the indexes.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct MemoryServer {
     default: Memory,
     /// Other agents' memories (`agentId`), by id.
     agents: Arc<Mutex<HashMap<String, Memory>>>,
-    /// The OpenClaw gateway, when the host has a connection: search asks
-    /// it first, and `openclaw_agent_ask` / `openclaw_sessions` are served
-    /// (crate::openclaw).
-    gateway: Option<bridge_openclaw::Gateway>,
+    /// Where the daemon's `openclaw_*` session tools are, when it has an
+    /// OpenClaw gateway: search asks the gateway first, and
+    /// `openclaw_agent_ask` / `openclaw_sessions` are served, each call
+    /// through `Session::call_tool` (rules, audit, redaction) of the
+    /// session this names (crate::openclaw).
+    sessions: Option<Arc<dyn crate::code::SessionSource>>,
+}
+
+impl std::fmt::Debug for MemoryServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MemoryServer")
+            .field("default", &self.default)
+            .field("session_tools", &self.sessions.is_some())
+            .finish_non_exhaustive()
+    }
 }
 
 /// One agent's memory: where it is and its index.
@@ -96,14 +107,15 @@ impl MemoryServer {
         Self {
             default: Memory::new(layout),
             agents: Arc::default(),
-            gateway: None,
+            sessions: None,
         }
     }
 
-    /// This server with the host's OpenClaw gateway connection.
+    /// This server answering the OpenClaw gateway's tools through the
+    /// sessions of `sessions` (the daemon's, which has the gateway).
     #[must_use]
-    pub fn with_gateway(mut self, gateway: Option<bridge_openclaw::Gateway>) -> Self {
-        self.gateway = gateway;
+    pub fn with_session_tools(mut self, sessions: Arc<dyn crate::code::SessionSource>) -> Self {
+        self.sessions = Some(sessions);
         self
     }
 
@@ -296,7 +308,7 @@ impl ServerHandler for MemoryServer {
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         let mut listed = tools::definitions();
-        if self.gateway.is_some() {
+        if self.sessions.is_some() {
             listed.extend(crate::openclaw::mcp_tools());
         }
         Ok(ListToolsResult::with_all_items(listed))
@@ -307,15 +319,15 @@ impl ServerHandler for MemoryServer {
         request: CallToolRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        if self.gateway.is_some() {
-            let gateway_tools =
-                crate::openclaw::GatewayTools::new(self.gateway.clone(), self.clone());
-            if let Some(answer) =
-                crate::openclaw::mcp_call(&gateway_tools, &request.name, request.arguments.clone())
-                    .await
-            {
-                return answer.map(CallToolResponse::from);
-            }
+        if let Some(sessions) = &self.sessions
+            && let Some(answer) = crate::openclaw::mcp_call(
+                sessions.as_ref(),
+                &request.name,
+                request.arguments.clone(),
+            )
+            .await
+        {
+            return answer.map(CallToolResponse::from);
         }
         match tools::parse(&request.name, request.arguments) {
             Ok(call) => self.run(call).await.map(CallToolResponse::from),

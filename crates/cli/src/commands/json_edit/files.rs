@@ -2,6 +2,7 @@
 //! and the new text renamed over the old, never half written.
 
 use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use crate::exit::Failure;
@@ -29,9 +30,12 @@ pub fn back_up(file: &Path, old: &str) -> Result<PathBuf, Failure> {
     let mut candidate = PathBuf::from(&base);
     let mut n = 1;
     loop {
+        // Owner-only until it has the original's mode: it holds the same
+        // secrets (a gateway token, say).
         let created = std::fs::OpenOptions::new()
             .write(true)
             .create_new(true)
+            .mode(0o600)
             .open(&candidate);
         match created {
             Ok(mut backup) => {
@@ -59,8 +63,18 @@ pub fn back_up(file: &Path, old: &str) -> Result<PathBuf, Failure> {
 }
 
 /// Writes a temporary file beside `file` and renames it over `file` (the
-/// target of `file` when it is a symlink, so the link stays).
+/// target of `file` when it is a symlink, so the link stays), with the
+/// mode `file` had (0600 for a new file).
 pub fn write_atomically(file: &Path, contents: &str) -> Result<(), Failure> {
+    replace(file, contents, None)
+}
+
+/// [`write_atomically`] for a file of secrets: mode 0600 whatever it had.
+pub fn write_private(file: &Path, contents: &str) -> Result<(), Failure> {
+    replace(file, contents, Some(0o600))
+}
+
+fn replace(file: &Path, contents: &str, mode: Option<u32>) -> Result<(), Failure> {
     let target = std::fs::canonicalize(file).unwrap_or_else(|_| file.to_path_buf());
     let dir = target
         .parent()
@@ -78,17 +92,29 @@ pub fn write_atomically(file: &Path, contents: &str) -> Result<(), Failure> {
         Failure::internal(format!("cannot {what} {}: {err}", target.display()))
     };
     {
-        let mut out = std::fs::File::create(&temporary).map_err(|err| failed("write", err))?;
+        // A leftover of a crashed run goes; the new one is made, never
+        // followed (a planted symlink is not written through), owner-only
+        // from the start.
+        let _ = std::fs::remove_file(&temporary);
+        let mut out = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&temporary)
+            .map_err(|err| failed("write", err))?;
         out.write_all(contents.as_bytes())
             .map_err(|err| failed("write", err))?;
         out.sync_all().map_err(|err| failed("write", err))?;
     }
-    if target.exists() {
-        copy_permissions(&target, &temporary);
-    } else {
-        // A new configuration may come to hold tokens: owner-only.
-        use std::os::unix::fs::PermissionsExt;
-        let _ = std::fs::set_permissions(&temporary, std::fs::Permissions::from_mode(0o600));
+    match mode {
+        Some(mode) => {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&temporary, std::fs::Permissions::from_mode(mode))
+                .map_err(|err| failed("write", err))?;
+        }
+        // The configuration keeps its mode; a new one stays owner-only.
+        None if target.exists() => copy_permissions(&target, &temporary),
+        None => {}
     }
     std::fs::rename(&temporary, &target).map_err(|err| failed("replace", err))
 }

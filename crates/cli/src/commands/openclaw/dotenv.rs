@@ -3,21 +3,34 @@
 //! or taken out, the other lines left as they were. The file holds a
 //! secret, so it is written atomically and left mode 0600.
 
-use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
-use crate::commands::json_edit::{read_if_present, write_atomically};
+use crate::commands::json_edit::{read_if_present, write_private};
 use crate::exit::Failure;
 
-/// Sets `key` to `value`: whether the file changed.
+/// Sets `key` to `value` (one line, where the first assignment was; any
+/// other assignment of it goes, since the last one would win): whether
+/// the file changed.
 pub fn set(file: &Path, key: &str, value: &str) -> Result<bool, Failure> {
     let old = read_if_present(file)?.unwrap_or_default();
     let wanted = format!("{key}={value}");
-    let mut lines: Vec<&str> = old.lines().collect();
-    match lines.iter().position(|line| assigns(line, key)) {
-        Some(at) if lines[at] == wanted => return Ok(false),
-        Some(at) => lines[at] = &wanted,
-        None => lines.push(&wanted),
+    let mut lines: Vec<&str> = Vec::new();
+    let mut placed = false;
+    for line in old.lines() {
+        if !assigns(line, key) {
+            lines.push(line);
+        } else if !placed {
+            lines.push(&wanted);
+            placed = true;
+        }
+    }
+    if !placed {
+        lines.push(&wanted);
+    }
+    let mut text = lines.join("\n");
+    text.push('\n');
+    if text == old {
+        return Ok(false);
     }
     write(file, &lines)?;
     Ok(true)
@@ -42,10 +55,13 @@ pub fn remove(file: &Path, key: &str) -> Result<bool, Failure> {
     Ok(true)
 }
 
-/// Whether the `.env` text `text` sets `key` to exactly `value`.
+/// Whether the `.env` text `text` sets `key` to exactly `value` (its last
+/// assignment, the one that counts).
 pub fn holds(text: &str, key: &str, value: &str) -> bool {
     let wanted = format!("{key}={value}");
-    text.lines().any(|line| line.trim() == wanted)
+    text.lines()
+        .rfind(|line| assigns(line, key))
+        .is_some_and(|line| line.trim() == wanted)
 }
 
 /// Whether `line` assigns `key` (`KEY=…` or `export KEY=…`).
@@ -59,13 +75,13 @@ fn assigns(line: &str, key: &str) -> bool {
 fn write(file: &Path, lines: &[&str]) -> Result<(), Failure> {
     let mut text = lines.join("\n");
     text.push('\n');
-    write_atomically(file, &text)?;
-    std::fs::set_permissions(file, std::fs::Permissions::from_mode(0o600))
-        .map_err(|err| Failure::internal(format!("cannot make {} private: {err}", file.display())))
+    write_private(file, &text)
 }
 
 #[cfg(test)]
 mod tests {
+    use std::os::unix::fs::PermissionsExt;
+
     use super::*;
 
     #[test]
@@ -89,6 +105,21 @@ mod tests {
             "# mine\nOTHER=1\nTOKEN=t\n"
         );
         assert!(!remove(&file, "TOKEN_X").unwrap());
+    }
+
+    #[test]
+    fn a_key_assigned_twice_ends_up_assigned_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join(".env");
+        std::fs::write(&file, "TOKEN_X=a\nOTHER=1\nTOKEN_X=b\n").unwrap();
+        let text = std::fs::read_to_string(&file).unwrap();
+        assert!(holds(&text, "TOKEN_X", "b") && !holds(&text, "TOKEN_X", "a"));
+        assert!(set(&file, "TOKEN_X", "c").unwrap());
+        assert_eq!(
+            std::fs::read_to_string(&file).unwrap(),
+            "TOKEN_X=c\nOTHER=1\n"
+        );
+        assert!(!set(&file, "TOKEN_X", "c").unwrap());
     }
 
     #[test]
