@@ -131,7 +131,10 @@ impl TaskRunner for DaemonTasks {
         })?;
         let named = DaemonSessions::resolve(&self.ctx, task.session.as_deref())?;
         // A task in another directory gets a session of its own, ended after.
-        let wanted = task.working_dir.as_deref().map(|dir| named.cwd().join(dir));
+        let wanted = task
+            .working_dir
+            .as_deref()
+            .map(|dir| bridge_mcp::code::task_dir(named.cwd(), Some(dir)));
         let (session, transient) = match wanted {
             Some(cwd) if !same_dir(&cwd, named.cwd()) => {
                 let session = self
@@ -208,10 +211,7 @@ impl TaskRunner for DaemonTasks {
         progress: LineSink,
     ) -> Result<OrchestratedResult, String> {
         let named = DaemonSessions::resolve(&self.ctx, task.session.as_deref())?;
-        let cwd = match &task.working_dir {
-            Some(dir) => named.cwd().join(dir),
-            None => named.cwd().to_path_buf(),
-        };
+        let cwd = bridge_mcp::code::task_dir(named.cwd(), task.working_dir.as_deref());
         let request = StartRequest {
             task: task.task,
             plan: None,

@@ -68,6 +68,13 @@ pub struct CodeTask {
     pub session: Option<String>,
 }
 
+/// A task's directory: `working_dir` (`workingDir`) taken from `base`,
+/// the host's workspace, when relative; `base` itself when not given.
+pub fn task_dir(base: &Path, working_dir: Option<&Path>) -> PathBuf {
+    // `join` keeps an absolute `workingDir` as it is.
+    working_dir.map_or_else(|| base.to_path_buf(), |dir| base.join(dir))
+}
+
 /// One `copilot_orchestrate` call.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OrchestrateTask {

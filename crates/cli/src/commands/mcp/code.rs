@@ -6,7 +6,7 @@
 //! `copilot-bridge run` builds it), so starting and listing tools is fast.
 //! The server stops when stdin closes, on SIGTERM or SIGINT.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
@@ -18,7 +18,7 @@ use bridge_engine::orchestrate::{OrchestratedResult, SubTaskRunner};
 use bridge_engine::runner::native::DEFAULT_MAX_TURNS;
 use bridge_engine::runner::{RunReport, RunnerKind};
 use bridge_mcp::code::{
-    CodeServer, CodeTask, LineSink, OrchestrateTask, SessionSource, StepSink, TaskRunner,
+    CodeServer, CodeTask, LineSink, OrchestrateTask, SessionSource, StepSink, TaskRunner, task_dir,
 };
 use bridge_server::compose;
 use tokio::sync::OnceCell;
@@ -105,7 +105,7 @@ impl TaskRunner for CliTasks {
         let options = TaskOptions {
             task: task.prompt,
             model: task.model,
-            cwd: Some(working_dir(&self.cwd, task.working_dir.as_deref())),
+            cwd: Some(task_dir(&self.cwd, task.working_dir.as_deref())),
             timeout: task.timeout,
             runner: RunnerKind::Native,
             max_turns: DEFAULT_MAX_TURNS,
@@ -134,7 +134,7 @@ impl TaskRunner for CliTasks {
             model: None,
             default_runner: SubTaskRunner::Native,
         };
-        let cwd = working_dir(&self.cwd, task.working_dir.as_deref());
+        let cwd = task_dir(&self.cwd, task.working_dir.as_deref());
         orchestrate_task(
             &config,
             &options,
@@ -146,14 +146,5 @@ impl TaskRunner for CliTasks {
         )
         .await
         .map_err(|failure| failure.message)
-    }
-}
-
-/// `workingDir` as given, relative ones against the server's workspace.
-fn working_dir(cwd: &Path, given: Option<&Path>) -> PathBuf {
-    match given {
-        Some(dir) if dir.is_absolute() => dir.to_path_buf(),
-        Some(dir) => cwd.join(dir),
-        None => cwd.to_path_buf(),
     }
 }
