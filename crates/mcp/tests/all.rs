@@ -3,6 +3,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod code;
+mod code_tasks;
 mod memory;
 mod memory_agents;
 mod memory_corpus;

@@ -5,7 +5,6 @@
 use std::sync::Arc;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::Duration;
 
 use async_trait::async_trait;
 use bridge_engine::log::steps::Step;
@@ -16,10 +15,7 @@ use bridge_mcp::code::{
     CodeServer, CodeTask, LineSink, OrchestrateTask, SessionSource, StepSink, TaskRunner,
 };
 use bridge_testkit::TempWorkspace;
-use rmcp::model::{
-    CallToolRequestParams, CallToolResult, NumberOrString, ProgressNotificationParam,
-    ProgressToken, RequestMetaObject,
-};
+use rmcp::model::{CallToolRequestParams, CallToolResult, ProgressNotificationParam};
 use rmcp::service::{NotificationContext, RunningService, ServiceError};
 use rmcp::{ClientHandler, RoleClient, ServiceExt};
 use serde_json::{Value, json};
@@ -27,7 +23,7 @@ use tokio::sync::{Notify, mpsc};
 use tokio_util::sync::CancellationToken;
 
 /// A real session of a temp workspace, counted on use.
-struct Workspace {
+pub(crate) struct Workspace {
     session: Arc<Session>,
     asked: AtomicUsize,
 }
@@ -43,12 +39,12 @@ impl SessionSource for Workspace {
 /// Tasks that finish when the test says so, recording what they got and
 /// how many ran at once.
 #[derive(Default)]
-struct Scripted {
-    seen: Mutex<Vec<CodeTask>>,
-    running: AtomicUsize,
-    most_at_once: AtomicUsize,
-    release: Notify,
-    hold: std::sync::atomic::AtomicBool,
+pub(crate) struct Scripted {
+    pub(crate) seen: Mutex<Vec<CodeTask>>,
+    pub(crate) running: AtomicUsize,
+    pub(crate) most_at_once: AtomicUsize,
+    pub(crate) release: Notify,
+    pub(crate) hold: std::sync::atomic::AtomicBool,
 }
 
 #[async_trait]
@@ -109,8 +105,8 @@ impl TaskRunner for Scripted {
 
 /// A client that passes progress notifications to the test.
 #[derive(Clone)]
-struct Listener {
-    progress: mpsc::UnboundedSender<ProgressNotificationParam>,
+pub(crate) struct Listener {
+    pub(crate) progress: mpsc::UnboundedSender<ProgressNotificationParam>,
 }
 
 impl ClientHandler for Listener {
@@ -123,17 +119,17 @@ impl ClientHandler for Listener {
     }
 }
 
-struct Harness {
-    ws: TempWorkspace,
-    _audit: tempfile::TempDir,
-    audit_dir: std::path::PathBuf,
-    source: Arc<Workspace>,
-    tasks: Arc<Scripted>,
-    client: RunningService<RoleClient, Listener>,
-    progress: mpsc::UnboundedReceiver<ProgressNotificationParam>,
+pub(crate) struct Harness {
+    pub(crate) ws: TempWorkspace,
+    pub(crate) _audit: tempfile::TempDir,
+    pub(crate) audit_dir: std::path::PathBuf,
+    pub(crate) source: Arc<Workspace>,
+    pub(crate) tasks: Arc<Scripted>,
+    pub(crate) client: RunningService<RoleClient, Listener>,
+    pub(crate) progress: mpsc::UnboundedReceiver<ProgressNotificationParam>,
 }
 
-async fn harness_with_floor(depth_floor: u64) -> Harness {
+pub(crate) async fn harness_with_floor(depth_floor: u64) -> Harness {
     let ws = TempWorkspace::new();
     ws.write("src/lib.rs", "pub fn answer() -> u32 { 42 }\n");
     ws.write("README.md", "# demo\n");
@@ -181,27 +177,31 @@ async fn harness_with_floor(depth_floor: u64) -> Harness {
     }
 }
 
-async fn harness() -> Harness {
+pub(crate) async fn harness() -> Harness {
     harness_with_floor(0).await
 }
 
-fn params(name: &str, args: Value) -> CallToolRequestParams {
+pub(crate) fn params(name: &str, args: Value) -> CallToolRequestParams {
     CallToolRequestParams::new(name.to_owned()).with_arguments(args.as_object().unwrap().clone())
 }
 
 impl Harness {
-    async fn call(&self, name: &str, args: Value) -> Result<CallToolResult, ServiceError> {
+    pub(crate) async fn call(
+        &self,
+        name: &str,
+        args: Value,
+    ) -> Result<CallToolResult, ServiceError> {
         self.client.peer().call_tool(params(name, args)).await
     }
 
-    async fn ok(&self, name: &str, args: Value) -> CallToolResult {
+    pub(crate) async fn ok(&self, name: &str, args: Value) -> CallToolResult {
         let result = self.call(name, args).await.unwrap();
         assert_ne!(result.is_error, Some(true), "{name}: {result:?}");
         result
     }
 
     /// The JSON-RPC error code of a call that must fail as a protocol error.
-    async fn error_code(&self, name: &str, args: Value) -> (i32, String) {
+    pub(crate) async fn error_code(&self, name: &str, args: Value) -> (i32, String) {
         match self.call(name, args).await {
             Err(ServiceError::McpError(err)) => (err.code.0, err.message.to_string()),
             other => panic!("{name}: expected an MCP error, got {other:?}"),
@@ -209,7 +209,7 @@ impl Harness {
     }
 }
 
-fn text(result: &CallToolResult) -> String {
+pub(crate) fn text(result: &CallToolResult) -> String {
     result
         .content
         .iter()
@@ -450,154 +450,4 @@ async fn the_environment_floor_counts_as_depth() {
     h.ok("copilot_code_task", json!({"prompt": "go", "_depth": 0}))
         .await;
     assert_eq!(h.tasks.seen.lock().unwrap()[0].onward_depth, 2);
-}
-
-#[tokio::test]
-async fn tasks_run_one_at_a_time_and_a_waiting_one_hears_its_place() {
-    let mut h = harness().await;
-    h.tasks.hold.store(true, Ordering::SeqCst);
-    let peer = h.client.peer().clone();
-    let first = tokio::spawn({
-        let peer = peer.clone();
-        async move {
-            peer.call_tool(params(
-                "copilot_code_task",
-                json!({"prompt": "one", "workingDir": "sub", "timeout": 30}),
-            ))
-            .await
-        }
-    });
-    // The first is running once the runner has seen it.
-    while h.tasks.seen.lock().unwrap().is_empty() {
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
-    let mut second_params = params("copilot_code_task", json!({"prompt": "two"}));
-    let mut meta = RequestMetaObject::new();
-    meta.set_progress_token(ProgressToken(NumberOrString::Number(77)));
-    second_params.meta = Some(meta);
-    let second = tokio::spawn(async move { peer.call_tool(second_params).await });
-
-    let queued = h.progress.recv().await.unwrap();
-    assert_eq!(
-        queued.message.as_deref(),
-        Some("queued: 1 task ahead of this one")
-    );
-    assert_eq!(h.tasks.seen.lock().unwrap().len(), 1, "the second waits");
-
-    h.tasks.hold.store(false, Ordering::SeqCst);
-    h.tasks.release.notify_one();
-    let first = first.await.unwrap().unwrap();
-    assert_eq!(text(&first), "done: one");
-    let running = h.progress.recv().await.unwrap();
-    assert_eq!(running.message.as_deref(), Some("running"));
-    assert_eq!(running.progress_token, queued.progress_token);
-    assert!(running.progress > queued.progress);
-    let second = second.await.unwrap().unwrap();
-    assert_eq!(text(&second), "done: two");
-    assert_eq!(h.tasks.most_at_once.load(Ordering::SeqCst), 1);
-
-    let seen = h.tasks.seen.lock().unwrap().clone();
-    assert_eq!(
-        seen[0].working_dir.as_deref(),
-        Some(std::path::Path::new("sub"))
-    );
-    assert_eq!(seen[0].timeout, Some(Duration::from_secs(30)));
-    assert_eq!(seen[0].onward_depth, 1);
-    assert_eq!(seen[1].prompt, "two");
-}
-
-#[tokio::test]
-async fn the_verbose_tool_numbers_its_steps_and_sends_one_notification_per_tool_call() {
-    let mut h = harness().await;
-    let mut call = params(
-        "copilot_code_verbose",
-        json!({"task": "look", "model": "m2"}),
-    );
-    let mut meta = RequestMetaObject::new();
-    meta.set_progress_token(ProgressToken(NumberOrString::Number(5)));
-    call.meta = Some(meta);
-    let result = h.client.peer().call_tool(call).await.unwrap();
-    let shown = text(&result);
-    assert!(
-        shown.starts_with(
-            "## Steps\n\n1. tool read_file {}\n2. ✓ read_file (1 ms)\n\n## Result\n\ndone: look"
-        ),
-        "{shown}"
-    );
-    assert!(shown.contains("## Statistics"), "{shown}");
-    let note = h.progress.recv().await.unwrap();
-    assert_eq!(note.message.as_deref(), Some("2. ✓ read_file (1 ms)"));
-    assert!(
-        h.progress.try_recv().is_err(),
-        "one notification per tool call"
-    );
-    assert_eq!(h.tasks.seen.lock().unwrap()[0].model.as_deref(), Some("m2"));
-    // The plain tool gives the same report without the steps.
-    let plain = h
-        .client
-        .peer()
-        .call_tool(params("copilot_code", json!({"task": "look"})))
-        .await
-        .unwrap();
-    assert!(text(&plain).starts_with("done: look"), "{}", text(&plain));
-}
-
-#[tokio::test]
-async fn orchestrate_checks_its_arguments_and_streams_progress() {
-    let mut h = harness().await;
-    for bad in [
-        json!({"task": " "}),
-        json!({"task": "x", "maxConcurrency": 0}),
-        json!({"task": "x", "maxConcurrency": 65}),
-        json!({"task": "x", "timeout": 0}),
-        json!({"task": "x", "colour": "red"}),
-    ] {
-        let err = h
-            .client
-            .peer()
-            .call_tool(params("copilot_orchestrate", bad.clone()))
-            .await
-            .unwrap_err();
-        assert!(
-            err.to_string().contains("copilot_orchestrate"),
-            "{bad}: {err}"
-        );
-    }
-    let mut call = params(
-        "copilot_orchestrate",
-        json!({"task": "split it", "maxConcurrency": 2}),
-    );
-    let mut meta = RequestMetaObject::new();
-    meta.set_progress_token(ProgressToken(NumberOrString::Number(9)));
-    call.meta = Some(meta);
-    let result = h.client.peer().call_tool(call).await.unwrap();
-    assert_eq!(result.is_error, Some(true));
-    assert!(
-        text(&result).contains("no planner here (maxConcurrency 2)"),
-        "{}",
-        text(&result)
-    );
-    let note = h.progress.recv().await.unwrap();
-    assert_eq!(note.message.as_deref(), Some("Running t1 of split it"));
-}
-
-#[tokio::test]
-async fn a_task_that_cannot_start_is_an_error_result() {
-    let h = harness().await;
-    let failed = h
-        .call("copilot_code_task", json!({"prompt": "fail"}))
-        .await
-        .unwrap();
-    assert_eq!(failed.is_error, Some(true));
-    assert_eq!(
-        text(&failed),
-        "the task could not start: no chat backend is configured"
-    );
-    // The line is free again.
-    assert!(
-        h.ok("copilot_code_task", json!({"prompt": "after"}))
-            .await
-            .is_error
-            != Some(true)
-    );
 }
