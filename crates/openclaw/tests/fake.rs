@@ -342,9 +342,9 @@ fn answer(state: &Arc<State>, text: &str, out: &mpsc::UnboundedSender<Message>) 
     }
 }
 
-/// The device signature checked the way the gateway does (payload v3
-/// rebuilt from the connect params).
-fn check_signature(params: &Value, nonce: &str, ts: u64) -> Option<bool> {
+/// The payload v3 a connect's device signed, rebuilt from its params the
+/// way the gateway rebuilds it.
+pub(crate) fn signed_payload(params: &Value) -> Option<String> {
     let device = params.get("device")?;
     let scopes: Vec<&str> = params["scopes"]
         .as_array()
@@ -352,7 +352,7 @@ fn check_signature(params: &Value, nonce: &str, ts: u64) -> Option<bool> {
         .iter()
         .map(|scope| scope.as_str().unwrap())
         .collect();
-    let payload = payload_v3(&SignedFields {
+    Some(payload_v3(&SignedFields {
         device_id: device["id"].as_str().unwrap(),
         client_id: params["client"]["id"].as_str().unwrap(),
         client_mode: params["client"]["mode"].as_str().unwrap(),
@@ -363,7 +363,13 @@ fn check_signature(params: &Value, nonce: &str, ts: u64) -> Option<bool> {
         nonce: device["nonce"].as_str().unwrap(),
         platform: params["client"]["platform"].as_str().unwrap(),
         device_family: params["client"]["deviceFamily"].as_str().unwrap_or(""),
-    });
+    }))
+}
+
+/// The device signature checked the way the gateway does.
+fn check_signature(params: &Value, nonce: &str, ts: u64) -> Option<bool> {
+    let device = params.get("device")?;
+    let payload = signed_payload(params)?;
     Some(
         device["nonce"] == nonce
             && device["signedAt"] == ts

@@ -6,10 +6,10 @@ use std::time::Duration;
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use bridge_openclaw::ConnectionState;
-use bridge_openclaw::device::{SignedFields, device_id_of, payload_v3, verify};
+use bridge_openclaw::device::{device_id_of, verify};
 use serde_json::{Value, json};
 
-use crate::fake::{FakeGateway, frame_where, transcript};
+use crate::fake::{FakeGateway, frame_where, signed_payload, transcript};
 use crate::{TOKEN, connected, settings, start};
 
 #[tokio::test]
@@ -71,24 +71,7 @@ fn recorded_device_signature(name: &str) -> (Value, String, bool) {
     let connect = frame_where(&frames, |frame| frame["method"] == "connect");
     let params = &connect["params"];
     let device = &params["device"];
-    let scopes: Vec<&str> = params["scopes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|scope| scope.as_str().unwrap())
-        .collect();
-    let payload = payload_v3(&SignedFields {
-        device_id: device["id"].as_str().unwrap(),
-        client_id: params["client"]["id"].as_str().unwrap(),
-        client_mode: params["client"]["mode"].as_str().unwrap(),
-        role: params["role"].as_str().unwrap(),
-        scopes: &scopes,
-        signed_at_ms: device["signedAt"].as_u64().unwrap(),
-        token: params["auth"]["token"].as_str().unwrap_or(""),
-        nonce: device["nonce"].as_str().unwrap(),
-        platform: params["client"]["platform"].as_str().unwrap(),
-        device_family: "",
-    });
+    let payload = signed_payload(params).unwrap();
     let valid = verify(
         device["publicKey"].as_str().unwrap(),
         &payload,
