@@ -76,10 +76,7 @@ fn normalize_metadata(value: &str) -> String {
 
 /// The device id of a raw 32-byte public key: its SHA-256 as lowercase hex.
 pub fn device_id_of(public_key: &[u8; 32]) -> String {
-    Sha256::digest(public_key)
-        .iter()
-        .map(|byte| format!("{byte:02x}"))
-        .collect()
+    bridge_policy::ids::hex(&Sha256::digest(public_key))
 }
 
 /// Whether `signature` (base64url) is `public_key`'s (base64url, raw 32
