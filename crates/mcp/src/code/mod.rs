@@ -382,9 +382,10 @@ impl HttpFacts {
     /// both are given), else the `?workspace=` directory, else `None` (the
     /// host's session).
     pub(crate) fn working_dir(&self, asked: Option<String>) -> Option<PathBuf> {
-        match (asked.map(PathBuf::from), &self.workspace) {
-            (Some(dir), Some(workspace)) => Some(workspace.join(dir)),
-            (asked, workspace) => asked.or_else(|| workspace.clone()),
+        let asked = asked.map(PathBuf::from);
+        match &self.workspace {
+            Some(workspace) => Some(task_dir(workspace, asked.as_deref())),
+            None => asked,
         }
     }
 }
