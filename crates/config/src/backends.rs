@@ -243,6 +243,13 @@ fn backend_table(
         }
     };
     let provider = written.provider;
+    if provider == BackendKind::Vscode {
+        problems.push(format!(
+            "{key}.provider: \"vscode\" is not configured: the daemon serves the backend `vscode` itself while a VS Code window with the Copilot Bridge extension is connected (docs/vscode.md); use models like \"vscode/gpt-4o\" ({})",
+            BackendKind::ALLOWED
+        ));
+        return None;
+    }
     let base_url = match written.base_url.as_deref() {
         None => None,
         Some(url) => match crate::value::parse_url(url) {

@@ -131,6 +131,21 @@ fn a_literal_api_key_is_refused_without_echoing_it() {
 }
 
 #[test]
+fn the_vscode_kind_is_the_daemons_own_and_cannot_be_configured() {
+    let text = error_text("[backends.editor]\nprovider = \"vscode\"\n");
+    assert!(text.contains("backends.editor.provider"), "{text}");
+    assert!(text.contains("vscode/"), "{text}");
+    let byok = error_text_with_env(&[("COPILOT_BYOK_PROVIDER", "vscode")]);
+    assert!(byok.contains("COPILOT_BYOK_PROVIDER"), "{byok}");
+}
+
+fn error_text_with_env(env: &[(&str, &str)]) -> String {
+    load_with("", env, None)
+        .expect_err("configuration must be refused")
+        .to_string()
+}
+
+#[test]
 fn each_invalid_table_is_reported_in_one_pass() {
     let text = error_text(
         r#"

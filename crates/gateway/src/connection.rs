@@ -12,7 +12,7 @@ use bridge_protocol::provider::{ErrorCode, ErrorMessage, ProviderMessage};
 use crate::provider::{Outbound, ProviderHandle};
 use crate::state::{GatewayInner, Trust};
 use crate::transport::Inbound;
-use crate::{auth, dispatch, gates, hello, push, sessions, updates};
+use crate::{auth, chat, dispatch, gates, hello, push, sessions, updates};
 
 /// WebSocket close codes the gateway uses.
 pub(crate) mod close_code {
@@ -211,6 +211,12 @@ impl Connection {
             (Bound, M::ContextUpdate(update)) => updates::on_context_update(self, update),
             (Bound, M::SessionReady(ready)) => sessions::on_session_ready(self, ready),
             (Bound, M::ShutdownReady(ready)) => sessions::on_shutdown_ready(self, ready),
+            // Chat belongs to the connection, not to a session: it goes on
+            // while the provider is unbound.
+            (Bound | Unbound, M::ChatModels(offer)) => chat::on_models(self, offer),
+            (Bound | Unbound, M::ChatDelta(delta)) => chat::on_delta(self, delta),
+            (Bound | Unbound, M::ChatToolCall(call)) => chat::on_tool_call(self, call),
+            (Bound | Unbound, M::ChatEnd(end)) => chat::on_end(self, end),
             (AwaitAuth | AwaitPairing, _) => {
                 let expected = if self.state == AwaitAuth {
                     "auth"
@@ -237,6 +243,7 @@ impl Connection {
     /// The connection is gone: unregister, fail what waits on it, keep what
     /// a reconnect restores.
     pub(crate) async fn closed(&mut self) {
+        self.gw.chat.connection_closed(self.id);
         auth::on_disconnect(self);
         hello::on_disconnect(self).await;
     }

@@ -18,6 +18,7 @@
 #![allow(clippy::result_large_err)]
 
 mod auth;
+mod chat;
 mod connection;
 mod dispatch;
 mod gates;
@@ -37,6 +38,9 @@ use std::sync::Arc;
 use bridge_engine::SessionRegistry;
 use serde::Serialize;
 
+pub use chat::{
+    ChatExchange, ChatOffer, ChatReply, ChatUnavailable, DISCONNECTED as CHAT_DISCONNECTED,
+};
 pub use project::{PROJECT_CONFIG_FILE, ProjectProviderConfig, ProjectProviderSpec};
 pub use settings::GatewaySettings;
 pub use state::{PairingInfo, ProviderInfo, Trust};
@@ -128,6 +132,21 @@ impl Gateway {
     /// spawning runs its commands).
     pub fn trust_project_providers(&self, trusted: bool) {
         self.inner.set_trust_project_providers(trusted);
+    }
+
+    /// The chat models providers offer (docs/providers.md, "Chat models").
+    pub fn chat_offers(&self) -> Vec<ChatOffer> {
+        self.inner.chat.offers()
+    }
+
+    /// Sends a model request to the most recently active provider offering
+    /// `request.model` (the request's `id` is assigned here). Dropping the
+    /// exchange before its end cancels the request at the provider.
+    pub fn chat(
+        &self,
+        request: bridge_protocol::provider::chat::ChatRequestMessage,
+    ) -> Result<ChatExchange, ChatUnavailable> {
+        self.inner.chat.send(request)
     }
 
     /// Stops every spawned provider and closes every connection.

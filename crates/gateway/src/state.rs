@@ -159,6 +159,8 @@ pub(crate) struct GatewayInner {
     /// In-flight state updates and their apply locks.
     pub updates: crate::updates::UpdateSlots,
     pub spawned: SpawnedProviders,
+    /// Chat models offered by connections and the requests they serve.
+    pub chat: Arc<crate::chat::ChatHub>,
     /// Cancelled when the gateway shuts down: every connection closes.
     pub closing: CancellationToken,
 }
@@ -183,6 +185,7 @@ impl GatewayInner {
             streams: Streams::default(),
             updates: Default::default(),
             spawned: SpawnedProviders::default(),
+            chat: Arc::default(),
             closing: CancellationToken::new(),
         })
     }

@@ -86,6 +86,9 @@ pub fn build(spec: &BackendSpec) -> Result<Arc<dyn ChatBackend>, LlmError> {
     let model = spec.default_model().unwrap_or_default().to_owned();
     let base_url = spec.shown_base_url();
     let backend: Arc<dyn ChatBackend> = match spec.kind {
+        BackendKind::Vscode => {
+            return Err(spec.missing(crate::select::VSCODE_NOT_BUILT));
+        }
         BackendKind::OpenAi => {
             let mut config = OpenAiConfig::new(&spec.name, base_url, model);
             config.api_key = key;

@@ -28,12 +28,18 @@ pub enum BackendKind {
     Anthropic,
     Ollama,
     Copilot,
+    /// Copilot Chat (or any model) of a VS Code window, through `vscode.lm`
+    /// and the editor's provider connection: served by the daemon, never
+    /// configured (docs/vscode.md).
+    Vscode,
 }
 
 impl BackendKind {
     pub const ALLOWED: &'static str = "one of openai, azure, anthropic, ollama, copilot";
     /// What `COPILOT_BYOK_PROVIDER` takes: a key of your own, so not Copilot.
     pub const BYOK_ALLOWED: &'static str = "one of openai, azure, anthropic, ollama";
+    /// What a configuration may name: every kind but `vscode`, which the
+    /// daemon serves itself.
     pub const ALL: [BackendKind; 5] = [
         Self::OpenAi,
         Self::Azure,
@@ -49,13 +55,14 @@ impl BackendKind {
             Self::Anthropic => "anthropic",
             Self::Ollama => "ollama",
             Self::Copilot => "copilot",
+            Self::Vscode => "vscode",
         }
     }
 
     /// Parses a `COPILOT_BYOK_PROVIDER` value (any kind but Copilot).
     pub fn parse_byok(text: &str) -> Result<Self, UnknownBackendKind> {
         match text.parse::<Self>() {
-            Ok(Self::Copilot) | Err(_) => Err(UnknownBackendKind {
+            Ok(Self::Copilot | Self::Vscode) | Err(_) => Err(UnknownBackendKind {
                 given: text.to_owned(),
                 expected: Self::BYOK_ALLOWED,
             }),
@@ -77,6 +84,8 @@ impl BackendKind {
             Self::Anthropic => Some(ANTHROPIC_DEFAULT_MODEL),
             Self::Ollama => Some(OLLAMA_DEFAULT_MODEL),
             Self::Copilot => Some(COPILOT_DEFAULT_MODEL),
+            // The editor offers its models; none is assumed.
+            Self::Vscode => None,
         }
     }
 
@@ -90,6 +99,7 @@ impl BackendKind {
             Self::Anthropic => Some(crate::anthropic::DEFAULT_BASE_URL),
             Self::Ollama => Some(OLLAMA_DEFAULT_BASE_URL),
             Self::Copilot => Some(account.default_api_base()),
+            Self::Vscode => None,
         }
     }
 }

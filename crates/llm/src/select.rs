@@ -153,6 +153,9 @@ pub async fn select_backend(settings: BackendSettings) -> Result<Selected, LlmEr
     Err(LlmError::NotConfigured(NOTHING_CONFIGURED.into()))
 }
 
+/// Why a `vscode` backend cannot come from configuration.
+pub(crate) const VSCODE_NOT_BUILT: &str = "a VS Code window: the daemon serves the vscode backend itself once the Copilot Bridge extension connects (docs/vscode.md); it cannot be configured";
+
 fn non_empty(value: &Option<Secret>) -> Option<&Secret> {
     value
         .as_ref()
@@ -210,6 +213,7 @@ fn explicit(
                 .ok_or_else(|| missing("a GitHub token"))?;
             copilot(token.clone(), settings)
         }
+        BackendKind::Vscode => return Err(missing(VSCODE_NOT_BUILT)),
     };
     selected(spec, source)
 }

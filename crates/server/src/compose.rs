@@ -37,7 +37,10 @@ use crate::facade::backends::{BackendEntry, Backends, PromptStyle};
 ///
 /// A `[backends.NAME]` whose name equals the auto-selected backend's kind
 /// replaces it: the table is what the user wrote down.
-pub async fn build_backends(config: &BridgeConfig) -> Backends {
+///
+/// `served` are the daemon's own backends (`vscode`), added after the
+/// configured ones; a configured backend of the same name keeps its name.
+pub async fn build_backends(config: &BridgeConfig, served: Vec<BackendEntry>) -> Backends {
     let mut entries = Vec::new();
     let auto = match select_backend(backend_settings(config)).await {
         Ok(selected) => {
@@ -64,6 +67,20 @@ pub async fn build_backends(config: &BridgeConfig) -> Backends {
     for table in &config.backends {
         entries.push(configured_entry(config, table).await);
     }
+    // The daemon's own backends are never the default unless named: a
+    // request for a plain model must not reach an editor by surprise.
+    let configured = entries.len();
+    for entry in served {
+        if entries.iter().any(|e| e.name == entry.name) {
+            tracing::warn!(
+                "a configured backend is named {:?}, so the daemon's own {} backend is not served",
+                entry.name,
+                entry.kind
+            );
+            continue;
+        }
+        entries.push(entry);
+    }
     let default = match (&config.default_backend, auto) {
         (Some(name), _) if entries.iter().any(|e| &e.name == name) => Some(name.clone()),
         (Some(name), auto) => {
@@ -71,9 +88,9 @@ pub async fn build_backends(config: &BridgeConfig) -> Backends {
                 "default_backend {name:?} names no backend of this daemon (the auto-selected one is {}); using the usual default",
                 auto.unwrap_or("none")
             );
-            entries.first().map(|e| e.name.clone())
+            entries[..configured].first().map(|e| e.name.clone())
         }
-        (None, _) => entries.first().map(|e| e.name.clone()),
+        (None, _) => entries[..configured].first().map(|e| e.name.clone()),
     };
     for (key, target) in config.models.targets() {
         if !entries.iter().any(|e| e.name == target.backend) {
@@ -287,7 +304,8 @@ fn table_spec(config: &BridgeConfig, table: &BackendConfig) -> BackendSpec {
                 .chain(table_headers)
                 .collect();
         }
-        BackendKind::OpenAi | BackendKind::Azure | BackendKind::Anthropic => {}
+        BackendKind::OpenAi | BackendKind::Azure | BackendKind::Anthropic | BackendKind::Vscode => {
+        }
     }
     spec
 }

@@ -203,7 +203,19 @@ impl Daemon {
         registry.add_listener(Arc::new(crate::openclaw::OpenClawTools::new(
             bridge_mcp::openclaw::GatewayTools::new(openclaw.clone(), memory.clone()),
         )));
-        let backends = Arc::new(crate::compose::build_backends(config).await);
+        let idle_grace = Duration::from_secs(config.idle_exit_secs);
+        let settings = GatewaySettings {
+            idle_exit_grace: idle_grace,
+            ..GatewaySettings::default()
+        };
+        let gateway = Gateway::new(registry.clone(), settings, home.clone());
+        let backends = Arc::new(
+            crate::compose::build_backends(
+                config,
+                vec![crate::vscode::VscodeBackend::entry(gateway.clone())],
+            )
+            .await,
+        );
         // First probes in the background, so the first /healthz has answers.
         tokio::spawn({
             let backends = backends.clone();
@@ -211,12 +223,6 @@ impl Daemon {
                 backends.health().await;
             }
         });
-        let idle_grace = Duration::from_secs(config.idle_exit_secs);
-        let settings = GatewaySettings {
-            idle_exit_grace: idle_grace,
-            ..GatewaySettings::default()
-        };
-        let gateway = Gateway::new(registry.clone(), settings, home.clone());
         let host = connect_host(config.bind_address);
         let authority = SocketAddr::new(host, port).to_string();
         gateway.set_public_url(format!("ws://{authority}/"));

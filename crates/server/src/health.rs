@@ -30,6 +30,7 @@ pub(crate) async fn healthz(State(ctx): State<ServerContext>) -> Json<Value> {
         "providers": status.providers.len(),
         "connections": status.connections,
         "openclaw": crate::openclaw::status(&ctx),
+        "vscode": crate::vscode::status(&ctx.gateway),
         "version": crate::VERSION,
         // Lets a client tell this daemon from another process that took the
         // port after a crash.

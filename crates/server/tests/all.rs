@@ -21,3 +21,4 @@ mod slow_and_large;
 mod support;
 mod swap_race;
 mod toolbus;
+mod vscode_backend;

@@ -131,7 +131,35 @@ fn table(status: &Value) -> String {
         policy["workspacePolicy"].as_str().unwrap_or("none"),
     ));
     out.push_str(&openclaw_line(&status["openclaw"]));
+    out.push_str(&vscode_line(&status["vscode"]));
     bridge_policy::redact(&out).into_owned()
+}
+
+/// The VS Code windows offering chat models (docs/vscode.md), one line.
+fn vscode_line(vscode: &Value) -> String {
+    let chat = vscode["chat"].as_str().unwrap_or("off");
+    let editors = vscode["editors"].as_u64().unwrap_or(0);
+    let mut line = match chat {
+        "off" => "vscode: no editor connected".to_owned(),
+        _ => format!("vscode: {editors} editor(s), chat {chat}"),
+    };
+    let models: Vec<&str> = vscode["models"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect();
+    if !models.is_empty() {
+        line.push_str(&format!(" (models: vscode/{})", models.join(", vscode/")));
+    }
+    if chat == "unavailable"
+        && let Some(reasons) = vscode["reasons"].as_array()
+    {
+        let reasons: Vec<&str> = reasons.iter().filter_map(Value::as_str).collect();
+        line.push_str(&format!("; {}", reasons.join("; ")));
+    }
+    line.push('\n');
+    line
 }
 
 /// The OpenClaw gateway connection, one line.

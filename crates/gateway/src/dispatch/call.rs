@@ -7,8 +7,10 @@ use std::sync::{Arc, Weak};
 
 use async_trait::async_trait;
 use bridge_engine::{ToolFailure, ToolHandler, ToolInvocation};
+use bridge_policy::Access;
 use bridge_protocol::provider::{
-    ErrorCode, ErrorMessage, GatewayMessage, ToolCall, ToolCancel, ToolResult, tool_error_code,
+    ErrorCode, ErrorMessage, GatewayMessage, ToolAccess, ToolCall, ToolCancel, ToolResult,
+    tool_error_code,
 };
 use serde_json::Value;
 use tokio::sync::oneshot;
@@ -24,14 +26,23 @@ pub(crate) struct GroupToolHandler {
     gw: Weak<GatewayInner>,
     group: Arc<InstanceGroup>,
     tool: String,
+    /// What the tool declared it reads and writes (docs/providers.md,
+    /// "Declared access").
+    access: Option<ToolAccess>,
 }
 
 impl GroupToolHandler {
-    pub(crate) fn new(gw: &Arc<GatewayInner>, group: &Arc<InstanceGroup>, tool: &str) -> Self {
+    pub(crate) fn new(
+        gw: &Arc<GatewayInner>,
+        group: &Arc<InstanceGroup>,
+        tool: &str,
+        access: Option<ToolAccess>,
+    ) -> Self {
         Self {
             gw: Arc::downgrade(gw),
             group: group.clone(),
             tool: tool.to_owned(),
+            access,
         }
     }
 }
@@ -54,6 +65,13 @@ impl From<ToolFailure> for Failed {
 
 #[async_trait]
 impl ToolHandler for GroupToolHandler {
+    fn accesses(&self, args: &Value) -> Result<Vec<Access>, ToolFailure> {
+        match &self.access {
+            Some(access) => super::access::declared(&self.tool, access, args),
+            None => Ok(Vec::new()),
+        }
+    }
+
     async fn call(&self, invocation: ToolInvocation) -> Result<Value, ToolFailure> {
         let Some(gw) = self.gw.upgrade() else {
             return Err(ToolFailure::new(

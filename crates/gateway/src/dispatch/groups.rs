@@ -294,10 +294,18 @@ fn entries(
                     name: tool.name.clone(),
                     description: tool.description.clone(),
                     input_schema: schema,
-                    effect: ToolEffect::Execute,
+                    effect: tool
+                        .access
+                        .as_ref()
+                        .map_or(ToolEffect::Execute, |access| access.effect()),
                 },
                 owner: owner.clone(),
-                handler: Arc::new(GroupToolHandler::new(gw, group, &tool.name)),
+                handler: Arc::new(GroupToolHandler::new(
+                    gw,
+                    group,
+                    &tool.name,
+                    tool.access.clone(),
+                )),
             }
         })
         .collect();

@@ -3,6 +3,7 @@
 //! routing, concurrency limits, timeouts and cancellation, results, file
 //! references and progress.
 
+mod access;
 mod call;
 mod files;
 mod groups;

@@ -38,6 +38,10 @@ pub enum GatewayMessage {
     SessionLifecycle(SessionLifecycle),
     #[serde(rename = "stream.history")]
     StreamHistory(StreamHistory),
+    #[serde(rename = "chat.request")]
+    ChatRequest(super::chat::ChatRequestMessage),
+    #[serde(rename = "chat.cancel")]
+    ChatCancel(super::chat::ChatCancel),
 }
 
 impl GatewayMessage {
@@ -56,6 +60,8 @@ impl GatewayMessage {
             Self::SessionEvent(_) => "session.event",
             Self::SessionLifecycle(_) => "session.lifecycle",
             Self::StreamHistory(_) => "stream.history",
+            Self::ChatRequest(_) => "chat.request",
+            Self::ChatCancel(_) => "chat.cancel",
         }
     }
 

@@ -1,9 +1,12 @@
-//! Provider → gateway: the 16 message types a provider may send.
+//! Provider → gateway: the 16 message types a provider may send, and ours
+//! for chat models (`chat.*`, [`super::chat`]).
 
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
+
+use super::chat::{ChatDelta, ChatEnd, ChatModels, ChatToolCall};
 
 /// One message from a provider.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -41,6 +44,14 @@ pub enum ProviderMessage {
     StreamQuery(StreamQuery),
     #[serde(rename = "shutdown.ready")]
     ShutdownReady(SessionRef),
+    #[serde(rename = "chat.models")]
+    ChatModels(ChatModels),
+    #[serde(rename = "chat.delta")]
+    ChatDelta(ChatDelta),
+    #[serde(rename = "chat.toolCall")]
+    ChatToolCall(ChatToolCall),
+    #[serde(rename = "chat.end")]
+    ChatEnd(ChatEnd),
     /// A type this gateway does not know: answered with `UNKNOWN_TYPE`,
     /// never a disconnect.
     #[serde(other)]
@@ -67,6 +78,10 @@ impl ProviderMessage {
             Self::FilterSet(_) => "filter.set",
             Self::StreamQuery(_) => "stream.query",
             Self::ShutdownReady(_) => "shutdown.ready",
+            Self::ChatModels(_) => "chat.models",
+            Self::ChatDelta(_) => "chat.delta",
+            Self::ChatToolCall(_) => "chat.toolCall",
+            Self::ChatEnd(_) => "chat.end",
             Self::Unknown => "unknown",
         }
     }
@@ -141,6 +156,44 @@ pub struct ProviderTool {
     /// Milliseconds before the gateway sends `tool.cancel`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout: Option<u64>,
+    /// Ours: what a call does to the session's workspace, checked by the
+    /// policy before the call is sent (docs/providers.md, "Declared
+    /// access").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub access: Option<ToolAccess>,
+}
+
+/// A provider tool's declared access: argument names (top level) whose
+/// values are workspace paths read or written, or unified diffs whose file
+/// headers are written. Declaring can only add checks.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolAccess {
+    /// `read`, `write` or `execute`; by default `write` when `writes` or
+    /// `diffs` are declared, `read` when only `reads` are, else `execute`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub effect: Option<crate::ToolEffect>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub reads: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub writes: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub diffs: Vec<String>,
+}
+
+impl ToolAccess {
+    /// The effect declared, or the one the declared arguments imply.
+    pub fn effect(&self) -> crate::ToolEffect {
+        use crate::ToolEffect;
+        self.effect
+            .unwrap_or(if !self.writes.is_empty() || !self.diffs.is_empty() {
+                ToolEffect::Write
+            } else if !self.reads.is_empty() {
+                ToolEffect::Read
+            } else {
+                ToolEffect::Execute
+            })
+    }
 }
 
 /// `hooks` of `hello`.

@@ -7,6 +7,7 @@
 //! the wire are camelCase except `startup_context`, which the spec spells in
 //! snake case.
 
+pub mod chat;
 mod from_gateway;
 mod from_provider;
 mod parse;

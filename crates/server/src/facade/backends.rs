@@ -53,6 +53,15 @@ pub struct BackendEntry {
     pub style: PromptStyle,
 }
 
+impl BackendEntry {
+    /// Whether the backend knows its availability at once, without asking
+    /// an upstream (the `vscode` backend: an editor is connected or not).
+    /// Its health is never served from the probe cache.
+    pub fn answers_locally(&self) -> bool {
+        self.kind == bridge_llm::BackendKind::Vscode
+    }
+}
+
 impl std::fmt::Debug for BackendEntry {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("BackendEntry")
@@ -297,7 +306,9 @@ impl Backends {
     /// [`PROBE_TIMEOUT`], reused for [`PROBE_TTL`].
     pub async fn health(&self) -> BTreeMap<String, Availability> {
         let probes = self.entries.iter().map(|entry| async move {
-            if let Some(seen) = self.recent(&entry.name) {
+            if !entry.answers_locally()
+                && let Some(seen) = self.recent(&entry.name)
+            {
                 return (entry.name.clone(), seen);
             }
             let listed = tokio::time::timeout(PROBE_TIMEOUT, entry.backend.models()).await;
@@ -326,10 +337,13 @@ impl Backends {
     /// as unavailable until its probe ends). Keeps `/healthz` fast whatever
     /// an upstream does.
     pub async fn health_within(self: &Arc<Self>, wait: Duration) -> BTreeMap<String, Availability> {
-        let (known, all_fresh) = self.last_seen();
+        let (mut known, all_fresh) = self.last_seen();
         if known.len() == self.entries.len() {
             if !all_fresh {
                 self.refresh_in_background();
+            }
+            for entry in self.entries.iter().filter(|e| e.answers_locally()) {
+                known.insert(entry.name.clone(), self.probe_now(entry).await);
             }
             return known;
         }
@@ -353,6 +367,19 @@ impl Backends {
                 (entry.name.clone(), seen)
             })
             .collect()
+    }
+
+    /// A backend that answers locally, asked now.
+    async fn probe_now(&self, entry: &BackendEntry) -> Availability {
+        let seen = match tokio::time::timeout(PROBE_TIMEOUT, entry.backend.models()).await {
+            Ok(Ok(models)) => {
+                self.remember(&entry.name, &models, Availability::Ok);
+                Availability::Ok
+            }
+            _ => Availability::Unavailable,
+        };
+        self.record(&entry.name, seen);
+        seen
     }
 
     /// What each probed backend was last seen as, and whether all of those

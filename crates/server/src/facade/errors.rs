@@ -81,7 +81,9 @@ impl FacadeError {
     /// what they were sent.
     pub fn from_llm(backend_kind: BackendKind, err: &LlmError) -> Self {
         let message = bridge_policy::redact::redact(&err.to_string()).into_owned();
-        let unavailable = if backend_kind == BackendKind::Copilot {
+        // The design's code for "Copilot cannot answer", whichever way
+        // Copilot is reached.
+        let unavailable = if matches!(backend_kind, BackendKind::Copilot | BackendKind::Vscode) {
             "copilot_unavailable"
         } else {
             "backend_unavailable"

@@ -94,6 +94,7 @@ pub(crate) async fn bridge_status(ctx: ServerContext, params: Params) -> RpcResu
         },
         "policy": policy,
         "openclaw": crate::openclaw::status(&ctx),
+        "vscode": crate::vscode::status(&ctx.gateway),
     }))
 }
 

@@ -85,9 +85,9 @@ impl CliProvider {
             BackendKind::Anthropic => ("anthropic", Some("https://api.anthropic.com")),
             BackendKind::Azure => ("azure", None),
             BackendKind::Ollama => ("openai", Some("http://localhost:11434/v1")),
-            BackendKind::Copilot => {
+            BackendKind::Copilot | BackendKind::Vscode => {
                 return Err(format!(
-                    "BYOK provider {kind:?} is not one the Copilot CLI supports (openai, azure, anthropic, ollama)"
+                    "BYOK provider {kind} is not one the Copilot CLI supports (openai, azure, anthropic, ollama)"
                 ));
             }
         };
