@@ -116,6 +116,27 @@ pub enum Command {
     /// Install or remove the Copilot CLI extension that joins interactive Copilot CLI sessions to the hub (see docs/hooks.md).
     #[command(subcommand)]
     CopilotExtension(CopilotExtensionCommand),
+    /// Install or remove the Copilot Bridge extension for VS Code: the editor's workspace and chat models for every agent (see docs/vscode.md).
+    #[command(subcommand)]
+    Vscode(VscodeCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum VscodeCommand {
+    /// Write the extension (and which daemon it reaches) into the editor's extensions directory; older versions are replaced.
+    Install(VscodeArgs),
+    /// Remove it.
+    Uninstall(VscodeArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct VscodeArgs {
+    /// Which editor's extensions directory under your home: code (~/.vscode/extensions), insiders, codium or code-server.
+    #[arg(long, value_name = "EDITOR", default_value = "code", value_parser = ["code", "insiders", "codium", "code-server"])]
+    pub editor: String,
+    /// The extensions directory itself (overrides --editor).
+    #[arg(long, value_name = "DIR")]
+    pub extensions_dir: Option<PathBuf>,
 }
 
 #[derive(Debug, Subcommand)]

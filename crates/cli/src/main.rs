@@ -77,5 +77,6 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
         Command::Hooks(cmd) => commands::hooks::run(&config, cmd),
         Command::Launch(cmd) => runtime.block_on(commands::launch::run(&cli.global, &config, cmd)),
         Command::CopilotExtension(cmd) => commands::copilot_extension::run(&config, cmd),
+        Command::Vscode(cmd) => commands::vscode::run(&config, cmd),
     }
 }

@@ -16,6 +16,7 @@ pub mod setup;
 pub mod status;
 pub mod tool;
 pub mod validate;
+pub mod vscode;
 
 /// Whether `key` was set (flag, environment, file) rather than left at its
 /// default: what a command must pass on for another process to find the
