@@ -18,6 +18,10 @@ command -v node >/dev/null 2>&1 || need+=(nodejs)
 command -v npm >/dev/null 2>&1 || need+=(npm)
 # The venv module ships separately on Debian and Ubuntu.
 python3 -c 'import ensurepip, venv' >/dev/null 2>&1 || need+=(python3-venv)
+# The VS Code extension's tests drive code-server in headless Chromium;
+# code-server's native kerberos module builds against libkrb5's headers.
+command -v chromium >/dev/null 2>&1 || need+=(chromium)
+dpkg -s libkrb5-dev >/dev/null 2>&1 || need+=(libkrb5-dev)
 
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then
@@ -67,3 +71,14 @@ install_agent codex @openai/codex@0.169.0
 # ships the binary. OpenClaw's install checks the node on PATH.
 install_agent node24 node@24.21.0
 PATH="$PWD/.peers/node24/node_modules/node/bin:$PATH" install_agent openclaw openclaw@2026.9.6
+# VS Code for the extension's tests (crates/testkit/src/vscode.rs): code-server
+# (VS Code 1.139.1) whose postinstall refuses any Node but 24 and compiles
+# native modules with node-gyp against the headers the `node` package ships
+# (no download of them); JOBS=2 keeps the compile within CI's memory.
+node24_headers=$(echo "$PWD"/.peers/node24/node_modules/node/node_modules/node-linux-*)
+if ! [ -f "$node24_headers/include/node/node.h" ]; then
+  echo "no Node 24 headers in $node24_headers (needed to build code-server)" >&2
+  exit 1
+fi
+PATH="$PWD/.peers/node24/node_modules/node/bin:$PATH" npm_config_nodedir="$node24_headers" JOBS=2 \
+  install_agent code-server code-server@4.139.1

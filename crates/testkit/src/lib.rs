@@ -1,7 +1,9 @@
 //! Test support for copilot-bridge: real temporary workspaces on disk, a
 //! mock LLM upstream speaking the real wire formats over real HTTP
-//! ([`mock_llm`]), a WebSocket provider client ([`provider_client`]), and
-//! private keys shaped like real ones for redaction tests ([`fake_keys`]).
+//! ([`mock_llm`]), a WebSocket provider client ([`provider_client`]),
+//! private keys shaped like real ones for redaction tests ([`fake_keys`]),
+//! and a real VS Code (code-server in headless Chromium) for the editor
+//! extension's tests ([`vscode`]).
 //!
 //! Only ever a dev-dependency. It must not contain production logic, and it
 //! must not fake the thing under test: helpers here build real files, real
@@ -14,6 +16,7 @@ pub mod openclaw;
 pub mod peers;
 pub mod provider_client;
 pub mod swap_race;
+pub mod vscode;
 
 pub use fake_keys::FakeKey;
 pub use mock_llm::{MockLlm, MockReply, MockToolCall, RecordedRequest};
