@@ -296,12 +296,18 @@ impl ConfigLoader {
                 ),
             });
         }
+        // The daemon's own `vscode` backend is a name routes may use, too.
+        let known_backend = |name: &str| {
+            backends.iter().any(|b| b.name == name)
+                || BackendKind::ALL.iter().any(|k| k.as_str() == name)
+                || name == BackendKind::Vscode.as_str()
+        };
         if let Some(name) = &default_backend {
-            let known = backends.iter().any(|b| &b.name == name)
-                || BackendKind::ALL.iter().any(|k| k.as_str() == name);
+            let known = known_backend(name);
             if !known {
                 let mut names: Vec<&str> = backends.iter().map(|b| b.name.as_str()).collect();
                 names.extend(BackendKind::ALL.iter().map(|k| k.as_str()));
+                names.push(BackendKind::Vscode.as_str());
                 errors.push(ConfigError::Invalid {
                     key: keys::DEFAULT_BACKEND.to_owned(),
                     value: format!("{name:?}"),
@@ -316,10 +322,6 @@ impl ConfigLoader {
                 });
             }
         }
-        let known_backend = |name: &str| {
-            backends.iter().any(|b| b.name == name)
-                || BackendKind::ALL.iter().any(|k| k.as_str() == name)
-        };
         for (key, target) in models.targets() {
             if !known_backend(&target.backend) {
                 errors.push(ConfigError::File {

@@ -137,6 +137,12 @@ fn the_vscode_kind_is_the_daemons_own_and_cannot_be_configured() {
     assert!(text.contains("vscode/"), "{text}");
     let byok = error_text_with_env(&[("COPILOT_BYOK_PROVIDER", "vscode")]);
     assert!(byok.contains("COPILOT_BYOK_PROVIDER"), "{byok}");
+    // Routes and the default may name it.
+    let config = load(
+        "default_backend = \"vscode\"\n[models.map]\n\"claude-*\" = \"vscode/claude-sonnet-4\"\n",
+    )
+    .unwrap();
+    assert_eq!(config.default_backend.as_deref(), Some("vscode"));
 }
 
 fn error_text_with_env(env: &[(&str, &str)]) -> String {
