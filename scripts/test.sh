@@ -14,6 +14,7 @@ cargo fmt --all -- --check
 echo "== cargo clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 
+echo "== node --test extensions/vscode/test" && node --test extensions/vscode/test/*.test.js
 echo "== cargo test"
 # Library, binary and integration tests (the crates have no doc tests).
 log=$(mktemp)
