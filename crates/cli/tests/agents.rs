@@ -16,6 +16,7 @@ mod openclaw_gateway;
 mod openclaw_plugin;
 mod openclaw_plugin_failures;
 mod orchestrate;
+mod vscode;
 
 use std::path::Path;
 use std::time::Duration;
@@ -36,6 +37,16 @@ pub fn serve_with(mock: &MockLlm, workspace: TempWorkspace) -> Served {
 
 /// [`serve_with`], with `extra` in the daemon's environment.
 pub fn serve_with_env(mock: &MockLlm, workspace: TempWorkspace, extra: &[(&str, &str)]) -> Served {
+    serve_in(mock, Bridge::new(), workspace, extra)
+}
+
+/// [`serve_with_env`] with `bridge`'s state directory (a restart keeps it).
+pub fn serve_in(
+    mock: &MockLlm,
+    bridge: Bridge,
+    workspace: TempWorkspace,
+    extra: &[(&str, &str)],
+) -> Served {
     let dead = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let dead_url = format!("http://{}", dead.local_addr().unwrap());
     drop(dead);
@@ -49,7 +60,7 @@ pub fn serve_with_env(mock: &MockLlm, workspace: TempWorkspace, extra: &[(&str, 
         ("COPILOT_BYOK_MODEL", "mock-model"),
     ];
     env.extend_from_slice(extra);
-    Served::start_in(Bridge::new(), workspace, &env)
+    Served::start_in(bridge, workspace, &env)
 }
 
 /// A command with nothing of the developer's environment: PATH, a private
