@@ -113,6 +113,7 @@ fn selected_entry(selected: &Selected) -> BackendEntry {
         default_model: selected.model.clone(),
         models: Vec::new(),
         style: PromptStyle::Chat,
+        presence: None,
     }
 }
 
@@ -271,6 +272,7 @@ async fn configured_entry(config: &BridgeConfig, table: &BackendConfig) -> Backe
         default_model: Some(default_model),
         models: table.models.clone(),
         style,
+        presence: None,
     }
 }
 

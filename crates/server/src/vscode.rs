@@ -36,11 +36,14 @@ impl VscodeBackend {
         Self { gateway }
     }
 
-    /// The facade's entry for this backend.
+    /// The facade's entry for this backend, listed while an editor offers
+    /// models.
     pub fn entry(gateway: Gateway) -> BackendEntry {
+        let offers = gateway.clone();
         BackendEntry {
             name: BACKEND_NAME.to_owned(),
             kind: BackendKind::Vscode,
+            presence: Some(Arc::new(move || !offers.chat_offers().is_empty())),
             backend: Arc::new(Self::new(gateway)),
             base_url: "vscode.lm (through the editor's provider connection)".to_owned(),
             default_model: None,

@@ -117,16 +117,7 @@ async fn v1_models_lists_every_backend_and_learnt_models_route_there() {
     let alpha = MockLlm::start(Vec::new()).await;
     let beta = MockLlm::start(Vec::new()).await;
     let daemon = TestDaemon::with(two_backends(&alpha, &beta, "")).await;
-    let listing: Value = daemon
-        .http()
-        .get(daemon.url("/v1/models"))
-        .bearer_auth(&daemon.token)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let listing: Value = daemon.get_json("/v1/models").await;
     let owned: Vec<(String, String)> = listing["data"]
         .as_array()
         .unwrap()

@@ -160,16 +160,7 @@ async fn names_globs_and_classes_of_requests_reach_their_backend() {
     );
 
     // The names clients can pick, and the table in the status.
-    let list: Value = daemon
-        .http()
-        .get(daemon.url("/v1/models"))
-        .bearer_auth(&daemon.token)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let list: Value = daemon.get_json("/v1/models").await;
     let ids: Vec<&str> = list["data"]
         .as_array()
         .unwrap()

@@ -159,6 +159,34 @@ impl TestDaemon {
             .unwrap()
     }
 
+    /// `GET path` with the token: its JSON.
+    pub async fn get_json(&self, path: &str) -> Value {
+        self.http()
+            .get(self.url(path))
+            .bearer_auth(&self.token)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap()
+    }
+
+    /// `POST path` with the token and a JSON body, sent from a task of its
+    /// own: for a test that must play the other side before the answer.
+    pub fn post_in_background(
+        &self,
+        path: &str,
+        body: Value,
+    ) -> tokio::task::JoinHandle<reqwest::Response> {
+        let request = self
+            .http()
+            .post(self.url(path))
+            .bearer_auth(&self.token)
+            .json(&body);
+        tokio::spawn(async move { request.send().await.unwrap() })
+    }
+
     /// A JSON-RPC call over HTTP POST: the whole response object.
     /// `GET /healthz` (no token needed): its JSON.
     pub async fn health(&self) -> Value {

@@ -101,8 +101,9 @@ async fn without_an_editor_a_vscode_model_is_503_copilot_unavailable() {
     assert_eq!(body["type"], "error");
     assert_eq!(body["error"]["code"], "copilot_unavailable", "{body}");
 
+    // Listed only while an editor is connected.
     let health = vscode_health(&daemon, "off").await;
-    assert_eq!(health["backends"]["vscode"], "unavailable", "{health}");
+    assert!(health["backends"].get("vscode").is_none(), "{health}");
     daemon.stop().await;
 }
 
@@ -168,16 +169,7 @@ async fn an_editors_model_streams_back_through_both_facades() {
     assert_eq!(second["options"]["maxTokens"], 100);
 
     // The listing routes a bare model name to the editor, too.
-    let models: Value = daemon
-        .http()
-        .get(daemon.url("/v1/models"))
-        .bearer_auth(&daemon.token)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let models: Value = daemon.get_json("/v1/models").await;
     let listed: Vec<(&str, &str)> = models["data"]
         .as_array()
         .unwrap()
@@ -194,19 +186,10 @@ async fn a_client_that_hangs_up_cancels_the_editors_request() {
     let mut client = editor(&daemon, json!({})).await;
     offer(&mut client, &["fake-large"]).await;
     vscode_health(&daemon, "ok").await;
-    let pending = tokio::spawn({
-        let url = daemon.url("/v1/chat/completions");
-        let token = daemon.token.clone();
-        async move {
-            reqwest::Client::new()
-                .post(url)
-                .bearer_auth(token)
-                .json(&openai_chat("vscode/fake-large", "SLOW"))
-                .send()
-                .await
-                .unwrap()
-        }
-    });
+    let pending = daemon.post_in_background(
+        "/v1/chat/completions",
+        openai_chat("vscode/fake-large", "SLOW"),
+    );
     let request = client.expect("chat.request").await.unwrap();
     let id = request["id"].as_str().unwrap().to_owned();
     client
@@ -262,19 +245,10 @@ async fn the_editors_refusals_are_the_facades_errors() {
         ("blocked", 403, "upstream_rejected"),
         ("failed", 502, "upstream_error"),
     ] {
-        let pending = tokio::spawn({
-            let daemon_url = daemon.url("/v1/chat/completions");
-            let token = daemon.token.clone();
-            async move {
-                reqwest::Client::new()
-                    .post(daemon_url)
-                    .bearer_auth(token)
-                    .json(&openai_chat("vscode/fake-large", "hi"))
-                    .send()
-                    .await
-                    .unwrap()
-            }
-        });
+        let pending = daemon.post_in_background(
+            "/v1/chat/completions",
+            openai_chat("vscode/fake-large", "hi"),
+        );
         let request = client.expect("chat.request").await.unwrap();
         client
             .send(json!({"type": "chat.end", "id": request["id"],
@@ -327,20 +301,10 @@ async fn an_editor_that_leaves_mid_answer_ends_the_stream_with_an_error() {
     let mut client = editor(&daemon, json!({})).await;
     offer(&mut client, &["fake-large"]).await;
     vscode_health(&daemon, "ok").await;
-    let pending = tokio::spawn({
-        let url = daemon.url("/v1/chat/completions");
-        let token = daemon.token.clone();
-        async move {
-            let response = reqwest::Client::new()
-                .post(url)
-                .bearer_auth(token)
-                .json(&openai_chat("vscode/fake-large", "hi"))
-                .send()
-                .await
-                .unwrap();
-            (response.status(), response.text().await.unwrap())
-        }
-    });
+    let pending = daemon.post_in_background(
+        "/v1/chat/completions",
+        openai_chat("vscode/fake-large", "hi"),
+    );
     let request = client.expect("chat.request").await.unwrap();
     client
         .send(json!({"type": "chat.delta", "id": request["id"], "text": "partial"}))
@@ -348,8 +312,9 @@ async fn an_editor_that_leaves_mid_answer_ends_the_stream_with_an_error() {
         .unwrap();
     tokio::time::sleep(Duration::from_millis(100)).await;
     client.abort();
-    let (status, body) = pending.await.unwrap();
-    assert_eq!(status, 200);
+    let response = pending.await.unwrap();
+    assert_eq!(response.status(), 200);
+    let body = response.text().await.unwrap();
     assert!(body.contains("partial"), "{body}");
     assert!(body.contains("disconnected"), "{body}");
     vscode_health(&daemon, "off").await;
@@ -448,33 +413,19 @@ async fn declared_access_puts_provider_tools_under_the_workspace_policy() {
 
     // Allowed ones reach the editor.
     let allowed_diff = "--- a/src/a.js\n+++ b/src/a.js\n@@ -1,1 +1,1 @@\n-a\n+b\n";
-    let pending = tokio::spawn({
-        let url = daemon.url("/rpc");
-        let token = daemon.token.clone();
-        async move {
-            reqwest::Client::new()
-                .post(url)
-                .bearer_auth(token)
-                .json(
-                    &json!({"jsonrpc": "2.0", "id": 1, "method": "session.tools.call",
-                              "params": {"session": "default", "name": "vscode_apply_diff",
-                                         "arguments": {"unifiedDiff": allowed_diff}}}),
-                )
-                .send()
-                .await
-                .unwrap()
-                .json::<Value>()
-                .await
-                .unwrap()
-        }
-    });
+    let pending = daemon.post_in_background(
+        "/rpc",
+        json!({"jsonrpc": "2.0", "id": 1, "method": "session.tools.call",
+               "params": {"session": "default", "name": "vscode_apply_diff",
+                          "arguments": {"unifiedDiff": allowed_diff}}}),
+    );
     let tool_call = client.expect("tool.call").await.unwrap();
     assert_eq!(tool_call["tool"], "vscode_apply_diff");
     client
         .send(json!({"type": "tool.result", "id": tool_call["id"], "data": {"ok": true}}))
         .await
         .unwrap();
-    let answer = pending.await.unwrap();
+    let answer: Value = pending.await.unwrap().json().await.unwrap();
     assert_eq!(answer["result"]["result"]["ok"], true, "{answer}");
     daemon.stop().await;
 }

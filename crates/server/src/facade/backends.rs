@@ -51,7 +51,15 @@ pub struct BackendEntry {
     /// Models known without asking the backend (configuration).
     pub models: Vec<String>,
     pub style: PromptStyle,
+    /// For a backend that exists only while something is connected (the
+    /// `vscode` backend: an editor): whether it is there now. Status and
+    /// health list only backends that are there; routing to one that is not
+    /// answers with its own error.
+    pub presence: Option<Presence>,
 }
+
+/// Whether a backend is there now.
+pub type Presence = Arc<dyn Fn() -> bool + Send + Sync>;
 
 impl BackendEntry {
     /// Whether the backend knows its availability at once, without asking
@@ -59,6 +67,11 @@ impl BackendEntry {
     /// Its health is never served from the probe cache.
     pub fn answers_locally(&self) -> bool {
         self.kind == bridge_llm::BackendKind::Vscode
+    }
+
+    /// Listed in status and health now (see [`Self::presence`]).
+    pub fn is_listed(&self) -> bool {
+        self.presence.as_ref().is_none_or(|present| present())
     }
 }
 
@@ -159,6 +172,11 @@ impl Backends {
 
     pub fn entries(&self) -> &[Arc<BackendEntry>] {
         &self.entries
+    }
+
+    /// The backends status and health show: every one that is there now.
+    pub fn listed(&self) -> impl Iterator<Item = &Arc<BackendEntry>> {
+        self.entries.iter().filter(|entry| entry.is_listed())
     }
 
     pub fn is_empty(&self) -> bool {
@@ -305,7 +323,7 @@ impl Backends {
     /// Each backend's availability: a model listing within
     /// [`PROBE_TIMEOUT`], reused for [`PROBE_TTL`].
     pub async fn health(&self) -> BTreeMap<String, Availability> {
-        let probes = self.entries.iter().map(|entry| async move {
+        let probes = self.listed().map(|entry| async move {
             if !entry.answers_locally()
                 && let Some(seen) = self.recent(&entry.name)
             {
@@ -338,11 +356,11 @@ impl Backends {
     /// an upstream does.
     pub async fn health_within(self: &Arc<Self>, wait: Duration) -> BTreeMap<String, Availability> {
         let (mut known, all_fresh) = self.last_seen();
-        if known.len() == self.entries.len() {
+        if known.len() == self.listed().count() {
             if !all_fresh {
                 self.refresh_in_background();
             }
-            for entry in self.entries.iter().filter(|e| e.answers_locally()) {
+            for entry in self.listed().filter(|e| e.answers_locally()) {
                 known.insert(entry.name.clone(), self.probe_now(entry).await);
             }
             return known;
@@ -357,8 +375,7 @@ impl Backends {
             return seen;
         }
         let (known, _) = self.last_seen();
-        self.entries
-            .iter()
+        self.listed()
             .map(|entry| {
                 let seen = known
                     .get(&entry.name)
@@ -390,8 +407,7 @@ impl Backends {
         };
         let mut fresh = true;
         let seen = self
-            .entries
-            .iter()
+            .listed()
             .filter_map(|entry| {
                 let (at, seen) = probes.get(&entry.name)?;
                 fresh &= at.elapsed() < PROBE_TTL;

@@ -38,8 +38,7 @@ pub(crate) async fn bridge_status(ctx: ServerContext, params: Params) -> RpcResu
     let default_backend = ctx.backends.default_entry().map(|e| e.name.clone());
     let backends: Vec<Value> = ctx
         .backends
-        .entries()
-        .iter()
+        .listed()
         .map(|entry| {
             let (style, turns) = match entry.style {
                 PromptStyle::Chat => ("chat", None),
