@@ -27,5 +27,6 @@ mod cli_status;
 mod cli_swap_race;
 mod cli_tool;
 mod cli_validate;
+mod cli_vscode;
 mod peers;
 mod support;

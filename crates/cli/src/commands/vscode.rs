@@ -103,25 +103,41 @@ fn installed_versions(extensions: &Path) -> Vec<PathBuf> {
         .collect()
 }
 
-/// `extensions.json` (VS Code 1.74+ keeps the installed extensions there):
-/// our entry replaced by `entry`, or removed when `None`. A directory without
-/// the file is left without it (the editor scans the folders).
-fn record(extensions: &Path, entry: Option<Value>) -> Result<(), Failure> {
-    let path = extensions.join("extensions.json");
-    let Some(text) = read_if_present(&path)? else {
-        return Ok(());
-    };
-    let mut list: Vec<Value> = serde_json::from_str(&text).map_err(|err| {
-        Failure::usage(format!(
-            "{} is not the editor's extension list: {err}",
-            path.display()
-        ))
-    })?;
-    list.retain(|item| item["identifier"]["id"].as_str() != Some(IDENTIFIER));
-    list.extend(entry);
-    let text = serde_json::to_string(&list)
-        .map_err(|err| Failure::internal(format!("cannot write {}: {err}", path.display())))?;
-    write_atomically(&path, &text)
+/// `extensions.json` (VS Code 1.74+ keeps the installed extensions there),
+/// read before anything is written so a broken one refuses the whole change;
+/// `None` when the directory has none (the editor scans the folders).
+struct ExtensionList {
+    path: PathBuf,
+    entries: Option<Vec<Value>>,
+}
+
+impl ExtensionList {
+    fn read(extensions: &Path) -> Result<Self, Failure> {
+        let path = extensions.join("extensions.json");
+        let entries = match read_if_present(&path)? {
+            None => None,
+            Some(text) => Some(serde_json::from_str(&text).map_err(|err| {
+                Failure::usage(format!(
+                    "{} is not the editor's extension list ({err}); nothing was changed",
+                    path.display()
+                ))
+            })?),
+        };
+        Ok(Self { path, entries })
+    }
+
+    /// Our entry replaced by `entry`, or removed when `None`.
+    fn record(self, entry: Option<Value>) -> Result<(), Failure> {
+        let Some(mut list) = self.entries else {
+            return Ok(());
+        };
+        list.retain(|item| item["identifier"]["id"].as_str() != Some(IDENTIFIER));
+        list.extend(entry);
+        let text = serde_json::to_string(&list).map_err(|err| {
+            Failure::internal(format!("cannot write {}: {err}", self.path.display()))
+        })?;
+        write_atomically(&self.path, &text)
+    }
 }
 
 fn install(config: &BridgeConfig, args: &VscodeArgs) -> Result<String, Failure> {
@@ -129,6 +145,7 @@ fn install(config: &BridgeConfig, args: &VscodeArgs) -> Result<String, Failure> 
     let version = version()?;
     let folder = format!("{IDENTIFIER}-{version}");
     let target = extensions.join(&folder);
+    let list = ExtensionList::read(&extensions)?;
     for old in installed_versions(&extensions) {
         std::fs::remove_dir_all(&old).map_err(|err| {
             Failure::usage(format!("cannot remove the old {}: {err}", old.display()))
@@ -145,15 +162,12 @@ fn install(config: &BridgeConfig, args: &VscodeArgs) -> Result<String, Failure> 
             serde_json::to_string_pretty(&defaults).unwrap_or_default()
         ),
     )?;
-    record(
-        &extensions,
-        Some(json!({
+    list.record(Some(json!({
             "identifier": {"id": IDENTIFIER},
             "version": version,
             "location": {"$mid": 1, "path": target, "scheme": "file"},
             "relativeLocation": folder,
-        })),
-    )?;
+    })))?;
     Ok(format!(
         "Installed the Copilot Bridge extension {version} ({files} files) in {}.\n\
          Reload the editor's window (Developer: Reload Window) to start it; see docs/vscode.md.\n",
@@ -163,12 +177,13 @@ fn install(config: &BridgeConfig, args: &VscodeArgs) -> Result<String, Failure> 
 
 fn uninstall(args: &VscodeArgs) -> Result<String, Failure> {
     let extensions = extensions_dir(args)?;
+    let list = ExtensionList::read(&extensions)?;
     let found = installed_versions(&extensions);
     for dir in &found {
         std::fs::remove_dir_all(dir)
             .map_err(|err| Failure::usage(format!("cannot remove {}: {err}", dir.display())))?;
     }
-    record(&extensions, None)?;
+    list.record(None)?;
     Ok(if found.is_empty() {
         format!(
             "The Copilot Bridge extension is not installed in {}.\n",
