@@ -110,6 +110,18 @@ impl<'a> Parser<'a> {
                 None
             };
             if let Some(file) = file {
+                for name in [&file.old_path, &file.new_path].into_iter().flatten() {
+                    if let Some(bad) = name.chars().find(|c| is_invisible(*c)) {
+                        return Err(self.error(
+                            file.line,
+                            format!(
+                                "the file name \"{}\" holds the invisible character U+{:04X}; name files by their visible names only",
+                                name.escape_debug(),
+                                u32::from(bad)
+                            ),
+                        ));
+                    }
+                }
                 if !seen.insert(file.path().to_owned()) {
                     return Err(self.error(
                         file.line,
@@ -131,7 +143,8 @@ impl<'a> Parser<'a> {
         let header = self.peek().unwrap_or_default();
         let mut git = GitHeader {
             start: Some(start),
-            path: git_header_path(header.trim_start_matches("diff --git ")),
+            // Once: a name may itself start with those words.
+            path: git_header_path(header.strip_prefix("diff --git ").unwrap_or(header)),
             ..GitHeader::default()
         };
         self.pos += 1;
@@ -504,4 +517,18 @@ fn parse_range(text: &str) -> Option<(usize, usize)> {
     };
     start.checked_add(len)?;
     Some((start, len))
+}
+
+/// Characters a file name must not hold: controls and the invisible format
+/// characters (byte order mark, zero-width and direction marks, NEL). Tools
+/// that read the same diff elsewhere (the VS Code extension applies the
+/// diff the policy checked here) trim and compare names by their own rules;
+/// a name that holds none of these reads the same everywhere, so the path
+/// checked is the path written.
+fn is_invisible(c: char) -> bool {
+    c.is_control()
+        || matches!(
+            c,
+            '\u{85}' | '\u{FEFF}' | '\u{200B}'..='\u{200F}' | '\u{2028}'..='\u{202E}' | '\u{2060}'..='\u{2064}'
+        )
 }

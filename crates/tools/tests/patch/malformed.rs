@@ -36,6 +36,28 @@ async fn malformed_diffs_are_refused_with_the_line_and_nothing_is_written() {
             with_header(&["@@ -1,x +1 @@", "-one", "+ONE"]),
             "line 3: malformed hunk header",
         ),
+        // A byte order mark after the name: another reader trimming it
+        // would write a file this check never saw.
+        (
+            diff(&[
+                "--- a/a.txt\u{feff}",
+                "+++ b/a.txt\u{feff}",
+                "@@ -1 +1 @@",
+                "-one",
+                "+ONE",
+            ]),
+            "line 1: the file name \"a.txt\\u{feff}\" holds the invisible character U+FEFF",
+        ),
+        (
+            diff(&[
+                "--- a/a\u{200b}.txt",
+                "+++ b/a\u{200b}.txt",
+                "@@ -1 +1 @@",
+                "-one",
+                "+ONE",
+            ]),
+            "holds the invisible character U+200B",
+        ),
         (
             with_header(&["@@ 1,1 1,1 @@", "-one", "+ONE"]),
             "line 3: malformed hunk header",
