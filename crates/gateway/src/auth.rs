@@ -41,7 +41,7 @@ pub(crate) fn on_auth(conn: &mut Connection, auth: Auth) -> Flow {
 }
 
 fn authenticate_token(conn: &mut Connection, token: &str) -> Flow {
-    let trust = {
+    let (trust, spawned) = {
         let state = conn.gw.lock();
         // Tokens are looked up by value; comparing the stored key in
         // constant time keeps a timing side channel off the prefix.
@@ -49,18 +49,28 @@ fn authenticate_token(conn: &mut Connection, token: &str) -> Flow {
             .project_tokens
             .iter()
             .find(|(known, _)| ids::constant_time_eq(known, token))
-            .map(|(_, t)| Trust::Project {
-                session_id: t.session_id.clone(),
+            .map(|(_, t)| {
+                let trust = Trust::Project {
+                    session_id: t.session_id.clone(),
+                };
+                (trust, t.spawned)
             });
-        project.or_else(|| {
+        let trust = project.or_else(|| {
             state
                 .external_tokens
                 .iter()
                 .find(|(known, _)| ids::constant_time_eq(known, token))
-                .map(|(_, t)| Trust::External {
-                    session_id: t.session_id.clone(),
+                .map(|(_, t)| {
+                    let trust = Trust::External {
+                        session_id: t.session_id.clone(),
+                    };
+                    (trust, false)
                 })
-        })
+        });
+        (
+            trust.as_ref().map(|(t, _)| t.clone()),
+            trust.is_some_and(|(_, s)| s),
+        )
     };
     let Some(trust) = trust else {
         tracing::info!(connection = conn.id, peer = %conn.peer, "auth with an unknown token refused");
@@ -82,6 +92,7 @@ fn authenticate_token(conn: &mut Connection, token: &str) -> Flow {
         conn.auth_token = Some(token.to_owned());
     }
     let list = session_list(&conn.gw, &trust, None);
+    conn.spawned = spawned;
     conn.trust = Some(trust);
     conn.state = ConnState::AwaitHello;
     conn.out.send(GatewayMessage::Sessions(list));
@@ -269,6 +280,7 @@ pub(crate) fn on_disconnect(conn: &mut Connection) {
 pub(crate) fn issue_project_token(
     gw: &GatewayInner,
     session_id: &str,
+    spawned: bool,
 ) -> Result<String, GatewayError> {
     if gw.registry.get(session_id).is_none() {
         return Err(GatewayError::NoSuchSession(session_id.to_owned()));
@@ -278,6 +290,7 @@ pub(crate) fn issue_project_token(
         token.clone(),
         ProjectToken {
             session_id: session_id.to_owned(),
+            spawned,
         },
     );
     Ok(token)

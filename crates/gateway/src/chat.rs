@@ -326,10 +326,10 @@ impl Drop for ChatExchange {
 /// and internal) may offer models — every prompt sent to a model passes
 /// through the provider.
 pub(crate) fn on_models(conn: &mut Connection, offer: ChatModels) -> Flow {
-    if conn.trust.as_ref().is_none_or(|t| t.is_external()) {
+    if conn.trust.as_ref().is_none_or(|t| t.is_external()) || conn.spawned {
         return conn.reject(
             ErrorCode::Unauthorized,
-            "only project and internal providers may offer chat models (every prompt passes through them)",
+            "only providers the user started (project tokens from gateway.json, provider-token or gateway.providerToken; internal providers) may offer chat models: every prompt passes through them, so a paired provider or one a repository's tap.config.json starts may not",
             "chat.models",
         );
     }

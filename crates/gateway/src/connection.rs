@@ -80,6 +80,9 @@ pub(crate) struct Connection {
     pub rebinds: VecDeque<Instant>,
     /// Remote address, for logs and pairing prompts.
     pub peer: String,
+    /// Authenticated with a token minted for a provider a repository
+    /// declared (`tap.config.json`).
+    pub spawned: bool,
 }
 
 impl Connection {
@@ -105,6 +108,7 @@ impl Connection {
             out,
             rebinds: VecDeque::new(),
             peer,
+            spawned: false,
         }
     }
 

@@ -109,7 +109,7 @@ impl Gateway {
     /// spawned provider gets in `TAP_PROVIDER_TOKEN`). Valid while the
     /// session lives.
     pub fn issue_project_token(&self, session_id: &str) -> Result<String, GatewayError> {
-        auth::issue_project_token(&self.inner, session_id)
+        auth::issue_project_token(&self.inner, session_id, false)
     }
 
     /// Pairing codes waiting for a provider to confirm them.

@@ -105,6 +105,9 @@ pub(crate) struct PendingPairing {
 
 pub(crate) struct ProjectToken {
     pub session_id: String,
+    /// Minted for a provider a repository's `tap.config.json` declared:
+    /// the repository's code, which may not offer chat models.
+    pub spawned: bool,
 }
 
 pub(crate) struct ExternalToken {

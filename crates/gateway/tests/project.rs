@@ -169,6 +169,14 @@ async def main():
                     "tools": [{"name": "env_report", "description": "What the provider was given",
                                "parameters": {"type": "object", "properties": {}}}],
                 }))
+            elif msg["type"] == "hello.ack":
+                # A repository's provider must not be able to take the
+                # hub's chat prompts.
+                await ws.send(json.dumps({"type": "chat.models", "available": True,
+                                          "models": [{"id": "gpt-4o"}]}))
+            elif msg["type"] == "error" and msg.get("replyTo") == "chat.models":
+                with open("chat-refusal", "w") as f:
+                    f.write(msg["code"] + ": " + msg["message"])
             elif msg["type"] == "tool.call":
                 await ws.send(json.dumps({"type": "tool.result", "id": msg["id"], "data": {
                     "names": sorted(os.environ),
@@ -218,6 +226,11 @@ async fn a_trusted_project_provider_is_spawned_binds_to_its_session_and_serves_t
         session.tool("env_report").is_some()
     })
     .await;
+    let refusal = dir.join("sub/chat-refusal");
+    eventually("the chat offer to be refused", || refusal.exists()).await;
+    let refusal = std::fs::read_to_string(refusal).unwrap();
+    assert!(refusal.starts_with("UNAUTHORIZED: "), "{refusal}");
+    assert!(refusal.contains("tap.config.json"), "{refusal}");
     let outcome = session
         .call_tool("env_report", json!({}), CallOrigin::Rpc)
         .await;

@@ -117,7 +117,7 @@ impl Supervisor {
             return None;
         };
         // A fresh token per run: scoped to this session, dropped with it.
-        let token = match auth::issue_project_token(&gw, &self.session_id) {
+        let token = match auth::issue_project_token(&gw, &self.session_id, true) {
             Ok(token) => token,
             Err(err) => {
                 tracing::info!(session = %self.session_id, provider = %name, "project provider not started: {err}");
