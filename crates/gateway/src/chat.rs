@@ -10,7 +10,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use bridge_protocol::excerpt;
 use bridge_protocol::provider::chat::{
@@ -24,9 +24,15 @@ use tokio::sync::mpsc;
 use crate::connection::{Connection, Flow};
 use crate::provider::{Outbound, ProviderHandle, lock};
 
-/// How many parts of one answer may wait for a caller that does not read
-/// them; beyond that the request is cancelled rather than buffered.
+/// How many parts, and how many bytes of text, of one answer may wait for a
+/// caller that does not read them; beyond that the request is cancelled
+/// rather than buffered.
 const REPLY_QUEUE: usize = 4096;
+const REPLY_QUEUE_BYTES: usize = 16 << 20;
+/// How much of an editor's own words (a model's name, why it cannot serve)
+/// is kept: they are shown in `/healthz`, status and logs.
+const NAME_MAX_CHARS: usize = 256;
+const REASON_MAX_CHARS: usize = 512;
 
 /// Ours (not a provider's): the connection serving the request closed.
 pub const DISCONNECTED: &str = "disconnected";
@@ -83,6 +89,18 @@ struct Offer {
 struct Pending {
     connection: u64,
     replies: mpsc::Sender<ChatReply>,
+    shared: Arc<Shared>,
+}
+
+/// What a request's two ends share beside the queue.
+#[derive(Default)]
+struct Shared {
+    /// Bytes of text queued and not yet read.
+    queued_bytes: AtomicUsize,
+    /// The last part, when the hub ended the request (the editor left, the
+    /// caller did not read) or the queue had no room for the editor's own
+    /// end: the caller gets it once the queue is drained.
+    last: Mutex<Option<ChatReply>>,
 }
 
 /// Every offer and every request waiting for its answer.
@@ -122,11 +140,13 @@ impl ChatHub {
         request.id = id.clone();
         let (tx, rx) = mpsc::channel(REPLY_QUEUE);
         let out = state.offers[&chosen].out.clone();
+        let shared = Arc::new(Shared::default());
         state.pending.insert(
             id.clone(),
             Pending {
                 connection: chosen,
                 replies: tx,
+                shared: shared.clone(),
             },
         );
         drop(state);
@@ -139,6 +159,7 @@ impl ChatHub {
             id,
             out,
             replies: rx,
+            shared,
             ended: false,
         })
     }
@@ -158,11 +179,9 @@ impl ChatHub {
                 .filter_map(|id| state.pending.remove(id))
                 .collect()
         };
+        // Dropping each sender ends its queue after what is already in it.
         for pending in ended {
-            let _ = pending.replies.try_send(ChatReply::End(Err(ChatFailure {
-                code: DISCONNECTED.to_owned(),
-                message: "the editor serving the request disconnected".to_owned(),
-            })));
+            *lock(&pending.shared.last) = Some(ChatReply::End(Err(disconnected())));
         }
     }
 
@@ -170,26 +189,52 @@ impl ChatHub {
     /// serve (ended, cancelled, another connection's) are dropped.
     fn deliver(&self, connection: u64, id: &str, reply: ChatReply) {
         let terminal = matches!(reply, ChatReply::End(_));
+        let size = match &reply {
+            ChatReply::Delta(text) => text.len(),
+            _ => 0,
+        };
         let mut state = lock(&self.state);
         let Some(pending) = state.pending.get(id).filter(|p| p.connection == connection) else {
             tracing::debug!(connection, id = %excerpt(id), "chat part for no waiting request");
             return;
         };
-        let delivered = pending.replies.try_send(reply).is_ok();
-        if terminal || !delivered {
-            let pending = state.pending.remove(id);
-            drop(state);
-            if !delivered && !terminal {
+        let shared = pending.shared.clone();
+        let room = shared.queued_bytes.load(Ordering::Relaxed) + size <= REPLY_QUEUE_BYTES;
+        let rejected = if room {
+            pending
+                .replies
+                .try_send(reply)
+                .err()
+                .map(|err| err.into_inner())
+        } else {
+            Some(reply)
+        };
+        if rejected.is_none() {
+            shared.queued_bytes.fetch_add(size, Ordering::Relaxed);
+        }
+        if !terminal && rejected.is_none() {
+            return;
+        }
+        // Its sender goes only after `last` is set: the caller reads `last`
+        // once the queue ends.
+        let removed = state.pending.remove(id);
+        drop(state);
+        match rejected {
+            None => {}
+            // The editor's own end, kept for after what is queued.
+            Some(end) if terminal => *lock(&shared.last) = Some(end),
+            Some(_) => {
                 tracing::warn!(id, "chat caller is not reading the answer; cancelling");
-                if let Some(pending) = pending {
-                    let _ = pending.replies.try_send(ChatReply::End(Err(ChatFailure {
-                        code: chat_error_code::CANCELLED.to_owned(),
-                        message: "the caller did not read the answer".to_owned(),
-                    })));
-                }
+                *lock(&shared.last) = Some(ChatReply::End(Err(ChatFailure {
+                    code: chat_error_code::CANCELLED.to_owned(),
+                    message: format!(
+                        "the answer was cancelled: the caller did not read it (at most {REPLY_QUEUE} parts or {REPLY_QUEUE_BYTES} bytes wait)"
+                    ),
+                })));
                 self.cancel_on(connection, id);
             }
         }
+        drop(removed);
     }
 
     fn cancel_on(&self, connection: u64, id: &str) {
@@ -201,6 +246,20 @@ impl ChatHub {
             out.send(GatewayMessage::ChatCancel(ChatCancel { id: id.to_owned() }));
         }
     }
+}
+
+fn disconnected() -> ChatFailure {
+    ChatFailure {
+        code: DISCONNECTED.to_owned(),
+        message: "the editor serving the request disconnected".to_owned(),
+    }
+}
+
+/// A provider's own words as they may be shown: no control characters,
+/// redacted, cut.
+fn printable(text: &str, max_chars: usize) -> String {
+    let text: String = text.chars().filter(|c| !c.is_control()).collect();
+    bridge_policy::redact::preview(&text, max_chars)
 }
 
 fn describe(offer: &Offer) -> ChatOffer {
@@ -277,6 +336,7 @@ pub struct ChatExchange {
     id: String,
     out: Outbound,
     replies: mpsc::Receiver<ChatReply>,
+    shared: Arc<Shared>,
     ended: bool,
 }
 
@@ -300,11 +360,22 @@ impl ChatExchange {
         if self.ended {
             return None;
         }
-        let reply = self.replies.recv().await;
-        if matches!(reply, None | Some(ChatReply::End(_))) {
-            self.ended = true;
-        }
-        reply
+        let reply = match self.replies.recv().await {
+            Some(reply) => {
+                if let ChatReply::Delta(text) = &reply {
+                    self.shared
+                        .queued_bytes
+                        .fetch_sub(text.len(), Ordering::Relaxed);
+                }
+                reply
+            }
+            // The hub ended it: its last part says how.
+            None => lock(&self.shared.last)
+                .take()
+                .unwrap_or_else(|| ChatReply::End(Err(disconnected()))),
+        };
+        self.ended = matches!(reply, ChatReply::End(_));
+        Some(reply)
     }
 }
 
@@ -357,18 +428,46 @@ pub(crate) fn on_models(conn: &mut Connection, offer: ChatModels) -> Flow {
             "chat.models",
         );
     }
-    tracing::info!(
-        connection = conn.id,
-        models = offer.models.len(),
-        available = offer.available,
-        "chat models offered"
-    );
+    let mut offer = offer;
+    offer.reason = offer.reason.map(|r| printable(&r, REASON_MAX_CHARS));
+    for model in &mut offer.models {
+        for field in [
+            &mut model.name,
+            &mut model.vendor,
+            &mut model.family,
+            &mut model.version,
+        ] {
+            *field = field.take().map(|text| printable(&text, NAME_MAX_CHARS));
+        }
+    }
     let entry = Offer {
         out: conn.out.clone(),
         provider: conn.provider.clone(),
         offer,
     };
-    lock(&conn.gw.chat.state).offers.insert(conn.id, entry);
+    let previous = lock(&conn.gw.chat.state).offers.insert(conn.id, entry);
+    let offer = |o: &Offer| {
+        (
+            o.offer.available,
+            o.offer
+                .models
+                .iter()
+                .map(|m| m.id.clone())
+                .collect::<Vec<_>>(),
+        )
+    };
+    let state = lock(&conn.gw.chat.state);
+    let now = state.offers.get(&conn.id).map(offer);
+    // Logged when it changes, not for every repetition.
+    if previous.as_ref().map(offer) != now {
+        let (available, models) = now.unwrap_or_default();
+        tracing::info!(
+            connection = conn.id,
+            models = models.len(),
+            available,
+            "chat models offered"
+        );
+    }
     Flow::Continue
 }
 

@@ -7,6 +7,7 @@
 
 use std::collections::VecDeque;
 use std::sync::Arc;
+use std::time::Duration;
 
 use async_trait::async_trait;
 use bridge_gateway::{ChatReply, ChatUnavailable, Gateway};
@@ -25,15 +26,36 @@ use crate::facade::backends::{BackendEntry, PromptStyle};
 /// The backend's name: clients ask for `vscode/<model>`.
 pub const BACKEND_NAME: &str = "vscode";
 
+/// How long the editor may take for the first part of an answer: VS Code
+/// asks the user, once, whether the extension may use the model, and waits
+/// for the answer.
+pub const FIRST_PART_PATIENCE: Duration = Duration::from_secs(300);
+/// How long an answer may pause between two parts.
+pub const NEXT_PART_PATIENCE: Duration = Duration::from_secs(120);
+
 /// Reaches the editors connected to `gateway`.
 #[derive(Debug, Clone)]
 pub struct VscodeBackend {
     gateway: Gateway,
+    first_part: Duration,
+    next_part: Duration,
 }
 
 impl VscodeBackend {
     pub fn new(gateway: Gateway) -> Self {
-        Self { gateway }
+        Self {
+            gateway,
+            first_part: FIRST_PART_PATIENCE,
+            next_part: NEXT_PART_PATIENCE,
+        }
+    }
+
+    /// With other waits than [`FIRST_PART_PATIENCE`] and
+    /// [`NEXT_PART_PATIENCE`].
+    pub fn with_patience(mut self, first_part: Duration, next_part: Duration) -> Self {
+        self.first_part = first_part;
+        self.next_part = next_part;
+        self
     }
 
     /// The facade's entry for this backend, listed while an editor offers
@@ -119,8 +141,11 @@ impl ChatBackend for VscodeBackend {
             .map_err(|err| unavailable(&err))?;
         // The facade answers its client's head once the backend answered;
         // a refusal (no consent, unknown model) must still be an HTTP error.
-        let first = exchange.next().await;
+        let first = tokio::time::timeout(self.first_part, exchange.next())
+            .await
+            .map_err(|_| timed_out(self.first_part))?;
         let mut answer = Answer::default();
+        let next_part = self.next_part;
         match first {
             None => return Err(disconnected()),
             Some(ChatReply::End(Err(failure))) => return Err(failed(&failure)),
@@ -128,7 +153,7 @@ impl ChatBackend for VscodeBackend {
         }
         Ok(Box::pin(futures::stream::unfold(
             (exchange, answer),
-            |(mut exchange, mut answer)| async move {
+            move |(mut exchange, mut answer)| async move {
                 loop {
                     if let Some(event) = answer.ready.pop_front() {
                         return Some((event, (exchange, answer)));
@@ -136,9 +161,11 @@ impl ChatBackend for VscodeBackend {
                     if answer.done {
                         return None;
                     }
-                    match exchange.next().await {
-                        Some(reply) => answer.take(reply),
-                        None => answer.fail(disconnected()),
+                    // Dropping the exchange on a timeout cancels the request.
+                    match tokio::time::timeout(next_part, exchange.next()).await {
+                        Ok(Some(reply)) => answer.take(reply),
+                        Ok(None) => answer.fail(disconnected()),
+                        Err(_) => answer.fail(timed_out(next_part)),
                     }
                 }
             },
@@ -294,6 +321,13 @@ fn turn_of(message: &Message) -> (&'static str, Vec<ChatPart>) {
 /// `copilot_unavailable`.
 fn unavailable(err: &ChatUnavailable) -> LlmError {
     LlmError::NotConfigured(format!("{BACKEND_NAME}: {err}"))
+}
+
+fn timed_out(after: Duration) -> LlmError {
+    LlmError::Timeout {
+        backend: BACKEND_NAME.to_owned(),
+        after,
+    }
 }
 
 fn disconnected() -> LlmError {
