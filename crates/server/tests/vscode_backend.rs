@@ -157,7 +157,7 @@ async fn an_editors_model_streams_back_through_both_facades() {
         .collect();
     assert_eq!(text, "Bonjour", "{body}");
 
-    let (_client, first, second) = editor_side.await.unwrap();
+    let (editor_client, first, second) = editor_side.await.unwrap();
     assert_eq!(first["model"], "fake-large");
     assert_eq!(
         first["messages"],
@@ -177,6 +177,14 @@ async fn an_editors_model_streams_back_through_both_facades() {
         .map(|m| (m["id"].as_str().unwrap(), m["owned_by"].as_str().unwrap()))
         .collect();
     assert!(listed.contains(&("fake-large", "vscode")), "{models}");
+    // Gone with the editor: the bare name reaches no backend any more.
+    editor_client.abort();
+    vscode_health(&daemon, "off").await;
+    let response = daemon
+        .post_json("/v1/chat/completions", &openai_chat("fake-large", "bare"))
+        .await;
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "backend_unavailable", "{body}");
     daemon.stop().await;
 }
 

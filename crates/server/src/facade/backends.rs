@@ -288,12 +288,17 @@ impl Backends {
         {
             return Some(entry.clone());
         }
+        // In the daemon's order (the daemon's own backends last), and only
+        // backends that are there: an editor that left takes its models
+        // with it.
         let learnt = self.learnt.lock().ok()?;
-        let name = learnt
-            .iter()
-            .find(|(_, models)| models.iter().any(|m| m == model))
-            .map(|(name, _)| name.clone())?;
-        self.get(&name).cloned()
+        self.listed()
+            .find(|entry| {
+                learnt
+                    .get(&entry.name)
+                    .is_some_and(|models| models.iter().any(|m| m == model))
+            })
+            .cloned()
     }
 
     /// Every backend's models: the configured ones, else its listing
