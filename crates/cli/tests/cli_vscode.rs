@@ -53,6 +53,12 @@ fn install_writes_the_shipped_extension_with_its_daemon_and_uninstall_removes_it
         json!([other, old]).to_string(),
     )
     .unwrap();
+    // Uninstalled once from the editor's own UI: marked for deletion.
+    std::fs::write(
+        extensions.join(".obsolete"),
+        json!({FOLDER: true, "someone.else-0.9.0": true}).to_string(),
+    )
+    .unwrap();
 
     let output = vscode(&bridge, home.path(), &["install"]);
     assert!(output.status.success(), "{output:?}");
@@ -92,6 +98,10 @@ fn install_writes_the_shipped_extension_with_its_daemon_and_uninstall_removes_it
             .exists()
     );
     assert!(extensions.join("someone.else-1.0.0").exists());
+    let obsolete: Value =
+        serde_json::from_str(&std::fs::read_to_string(extensions.join(".obsolete")).unwrap())
+            .unwrap();
+    assert_eq!(obsolete, json!({"someone.else-0.9.0": true}));
     let list: Vec<Value> =
         serde_json::from_str(&std::fs::read_to_string(extensions.join("extensions.json")).unwrap())
             .unwrap();

@@ -46,7 +46,10 @@ fn extensions_dir(args: &VscodeArgs) -> Result<PathBuf, Failure> {
         .map(|(_, dir)| *dir)
         .ok_or_else(|| Failure::usage(format!("unknown editor {:?}", args.editor)))?;
     let home = std::env::var_os("HOME")
-        .ok_or_else(|| Failure::usage("HOME is not set; pass --extensions-dir"))?;
+        .or_else(|| std::env::var_os("USERPROFILE"))
+        .ok_or_else(|| {
+            Failure::usage("neither HOME nor USERPROFILE is set; pass --extensions-dir")
+        })?;
     Ok(PathBuf::from(home).join(relative))
 }
 
@@ -140,6 +143,26 @@ impl ExtensionList {
     }
 }
 
+/// `.obsolete` lists the extension folders the editor deletes at its next
+/// start (an uninstall from its UI): a version installed again must not be
+/// on it.
+fn forget_obsolete(extensions: &Path) -> Result<(), Failure> {
+    let path = extensions.join(".obsolete");
+    let Some(text) = read_if_present(&path)? else {
+        return Ok(());
+    };
+    let Ok(Value::Object(mut marked)) = serde_json::from_str::<Value>(&text) else {
+        // Not ours to repair; the editor rewrites it.
+        return Ok(());
+    };
+    let before = marked.len();
+    marked.retain(|folder, _| !folder.starts_with(&format!("{IDENTIFIER}-")));
+    if marked.len() == before {
+        return Ok(());
+    }
+    write_atomically(&path, &Value::Object(marked).to_string())
+}
+
 fn install(config: &BridgeConfig, args: &VscodeArgs) -> Result<String, Failure> {
     let extensions = extensions_dir(args)?;
     let version = version()?;
@@ -151,6 +174,7 @@ fn install(config: &BridgeConfig, args: &VscodeArgs) -> Result<String, Failure> 
             Failure::usage(format!("cannot remove the old {}: {err}", old.display()))
         })?;
     }
+    forget_obsolete(&extensions)?;
     let files = write_files(&EXTENSION, &target)?;
     let exe = std::env::current_exe()
         .map_err(|err| Failure::internal(format!("cannot find this program's own path: {err}")))?;
