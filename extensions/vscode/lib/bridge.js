@@ -11,8 +11,11 @@ const { ProviderConnection } = require('./connection');
 const { ToolHost, toolDeclarations } = require('./tools');
 const { ChatService } = require('./chat');
 const { ContextReporter } = require('./context');
-const { StatusView, statusText } = require('./status');
+const { StatusView } = require('./status');
 const { currentFolder } = require('./workspace');
+
+/** How long chat answers may go on after the session ended before rebinding cancels them. */
+const CHAT_DRAIN_MS = 10000;
 
 class Bridge {
   /**
@@ -37,6 +40,8 @@ class Bridge {
      * race it.
      */
     this.startAllowed = true;
+    /** The settings whose ignored `bridge.readOnly: false` was last logged. */
+    this.readOnlyIgnoredLogged = null;
     const send = (message) => this.connection?.send(message) ?? false;
     this.status = new StatusView(log);
     this.tools = new ToolHost({ send, log, readOnly: () => this.settings.readOnly });
@@ -62,6 +67,7 @@ class Bridge {
         }
       }),
       vscode.workspace.onDidChangeWorkspaceFolders(() => this.reconcile()),
+      vscode.workspace.onDidGrantWorkspaceTrust(() => this.connection?.retryNow()),
     ];
   }
 
@@ -70,6 +76,10 @@ class Bridge {
     const previous = this.settings;
     const settings = readSettings(this.installDefaults);
     this.settings = settings;
+    if (settings.readOnlyIgnored !== this.readOnlyIgnoredLogged && settings.readOnlyIgnored) {
+      this.log(`bridge.readOnly is false in the ${settings.readOnlyIgnored}, which is ignored: only your user settings can turn read-only off (a repository's settings come with the code agents work on)`);
+    }
+    this.readOnlyIgnoredLogged = settings.readOnlyIgnored;
     const folder = currentFolder();
     if (!settings.enabled || !folder) {
       this.problem = settings.enabled ? 'this window has no workspace folder on disk' : 'bridge.enabled is false';
@@ -112,9 +122,15 @@ class Bridge {
   newConnection(folder) {
     return new ProviderConnection({
       resolveBinding: (previous, fresh) => {
-        const mayStart = this.startAllowed;
-        this.startAllowed = false;
-        return resolveBinding(this.settings, folder, previous, { fresh, log: this.log, mayStart });
+        // Never start a program for a workspace the user has not trusted; the
+        // chance to start one is kept for when they do (onDidGrantWorkspaceTrust).
+        const trusted = vscode.workspace.isTrusted;
+        const wanted = this.startAllowed;
+        const startRefused = wanted && !trusted ? 'this workspace is not trusted (trust it, or start the daemon yourself)' : null;
+        if (trusted) {
+          this.startAllowed = false;
+        }
+        return resolveBinding(this.settings, folder, previous, { fresh, log: this.log, mayStart: wanted && trusted, startRefused });
       },
       helloFields: () => ({
         name: 'vscode',
@@ -127,7 +143,7 @@ class Bridge {
         this.providerId = ack.providerId;
         this.problem = null;
         this.log(`connected to ${binding.daemonUrl}: session ${binding.session} (${binding.sessionLabel}), provider id ${ack.providerId}`);
-        this.chat.sendOffer();
+        this.chat.bound();
         this.ambient.bind();
         this.refreshStatus();
       },
@@ -195,13 +211,26 @@ class Bridge {
     }
     this.log(`session ${message.sessionId} is ending; releasing it`);
     this.tools.abandonAll('the session is ending');
+    this.ambient.unbind();
     this.connection.send({ type: 'shutdown.ready', sessionId: message.sessionId });
-    // Chat answers go on over an unbound connection: reconnect once they are done.
+    // Chat answers go on over an unbound connection: reconnect once they are
+    // done, or after CHAT_DRAIN_MS (a stuck answer must not keep the window
+    // off its session).
     const connection = this.connection;
-    this.chat.whenIdle().then(() => {
-      if (this.connection === connection) {
-        connection.restart('session ended', true);
+    let timer;
+    const drained = new Promise((resolve) => {
+      timer = setTimeout(resolve, CHAT_DRAIN_MS, false);
+    });
+    Promise.race([this.chat.whenIdle().then(() => true), drained]).then((idle) => {
+      clearTimeout(timer);
+      if (this.connection !== connection) {
+        return;
       }
+      if (!idle) {
+        this.log(`chat answers still running ${CHAT_DRAIN_MS / 1000} s after the session ended; cancelling them`);
+        this.chat.cancelAll('the session ended before the answer was complete');
+      }
+      connection.restart('session ended', true);
     });
   }
 
@@ -248,25 +277,8 @@ class Bridge {
   }
 
   /** bridge.status: the whole status in the log, a summary in a notification. */
-  async showStatus(revealLog) {
-    const status = this.currentStatus();
-    const chat = status.chat === 'ok' ? `available: ${status.models.join(', ')}` : `unavailable (${this.chat.offer.reason ?? 'not connected'})`;
-    const lines = [
-      `status: ${statusText(status)}`,
-      `daemon: ${status.daemonUrl ?? 'not connected'}`,
-      `session: ${status.session ?? '—'}`,
-      `provider id: ${status.providerId ?? '—'}`,
-      `chat: ${chat}`,
-      `read-only: ${status.readOnly}`,
-    ];
-    if (status.problem) {
-      lines.push(`why off: ${status.problem}`);
-    }
-    lines.forEach((line) => this.log(line));
-    const summary = status.state === 'on' ? `${statusText(status)} — ${status.daemonUrl}, session ${status.session}` : `${statusText(status)} — ${status.problem ?? 'not connected'}`;
-    if ((await vscode.window.showInformationMessage(`Copilot Bridge: ${summary}`, 'Show Log')) === 'Show Log') {
-      revealLog();
-    }
+  showStatus(revealLog) {
+    return this.status.report(this.currentStatus(), this.chat.offer.reason, revealLog);
   }
 
   dispose() {

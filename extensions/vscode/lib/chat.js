@@ -36,6 +36,16 @@ class ChatService {
     this.lastSent = null;
   }
 
+  /**
+   * A binding was made: the daemon holds no offer of this connection's yet
+   * (or one from before a rebinding), so the next one goes out even if it
+   * equals the last sent.
+   */
+  bound() {
+    this.lastSent = null;
+    return this.sendOffer();
+  }
+
   /** Sends this window's offer when it changed; overlapping calls collapse into one more run. */
   sendOffer() {
     if (this.offering) {
@@ -145,6 +155,14 @@ class ChatService {
     if (this.active.has(message.id)) {
       this.active.get(message.id).source.cancel();
       this.end(message.id, { error: { code: 'cancelled', message: 'cancelled by the caller' } });
+    }
+  }
+
+  /** Cancels every request being answered, ending each with `cancelled`. */
+  cancelAll(reason) {
+    for (const [id, entry] of [...this.active]) {
+      entry.source.cancel();
+      this.end(id, { error: { code: 'cancelled', message: reason } });
     }
   }
 

@@ -9,8 +9,12 @@
 const BACKOFF_MS = [500, 1000, 2000, 4000, 5000];
 /** How long the daemon honours a reconnect token after a drop. */
 const RECONNECT_TOKEN_TTL_MS = 30000;
-/** Refusals that mean the token or its session is gone: look the session up again. */
-const BINDING_GONE = new Set(['AUTH_FAILED', 'INVALID_SESSION', 'UNAUTHORIZED']);
+/** From opening the socket to hello.ack at most; then close and retry. */
+const HANDSHAKE_TIMEOUT_MS = 10000;
+/** Only a refusal of these means this attempt failed. */
+const HANDSHAKE_TYPES = new Set(['auth', 'hello']);
+/** Refusals of auth / hello that mean the token or its session is gone: mint a new one. */
+const BINDING_GONE = new Set(['AUTH_FAILED', 'INVALID_SESSION']);
 
 /**
  * @typedef {object} ConnectionOptions
@@ -22,6 +26,7 @@ const BINDING_GONE = new Set(['AUTH_FAILED', 'INVALID_SESSION', 'UNAUTHORIZED'])
  * @property {(message: object) => void} onMessage  every message after hello.ack
  * @property {(problem: string) => void} onProblem  why it is not bound (logged once per change)
  * @property {(line: string) => void} log
+ * @property {number} [handshakeTimeoutMs]  tests shorten it
  */
 
 class ProviderConnection {
@@ -35,6 +40,7 @@ class ProviderConnection {
     this.stopped = true;
     this.failures = 0;
     this.retryTimer = null;
+    this.handshakeTimer = null;
     /** Bumped by every attempt and stop, so a slow attempt that was overtaken gives up. */
     this.generation = 0;
     /** The next attempt looks the session up again instead of reusing its token. */
@@ -61,10 +67,7 @@ class ProviderConnection {
     this.close(reason);
   }
 
-  /**
-   * Closes and connects again at once; with `fresh`, the session is looked up
-   * and a new token minted (after the session ended, or settings changed).
-   */
+  /** Closes and connects again at once; with `fresh`, with the session looked up and a new token. */
   restart(reason, fresh) {
     if (this.stopped) {
       return;
@@ -83,9 +86,9 @@ class ProviderConnection {
     }
   }
 
-  /** Sends one message while connected; false when it could not be sent. */
+  /** Sends one message while bound (after hello.ack: the daemon refuses them before); false if not sent. */
   send(message) {
-    if (!this.socket || this.socket.readyState !== WebSocket.OPEN) {
+    if (!this.bound || !this.socket || this.socket.readyState !== WebSocket.OPEN) {
       return false;
     }
     this.socket.send(JSON.stringify(message));
@@ -96,6 +99,7 @@ class ProviderConnection {
   close(reason) {
     const socket = this.socket;
     this.socket = null;
+    clearTimeout(this.handshakeTimer);
     if (socket && socket.readyState === WebSocket.OPEN) {
       socket.send(JSON.stringify({ type: 'goodbye', reason }));
     }
@@ -157,6 +161,15 @@ class ProviderConnection {
       explained = true;
       this.problem(text);
     };
+    // Counted from creating the socket, so a connect that hangs is covered too.
+    const deadline = this.options.handshakeTimeoutMs ?? HANDSHAKE_TIMEOUT_MS;
+    clearTimeout(this.handshakeTimer);
+    this.handshakeTimer = setTimeout(() => {
+      explain(`${binding.daemonUrl} did not complete auth and hello within ${deadline / 1000} s; trying again`);
+      this.socket = null;
+      socket.close(1000, 'handshake timeout');
+      this.scheduleRetry();
+    }, deadline);
     socket.addEventListener('open', () => {
       socket.send(JSON.stringify({ type: 'auth', token: binding.token }));
     });
@@ -170,6 +183,7 @@ class ProviderConnection {
         return;
       }
       this.socket = null;
+      clearTimeout(this.handshakeTimer);
       const why = event.reason ? `${event.code} ${event.reason}` : `code ${event.code}`;
       if (this.bound) {
         this.droppedAt = Date.now();
@@ -189,7 +203,10 @@ class ProviderConnection {
     try {
       message = JSON.parse(typeof data === 'string' ? data : Buffer.from(data).toString('utf8'));
     } catch {
-      this.options.log(`ignored a frame from the daemon that is not JSON (${String(data).slice(0, 80)})`);
+      message = undefined;
+    }
+    if (message === null || typeof message !== 'object' || Array.isArray(message)) {
+      this.options.log(`ignored a frame from the daemon that is not a JSON object (${String(data).slice(0, 80)})`);
       return;
     }
     if (this.bound) {
@@ -198,7 +215,7 @@ class ProviderConnection {
     }
     switch (message.type) {
       case 'sessions':
-        if (!Array.isArray(message.active) || !message.active.some((session) => session.id === binding.session)) {
+        if (!Array.isArray(message.active) || !message.active.some((session) => session?.id === binding.session)) {
           this.freshNext = true;
           explain(`session ${binding.session} is no longer live; looking for this folder's session again`);
           socket.close(1000, 'session ended');
@@ -207,6 +224,7 @@ class ProviderConnection {
         this.sendHello(socket, binding);
         return;
       case 'hello.ack':
+        clearTimeout(this.handshakeTimer);
         this.bound = true;
         this.failures = 0;
         this.lastProblem = '';
@@ -232,11 +250,17 @@ class ProviderConnection {
   }
 
   /**
-   * An `error` before hello.ack: the auth or the hello was refused. (Our
-   * hello always declares its tools, so the daemon never answers it with
-   * RECONNECT_EXPIRED.)
+   * An `error` before hello.ack. A refused auth or hello: close and retry
+   * with backoff, with a new token when the old one or its session is gone.
+   * (Our hello always declares its tools, so the daemon never answers it
+   * with RECONNECT_EXPIRED.) Any other error (not about the handshake) is
+   * only logged; the deadline catches a handshake that stalls.
    */
   refused(socket, message, explain) {
+    if (!HANDSHAKE_TYPES.has(message.replyTo)) {
+      this.options.log(`daemon error before hello.ack (${message.replyTo ?? 'no replyTo'}: ${message.code}: ${message.message})`);
+      return;
+    }
     if (BINDING_GONE.has(message.code)) {
       this.freshNext = true;
     }

@@ -5,12 +5,10 @@
 
 const fs = require('node:fs');
 const nodePath = require('node:path');
-const { spawn } = require('node:child_process');
+const { startDaemon } = require('./daemon-start');
 
 const HEALTH_TIMEOUT_MS = 3000;
 const RPC_TIMEOUT_MS = 10000;
-/** `daemon start` waits up to 10 s for the daemon itself; give it some slack. */
-const START_TIMEOUT_MS = 30000;
 /** How long to wait for gateway.json after `daemon start` reported success. */
 const GATEWAY_WAIT_MS = 5000;
 
@@ -188,14 +186,19 @@ async function findOrCreateSession(endpoint, folderPath, folderName) {
  * @param {import('./settings').Settings} settings
  * @param {{path: string, name: string}} folder
  * @param {Binding|null} previous
- * @param {{fresh: boolean, log: (line: string) => void, mayStart: boolean}} options
- *   `mayStart`: run bridge.binary when no daemon runs
+ * @param {{fresh: boolean, log: (line: string) => void, mayStart: boolean, startRefused?: string|null}} options
+ *   `mayStart`: run bridge.binary when no daemon runs; `startRefused`: why
+ *   one would have been started but may not be (then an error says so)
  * @returns {Promise<Binding|null>}
  */
 async function resolveBinding(settings, folder, previous, options) {
   let endpoint = await locateDaemon(settings);
-  if (!endpoint && settings.binary && !settings.url && options.mayStart) {
-    await startDaemon(settings, folder.path, options.log);
+  const wouldStart = !endpoint && settings.binary && !settings.url;
+  if (wouldStart && !options.mayStart && options.startRefused) {
+    throw new Error(`no copilot-bridge daemon is running, and none is started from bridge.binary: ${options.startRefused}`);
+  }
+  if (wouldStart && options.mayStart) {
+    await startDaemon(settings, options.log);
     // `daemon start` returns once the daemon answers; gateway.json may follow a moment later.
     for (let waited = 0; !(endpoint = await locateDaemon(settings)) && waited < GATEWAY_WAIT_MS; waited += 250) {
       await new Promise((resolve) => setTimeout(resolve, 250));
@@ -227,66 +230,6 @@ async function resolveBinding(settings, folder, previous, options) {
     sessionLabel: session.label,
     token: minted.token,
   };
-}
-
-/**
- * The environment the daemon gets: what locates the user and their locale,
- * proxies and certificates, and the daemon's own configuration (COPILOT_*,
- * OPENCLAW_*, API keys); not the editor's internals (VSCODE_*, ELECTRON_*).
- */
-function daemonEnvironment() {
-  const names = new Set([
-    'PATH', 'HOME', 'USER', 'LOGNAME', 'SHELL', 'LANG', 'LANGUAGE', 'TZ', 'TMPDIR', 'TEMP', 'TMP',
-    'USERPROFILE', 'APPDATA', 'LOCALAPPDATA', 'SYSTEMROOT', 'SSL_CERT_FILE', 'SSL_CERT_DIR',
-    'HTTP_PROXY', 'HTTPS_PROXY', 'NO_PROXY', 'http_proxy', 'https_proxy', 'no_proxy',
-    'GH_TOKEN', 'GITHUB_TOKEN', 'RUST_LOG',
-  ]);
-  const wanted = (name) =>
-    names.has(name) || /^(LC_|XDG_|COPILOT_|OPENCLAW_)/.test(name) || /_API_KEY$/.test(name);
-  return Object.fromEntries(Object.entries(process.env).filter(([name]) => wanted(name)));
-}
-
-/**
- * Runs `<binary> --home <home> daemon start` in the folder (so the daemon's
- * default session is this folder) and waits for it to report the daemon
- * started. The bind address goes in COPILOT_BRIDGE_BIND, the daemon's own
- * setting for it (the command line has no flag for it).
- */
-function startDaemon(settings, folderPath, log) {
-  const args = ['--home', settings.home, 'daemon', 'start'];
-  log(`no daemon runs; starting one: COPILOT_BRIDGE_BIND=${settings.bindAddress} ${settings.binary} ${args.join(' ')}`);
-  return new Promise((resolve, reject) => {
-    let output = '';
-    const child = spawn(settings.binary, args, {
-      cwd: folderPath,
-      env: { ...daemonEnvironment(), COPILOT_BRIDGE_BIND: settings.bindAddress },
-      detached: true,
-      stdio: ['ignore', 'pipe', 'pipe'],
-      windowsHide: true,
-    });
-    const collect = (chunk) => {
-      output = (output + chunk.toString('utf8')).slice(-4000);
-    };
-    child.stdout.on('data', collect);
-    child.stderr.on('data', collect);
-    const timer = setTimeout(() => {
-      child.kill();
-      reject(new Error(`${settings.binary} daemon start did not finish within ${START_TIMEOUT_MS / 1000} s`));
-    }, START_TIMEOUT_MS);
-    child.on('error', (err) => {
-      clearTimeout(timer);
-      reject(new Error(`cannot run bridge.binary ${settings.binary}: ${err.message}`));
-    });
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      if (code === 0) {
-        log(`daemon start: ${output.trim()}`);
-        resolve();
-      } else {
-        reject(new Error(`${settings.binary} daemon start exited with status ${code}: ${output.trim()}`));
-      }
-    });
-  });
 }
 
 module.exports = { resolveBinding };

@@ -114,4 +114,37 @@ function unquoteCString(text) {
   }
 }
 
-module.exports = { stripAbPrefixes, gitHeaderPath, unquoteCString };
+/**
+ * Characters a file name may not contain, as the daemon refuses them
+ * (crates/tools/src/patch/parse.rs): control characters (Rust's
+ * `char::is_control`, i.e. Unicode Cc) and invisible ones that would let a
+ * name look like another (`.agent-policy.yaml\u{feff}`, bidi overrides).
+ */
+const INVISIBLE_OR_CONTROL = /[\u0000-\u001f\u007f-\u009f\u200b-\u200f\u2028-\u202e\u2060-\u2064\ufeff]/u;
+
+/**
+ * Rust's `char::is_whitespace` (Unicode White_Space) minus U+0085, which
+ * INVISIBLE_OR_CONTROL refuses first. Not JS `trimEnd()`: that also strips
+ * U+FEFF, which Rust's `trim_end` keeps, so the two would read different names.
+ */
+const TRAILING_WHITESPACE = /[\t\n\v\f\r \u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]+$/u;
+
+/** `name` without trailing whitespace, as Rust's `str::trim_end` reads it. */
+const trimEndLikeRust = (name) => name.replace(TRAILING_WHITESPACE, '');
+
+/**
+ * Why `name` is refused (it holds a control or invisible character), or null.
+ * @param {string} name
+ * @returns {string|null}
+ */
+function invisibleCharacterProblem(name) {
+  const found = INVISIBLE_OR_CONTROL.exec(name);
+  if (found === null) {
+    return null;
+  }
+  const codePoint = `U+${found[0].codePointAt(0).toString(16).toUpperCase().padStart(4, '0')}`;
+  const shown = name.replace(new RegExp(INVISIBLE_OR_CONTROL.source, 'gu'), (ch) => `\\u{${ch.codePointAt(0).toString(16)}}`);
+  return `file name "${shown}" contains ${codePoint}, an invisible or control character; file names must not`;
+}
+
+module.exports = { stripAbPrefixes, gitHeaderPath, unquoteCString, trimEndLikeRust, invisibleCharacterProblem };

@@ -10,9 +10,16 @@
 // changes); `/dev/null` for creation and deletion; `@@ -l,s +l,s @@` with
 // omitted counts; `\ No newline at end of file`; CRLF diffs. Refused with the
 // offending line: binary patches, renames and copies, hunks whose body does
-// not match the header counts, stray hunk lines, overlapping hunks.
+// not match the header counts, stray hunk lines, overlapping hunks, file
+// names with control or invisible characters (see diff-names.js).
 
-const { stripAbPrefixes, gitHeaderPath, unquoteCString } = require('./diff-names');
+const {
+  stripAbPrefixes,
+  gitHeaderPath,
+  unquoteCString,
+  trimEndLikeRust,
+  invisibleCharacterProblem,
+} = require('./diff-names');
 const { oldIndex } = require('./diff-apply');
 const { DiffParseError, readHunk, longerThanHeader, trimCr } = require('./diff-hunk');
 
@@ -114,7 +121,10 @@ class Parser {
   gitSection() {
     const start = this.lineNo();
     const git = { start, newFile: false, deletedFile: false };
+    // The prefix is stripped once, as the daemon does: `diff --git diff --git
+    // a/x b/x` names `diff --git a/x`, not `x`.
     const path = gitHeaderPath(this.peek().slice('diff --git '.length));
+    this.refuseInvisible(path);
     this.pos += 1;
     for (let line = this.peek(); line !== undefined; line = this.peek()) {
       if (line.startsWith('--- ') || line.startsWith('diff --git ')) {
@@ -205,12 +215,25 @@ class Parser {
       }
     } else {
       // GNU diff puts a tab and a timestamp after the name.
-      path = raw.split('\t')[0].trimEnd();
+      path = raw.split('\t')[0];
     }
+    // Refused characters are checked before trimming, so a trailing U+FEFF
+    // or U+0085 is refused, as by the daemon, rather than trimmed by one
+    // side and kept by the other.
+    this.refuseInvisible(path);
+    path = raw.startsWith('"') ? path : trimEndLikeRust(path);
     if (path === '') {
       throw new DiffParseError(this.lineNo(), `missing file name after ${JSON.stringify(prefix)}`);
     }
     return path === '/dev/null' ? null : path;
+  }
+
+  /** Refuses a file name with a control or invisible character, naming the current line. */
+  refuseInvisible(name) {
+    const problem = name === null ? null : invisibleCharacterProblem(name);
+    if (problem !== null) {
+      throw new DiffParseError(this.lineNo(), problem);
+    }
   }
 
   /**

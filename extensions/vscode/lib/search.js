@@ -5,9 +5,11 @@
 // `findFiles` and reading each file, the open documents' unsaved text
 // included.
 
+const fs = require('node:fs');
 const vscode = require('vscode');
 const { ToolError } = require('./tool-error');
 const { relativePathOf } = require('./workspace');
+const { isInside } = require('./paths');
 
 const SNIPPET_CHARS = 200;
 /** Files the fallback reads at most, and the largest it reads. */
@@ -45,12 +47,36 @@ async function search(args, context) {
   return found;
 }
 
+/**
+ * Whether the file `uri` (found by a search) really lies in the folder:
+ * not a symlink (with `noSymlink`) and its realpath inside the folder's. A
+ * search that followed a link would read files the path checks of the
+ * other tools refuse. Answers are cached per file for one search.
+ */
+function insideChecker(folder, noSymlink) {
+  const cache = new Map();
+  return (uri) => {
+    const path = uri.fsPath;
+    if (!cache.has(path)) {
+      let inside = false;
+      try {
+        inside = !(noSymlink && fs.lstatSync(path).isSymbolicLink()) && isInside(folder.realPath, fs.realpathSync.native(path));
+      } catch {
+        // Gone or unreadable: nothing to show from it.
+      }
+      cache.set(path, inside);
+    }
+    return cache.get(path);
+  };
+}
+
 /** `findTextInFiles` is declared but throws when the proposal is not enabled for this extension. */
 class ProposalMissing extends Error {}
 
 async function withFindTextInFiles(args, include, max, { folder, token, tool }) {
   const hits = [];
   let dropped = false;
+  const inside = insideChecker(folder, false);
   const collect = (result) => {
     // Context lines (no `ranges`) are not asked for; skip them all the same.
     if (!result.ranges) {
@@ -59,7 +85,8 @@ async function withFindTextInFiles(args, include, max, { folder, token, tool }) 
     const ranges = Array.isArray(result.ranges) ? result.ranges : [result.ranges];
     const previews = Array.isArray(result.preview.matches) ? result.preview.matches : [result.preview.matches];
     const previewLines = result.preview.text.split('\n');
-    const path = relativePathOf(folder, result.uri);
+    const relative = relativePathOf(folder, result.uri);
+    const path = relative !== null && inside(result.uri) ? relative : null;
     ranges.forEach((range, index) => {
       if (path === null) {
         return;
@@ -82,6 +109,8 @@ async function withFindTextInFiles(args, include, max, { folder, token, tool }) 
         useDefaultExcludes: true,
         useSearchExclude: true,
         useIgnoreFiles: true,
+        // Symlinks could lead out of the folder; hits are also checked above.
+        followSymlinks: false,
         previewOptions: { matchLines: 1, charsPerLine: 10000 },
       },
       collect,
@@ -101,6 +130,10 @@ async function withFindTextInFiles(args, include, max, { folder, token, tool }) 
 
 async function withFindFiles(args, include, max, { folder, token, tool }) {
   const matcher = lineMatcher(tool, args);
+  // Stable findFiles has no followSymlinks option (only the proposed
+  // findFiles2 has, unavailable whenever this fallback runs): symlinked files
+  // and files reached through a symlinked directory outside are skipped here.
+  const inside = insideChecker(folder, true);
   const uris = await vscode.workspace.findFiles(include, undefined, FALLBACK_MAX_FILES, token);
   const open = new Map(vscode.workspace.textDocuments.map((doc) => [doc.uri.toString(), doc]));
   const hits = [];
@@ -110,7 +143,7 @@ async function withFindFiles(args, include, max, { folder, token, tool }) {
       throw new vscode.CancellationError();
     }
     const path = relativePathOf(folder, uri);
-    const text = path === null ? null : await textOf(uri, open.get(uri.toString()));
+    const text = path === null || !inside(uri) ? null : await textOf(uri, open.get(uri.toString()));
     if (text === null) {
       continue;
     }
@@ -189,4 +222,4 @@ function searchFailure(tool, args, err) {
   return new ToolError('INTERNAL', `${tool}: VS Code's search for ${JSON.stringify(args.query)} failed: ${err.message}`);
 }
 
-module.exports = { search };
+module.exports = { search, insideChecker };

@@ -9,10 +9,13 @@ const fs = require('node:fs');
 const os = require('node:os');
 const nodePath = require('node:path');
 const vscode = require('vscode');
+const { effectiveReadOnly } = require('./read-only');
 
 /**
  * @typedef {{enabled: boolean, home: string, url: string, token: string, binary: string,
- *   bindAddress: string, readOnly: boolean, chatVendor: string, chatEnabled: boolean}} Settings
+ *   bindAddress: string, readOnly: boolean, readOnlyIgnored: string|null, chatVendor: string,
+ *   chatEnabled: boolean}} Settings  `readOnly`: the effective value (see read-only.js);
+ *   `readOnlyIgnored`: which settings' `false` was ignored, if any.
  */
 
 /** `~` and `~/…` as the user's home directory. */
@@ -62,6 +65,7 @@ function readSettings(installDefaults) {
     return typeof value === 'boolean' ? value : fallback;
   };
   const envHome = process.env.COPILOT_BRIDGE_HOME;
+  const readOnly = effectiveReadOnly(config.inspect('readOnly'));
   const defaultHome =
     installDefaults.home ?? (envHome && envHome.trim() !== '' ? envHome : nodePath.join(os.homedir(), '.copilot-bridge'));
   return {
@@ -71,7 +75,8 @@ function readSettings(installDefaults) {
     token: text('token', ''),
     binary: expandHome(text('binary', installDefaults.binary ?? '')),
     bindAddress: text('bindAddress', '127.0.0.1'),
-    readOnly: flag('readOnly', true),
+    readOnly: readOnly.readOnly,
+    readOnlyIgnored: readOnly.ignored,
     chatVendor: text('chat.vendor', 'copilot'),
     chatEnabled: flag('chat.enabled', true),
   };

@@ -83,6 +83,32 @@ class StatusView {
     }
   }
 
+  /**
+   * bridge.status: the whole status in the log, a summary in a notification.
+   * @param {Status} status
+   * @param {string|undefined} chatReason why chat is unavailable
+   * @param {() => void} revealLog
+   */
+  async report(status, chatReason, revealLog) {
+    const chat = status.chat === 'ok' ? `available: ${status.models.join(', ')}` : `unavailable (${chatReason ?? 'not connected'})`;
+    const lines = [
+      `status: ${statusText(status)}`,
+      `daemon: ${status.daemonUrl ?? 'not connected'}`,
+      `session: ${status.session ?? '—'}`,
+      `provider id: ${status.providerId ?? '—'}`,
+      `chat: ${chat}`,
+      `read-only: ${status.readOnly}`,
+    ];
+    if (status.problem) {
+      lines.push(`why off: ${status.problem}`);
+    }
+    lines.forEach((line) => this.log(line));
+    const summary = status.state === 'on' ? `${statusText(status)} — ${status.daemonUrl}, session ${status.session}` : `${statusText(status)} — ${status.problem ?? 'not connected'}`;
+    if ((await vscode.window.showInformationMessage(`Copilot Bridge: ${summary}`, 'Show Log')) === 'Show Log') {
+      revealLog();
+    }
+  }
+
   dispose() {
     this.item.dispose();
   }

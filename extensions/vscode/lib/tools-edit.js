@@ -2,7 +2,9 @@
 // The tools that change files, through the editor so open documents, undo
 // and unsaved edits stay consistent: vscode_apply_diff, vscode_format,
 // vscode_organize_imports. The tool host refuses them in read-only mode
-// before they get here.
+// before they get here. Each calls `committing()` just before it starts
+// changing the editor's text: from then on a `tool.cancel` cannot undo the
+// change, so the call's real outcome is answered instead of CANCELLED.
 
 const vscode = require('vscode');
 const { ToolError } = require('./tool-error');
@@ -17,7 +19,7 @@ const LAZY_PROVIDER_RETRY_MS = 1000;
  * vscode_apply_diff {unifiedDiff, save?} → as the daemon's apply_patch:
  * {ok: true, conflicts: [], files} or {ok: false, files: [], message, conflicts}.
  */
-async function applyDiff(args, { folder, token, tool }) {
+async function applyDiff(args, { folder, token, tool, committing }) {
   let files;
   try {
     files = parseUnifiedDiff(args.unifiedDiff);
@@ -27,7 +29,8 @@ async function applyDiff(args, { folder, token, tool }) {
   const targets = [];
   const seen = new Set();
   for (const file of files) {
-    const { uri, relative } = resolvePath(folder, tool, 'unifiedDiff', file.path);
+    const purpose = file.change === 'created' ? 'create' : 'write';
+    const { uri, relative } = resolvePath(folder, tool, 'unifiedDiff', file.path, purpose);
     if (seen.has(relative)) {
       throw new ToolError('INVALID_ARGUMENTS', `${tool}: ${relative} is named by two file headers of the diff`);
     }
@@ -54,6 +57,7 @@ async function applyDiff(args, { folder, token, tool }) {
   if (conflicts.length > 0) {
     return { ok: false, files: [], message: `${conflicts.length} conflict(s); nothing was written`, conflicts };
   }
+  committing();
   if (edit.size > 0 && !(await vscode.workspace.applyEdit(edit))) {
     throw new ToolError(
       'INTERNAL',
@@ -102,8 +106,8 @@ async function saveAll(tool, targets) {
 }
 
 /** vscode_format {path} → {ok: true, path, changed}, through the formatter VS Code uses for the file. */
-async function format(args, { folder, token, tool }) {
-  const { uri, relative } = resolvePath(folder, tool, 'path', args.path);
+async function format(args, { folder, token, tool, committing }) {
+  const { uri, relative } = resolvePath(folder, tool, 'path', args.path, 'write');
   const document = await existingDocument(tool, uri, relative);
   const before = document.getText();
   let edits = await formattingEdits(document);
@@ -114,6 +118,7 @@ async function format(args, { folder, token, tool }) {
   if (token.isCancellationRequested) {
     throw new vscode.CancellationError();
   }
+  committing();
   if (Array.isArray(edits)) {
     const edit = new vscode.WorkspaceEdit();
     edit.set(uri, edits);
@@ -181,8 +186,8 @@ async function withDocumentShown(document, action) {
 }
 
 /** vscode_organize_imports {path} → {ok: true, path, changed}, through the language's "Organize Imports" code action. */
-async function organizeImports(args, { folder, token, tool }) {
-  const { uri, relative } = resolvePath(folder, tool, 'path', args.path);
+async function organizeImports(args, { folder, token, tool, committing }) {
+  const { uri, relative } = resolvePath(folder, tool, 'path', args.path, 'write');
   const document = await existingDocument(tool, uri, relative);
   const before = document.getText();
   let action = await organizeImportsAction(document);
@@ -199,6 +204,7 @@ async function organizeImports(args, { folder, token, tool }) {
   if (token.isCancellationRequested) {
     throw new vscode.CancellationError();
   }
+  committing();
   if (action.edit && !(await vscode.workspace.applyEdit(action.edit))) {
     throw new ToolError('INTERNAL', `${tool}: VS Code refused the "${action.title}" edit of ${relative} (did it change meanwhile? try again)`);
   }

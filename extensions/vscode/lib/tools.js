@@ -154,7 +154,11 @@ class ToolHost {
   constructor(options) {
     this.options = options;
     this.byName = new Map(TOOLS.map((tool) => [tool.name, tool]));
-    /** Calls in flight: id → {tool, source, answered}. */
+    /**
+     * Calls in flight: id → {tool, source, answered, committed}. `committed`:
+     * the call has started changing files (applyEdit / save), which a
+     * cancel cannot take back.
+     */
     this.inFlight = new Map();
   }
 
@@ -162,11 +166,14 @@ class ToolHost {
   async call(message) {
     const started = Date.now();
     const source = new vscode.CancellationTokenSource();
-    const entry = { tool: message.tool, source, answered: false };
+    const entry = { tool: message.tool, source, answered: false, committed: false };
     this.inFlight.set(message.id, entry);
+    const committing = () => {
+      entry.committed = true;
+    };
     let reply;
     try {
-      reply = { type: 'tool.result', id: message.id, data: await this.run(message, source.token) };
+      reply = { type: 'tool.result', id: message.id, data: await this.run(message, source.token, committing) };
     } catch (err) {
       reply = failure(message, err);
     } finally {
@@ -188,7 +195,7 @@ class ToolHost {
     this.options.log(`tool ${message.tool} (${message.id}): ${outcome} in ${Date.now() - started} ms`);
   }
 
-  async run(message, token) {
+  async run(message, token, committing) {
     const tool = this.byName.get(message.tool);
     if (!tool) {
       throw new ToolError('NOT_FOUND', `${message.tool} is not a tool of this editor; it offers ${[...this.byName.keys()].join(', ')}`);
@@ -197,20 +204,29 @@ class ToolHost {
     if (tool.writes && this.options.readOnly()) {
       throw new ToolError(
         'UNAUTHORIZED',
-        `${tool.name} refused: the editor is read-only (bridge.readOnly); set bridge.readOnly to false in VS Code to let agents change files`,
+        `${tool.name} refused: the editor is read-only (bridge.readOnly); set bridge.readOnly to false in the VS Code user settings to let agents change files (a workspace setting cannot)`,
       );
     }
     const folder = currentFolder();
     if (!folder) {
       throw new ToolError('NOT_CONFIGURED', `${tool.name}: this VS Code window has no workspace folder on disk`);
     }
-    return tool.run(args, { folder, token, tool: tool.name });
+    return tool.run(args, { folder, token, tool: tool.name, committing });
   }
 
-  /** `tool.cancel {id, reason}`: cancels the call and answers CANCELLED at once. */
+  /**
+   * `tool.cancel {id, reason}`: cancels the call and answers CANCELLED at
+   * once — unless its edit is already being applied: CANCELLED would tell
+   * the caller nothing changed when files did, so the real outcome is
+   * answered when the call ends.
+   */
   cancel(message) {
     const entry = this.inFlight.get(message.id);
     if (!entry || entry.answered) {
+      return;
+    }
+    if (entry.committed) {
+      this.options.log(`tool ${entry.tool} (${message.id}): cancel arrived while its edit was being applied; its outcome will be answered`);
       return;
     }
     entry.answered = true;

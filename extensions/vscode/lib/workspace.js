@@ -3,10 +3,9 @@
 // in it, and its documents as the editor has them (unsaved edits included).
 
 const fs = require('node:fs');
-const nodePath = require('node:path');
 const vscode = require('vscode');
 const { ToolError } = require('./tool-error');
-const { normalizeRelativePath, isInside, toRelative } = require('./paths');
+const { normalizeRelativePath, isInside, toRelative, realLocation, protectedWriteReason } = require('./paths');
 
 /**
  * @typedef {{uri: import('vscode').Uri, name: string, path: string, realPath: string}} Folder
@@ -32,33 +31,34 @@ function currentFolder() {
 /**
  * The file `input` names in `folder`: its uri and normalized relative path.
  * Refuses paths that leave the folder, also through a symlink (the nearest
- * existing ancestor of the target must resolve inside the folder).
+ * existing ancestor of the target must resolve inside the folder, and no
+ * entry on the way may be a symlink that does not resolve). With `purpose`
+ * `write` or `create` it also refuses the files no agent may change
+ * (protectedWriteReason), by the given and by the resolved name; `create`
+ * refuses a file name that is a symlink.
  * @param {Folder} folder
+ * @param {'read'|'write'|'create'} [purpose]
  * @returns {{uri: import('vscode').Uri, relative: string}}
  */
-function resolvePath(folder, tool, argName, input) {
+function resolvePath(folder, tool, argName, input, purpose = 'read') {
   const relative = normalizeRelativePath(tool, argName, input);
   const uri = vscode.Uri.joinPath(folder.uri, ...relative.split('/'));
-  let existing = uri.fsPath;
-  for (;;) {
-    try {
-      const real = fs.realpathSync.native(existing);
-      if (!isInside(folder.realPath, real)) {
-        throw new ToolError(
-          'INVALID_ARGUMENTS',
-          `${tool}: ${argName} ${JSON.stringify(input)} leads outside the workspace folder through a symbolic link`,
-        );
-      }
-      break;
-    } catch (err) {
-      if (err instanceof ToolError) {
-        throw err;
-      }
-      const parent = nodePath.dirname(existing);
-      if (parent === existing) {
-        break;
-      }
-      existing = parent;
+  const where = `${tool}: ${argName} ${JSON.stringify(input)}`;
+  const location = realLocation(folder.realPath, uri.fsPath);
+  if (location.problem !== null) {
+    throw new ToolError('INVALID_ARGUMENTS', `${where} ${location.problem}`);
+  }
+  if (purpose === 'read') {
+    return { uri, relative };
+  }
+  if (purpose === 'create' && location.symlink) {
+    throw new ToolError('INVALID_ARGUMENTS', `${where} is a symbolic link; a new file is not created through one`);
+  }
+  for (const name of [relative, toRelative(folder.realPath, location.real)]) {
+    const reason = protectedWriteReason(name);
+    if (reason !== null) {
+      const shown = name === relative ? '' : ` (through a symbolic link: ${name})`;
+      throw new ToolError('UNAUTHORIZED', `${tool} refused: ${relative}${shown} ${reason}`);
     }
   }
   return { uri, relative };
@@ -118,11 +118,26 @@ async function existingDocument(tool, uri, relative) {
   return found.document;
 }
 
-/** Saves `document` when it has unsaved changes; a refusal is a ToolError naming the file. */
+/** How often, and after how long, a save the editor declined is tried again. */
+const SAVE_RETRIES_MS = [300, 1000];
+
+/**
+ * Saves `document` when it has unsaved changes; a refusal is a ToolError
+ * naming the file. The editor declines a save now and then while its window
+ * is still restoring (seen right after a window reload), so a declined save
+ * is tried again before it counts as failed.
+ */
 async function saveDocument(tool, document, relative) {
-  if (document.isDirty && !(await document.save())) {
-    throw new ToolError('INTERNAL', `${tool}: VS Code could not save ${relative}; the change is in the editor, unsaved`);
+  for (const wait of [...SAVE_RETRIES_MS, null]) {
+    if (!document.isDirty || (await document.save())) {
+      return;
+    }
+    if (wait === null) {
+      break;
+    }
+    await new Promise((resolve) => setTimeout(resolve, wait));
   }
+  throw new ToolError('INTERNAL', `${tool}: VS Code could not save ${relative}; the change is in the editor, unsaved`);
 }
 
 module.exports = { currentFolder, resolvePath, relativePathOf, lookUpDocument, existingDocument, saveDocument };

@@ -323,11 +323,38 @@ async fn vscode_brings_its_chat_models_and_its_workspace_to_the_hub() {
     assert!(message.contains("read-only"), "{refused}");
     assert_eq!(on_disk(&served, "src/app.js"), APP_JS);
 
-    // Writable: a stale preimage is a conflict and writes nothing …
+    // A repository cannot turn writes on: `false` counts only from the
+    // user's own settings …
     editor
-        .write_workspace_settings(json!({"bridge.readOnly": false, "bridge.chat.vendor": "fake"}))
+        .write_workspace_settings(json!({"bridge.readOnly": false}))
         .unwrap();
-    status_when(&status_file, "writable", |s| s["readOnly"] == false).await;
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !editor
+        .output_channel("Copilot Bridge")
+        .contains("which is ignored")
+    {
+        assert!(
+            Instant::now() < deadline,
+            "the extension never said it ignored the workspace's bridge.readOnly"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let still = tool(&served, "vscode_apply_diff", json!({"unifiedDiff": diff})).await;
+    assert!(still["error"].is_object(), "{still}");
+    assert_eq!(on_disk(&served, "src/app.js"), APP_JS);
+    // … which apply when the window loads again.
+    editor
+        .write_settings(json!({"bridge.chat.vendor": "fake", "bridge.readOnly": false}))
+        .unwrap();
+    editor.reload_window().await.unwrap();
+    let port = format!(":{}", served.port);
+    status_when(&status_file, "writable and on again", |s| {
+        s["readOnly"] == false
+            && s["state"] == "on"
+            && s["daemonUrl"].as_str().is_some_and(|u| u.contains(&port))
+    })
+    .await;
+    // Writable: a stale preimage is a conflict and writes nothing …
     let stale = "--- a/src/app.js\n+++ b/src/app.js\n@@ -2,1 +2,1 @@\n-console.log(add(9,9))\n+console.log(add(2, 3))\n";
     let conflict = tool(&served, "vscode_apply_diff", json!({"unifiedDiff": stale})).await;
     let result = &conflict["result"]["result"];
@@ -367,8 +394,7 @@ async fn vscode_brings_its_chat_models_and_its_workspace_to_the_hub() {
 
     // Disabled: the backend and the tools go; enabled: they come back.
     editor
-        .write_workspace_settings(json!({"bridge.enabled": false, "bridge.readOnly": false,
-                                         "bridge.chat.vendor": "fake"}))
+        .write_workspace_settings(json!({"bridge.enabled": false}))
         .unwrap();
     let off = status_when(&status_file, "off", |s| s["state"] == "off").await;
     assert_eq!(off["statusText"], "Bridge: OFF", "{off}");
@@ -381,8 +407,7 @@ async fn vscode_brings_its_chat_models_and_its_workspace_to_the_hub() {
         .await
         .unwrap();
     editor
-        .write_workspace_settings(json!({"bridge.enabled": true, "bridge.readOnly": false,
-                                         "bridge.chat.vendor": "fake"}))
+        .write_workspace_settings(json!({"bridge.enabled": true}))
         .unwrap();
     status_on(&status_file, served.port).await;
     assert!(
