@@ -21,18 +21,19 @@ const EDITOR_PATIENCE: Duration = Duration::from_secs(90);
 
 const APP_JS: &str = "function  add(a,b){return a+b}\nconsole.log( add(1,2) )\n";
 
-/// Where this run keeps the editor's files and the screenshots, kept after
-/// the test so a person can look.
-fn output_dir() -> PathBuf {
+/// Where this run of test `name` keeps the editor's files and the
+/// screenshots, kept after the test so a person can look.
+fn output_dir(name: &str) -> PathBuf {
     // target/tmp: cargo's folder for what integration tests leave behind.
     let base = Path::new(env!("CARGO_TARGET_TMPDIR"));
     // Only the last run's files are kept.
+    let prefix = format!("vscode-{name}-");
     for old in std::fs::read_dir(base).into_iter().flatten().flatten() {
-        if old.file_name().to_string_lossy().starts_with("vscode-") {
+        if old.file_name().to_string_lossy().starts_with(&prefix) {
             let _ = std::fs::remove_dir_all(old.path());
         }
     }
-    let dir = base.join(format!("vscode-{}", std::process::id()));
+    let dir = base.join(format!("{prefix}{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     dir
 }
@@ -178,7 +179,7 @@ async fn vscode_brings_its_chat_models_and_its_workspace_to_the_hub() {
     workspace.write("README.md", "# demo\n");
     workspace.write(".agent-policy.yaml", "writes:\n  allow: [\"src/**\"]\n");
     let served = serve_with(&mock, workspace);
-    let out = output_dir();
+    let out = output_dir("hub");
     eprintln!("VS Code run directory and screenshots: {}", out.display());
     let status_file = out.join("bridge-status.json");
     let model_log = out.join("fake-model.jsonl");
@@ -432,5 +433,72 @@ async fn vscode_brings_its_chat_models_and_its_workspace_to_the_hub() {
     let (code, text) = openai_text(&served, "vscode/fake-large", "after restart").await;
     assert_eq!(code, 200, "{text}");
     assert!(text.contains("after restart"), "{text}");
+    editor.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_no_daemon_running_the_extension_starts_the_one_that_installed_it() {
+    let state = tempfile::tempdir().unwrap();
+    let _stop = super::StopDaemon(state.path());
+    let workspace = TempWorkspace::new();
+    workspace.write("notes.txt", "remember the milk\n");
+    let out = output_dir("start");
+    let status_file = out.join("bridge-status.json");
+    let extensions = out.join("editor/ext");
+    let installed = super::bridge_command(state.path(), state.path())
+        .args(["vscode", "install", "--extensions-dir"])
+        .arg(&extensions)
+        .output()
+        .unwrap();
+    assert!(installed.status.success(), "{installed:?}");
+    assert!(!state.path().join("gateway.json").exists());
+
+    let editor = CodeServer::start(
+        &out.join("editor"),
+        CodeServerOptions {
+            workspace: workspace.path().to_path_buf(),
+            settings: json!({"bridge.chat.enabled": false}),
+            env: vec![
+                (
+                    "COPILOT_BRIDGE_VSCODE_STATUS_FILE".to_owned(),
+                    status_file.display().to_string(),
+                ),
+                // What the daemon it starts must not wait for.
+                ("COPILOT_BRIDGE_NO_GH".to_owned(), "1".to_owned()),
+                ("OLLAMA_HOST".to_owned(), "http://127.0.0.1:9".to_owned()),
+            ],
+            ..CodeServerOptions::default()
+        },
+    )
+    .await
+    .unwrap();
+    let status = status_when(&status_file, "on", |s| s["state"] == "on").await;
+    let file: Value =
+        serde_json::from_str(&std::fs::read_to_string(state.path().join("gateway.json")).unwrap())
+            .unwrap();
+    let url = format!("http://127.0.0.1:{}", file["port"]);
+    assert_eq!(status["daemonUrl"], url.as_str(), "{status}");
+    // Started outside the repository: a `.env` there configures nothing.
+    let cwd = std::fs::read_link(format!("/proc/{}/cwd", file["pid"])).unwrap();
+    assert_eq!(cwd, std::fs::canonicalize(state.path()).unwrap());
+    // The folder's session serves the editor's tools.
+    let call = reqwest::Client::new()
+        .post(format!("{url}/rpc"))
+        .bearer_auth(file["token"].as_str().unwrap())
+        .json(
+            &json!({"jsonrpc": "2.0", "id": 1, "method": "session.tools.call", "params": {
+            "session": status["session"], "name": "vscode_read",
+            "arguments": {"path": "notes.txt"}}}),
+        )
+        .send()
+        .await
+        .unwrap()
+        .json::<Value>()
+        .await
+        .unwrap();
+    assert_eq!(
+        call["result"]["result"]["content"], "remember the milk\n",
+        "{call}"
+    );
     editor.stop().await;
 }
