@@ -187,19 +187,12 @@ impl TestDaemon {
         tokio::spawn(async move { request.send().await.unwrap() })
     }
 
-    /// A JSON-RPC call over HTTP POST: the whole response object.
-    /// `GET /healthz` (no token needed): its JSON.
+    /// `GET /healthz` (it needs no token; the one sent is ignored): its JSON.
     pub async fn health(&self) -> Value {
-        self.http()
-            .get(self.url("/healthz"))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap()
+        self.get_json("/healthz").await
     }
 
+    /// A JSON-RPC call over HTTP POST: the whole response object.
     pub async fn rpc(&self, method: &str, params: Value) -> Value {
         let body =
             serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});

@@ -24,6 +24,15 @@ async fn editor(daemon: &TestDaemon, fields: Value) -> ProviderClient {
     client
 }
 
+/// A daemon and a stand-in editor offering `fake-large`, seen by the daemon.
+async fn daemon_with_editor() -> (TestDaemon, ProviderClient) {
+    let daemon = TestDaemon::start().await;
+    let mut client = editor(&daemon, json!({})).await;
+    offer(&mut client, &["fake-large"]).await;
+    vscode_health(&daemon, "ok").await;
+    (daemon, client)
+}
+
 async fn offer(client: &mut ProviderClient, models: &[&str]) {
     let models: Vec<Value> = models
         .iter()
@@ -190,10 +199,7 @@ async fn an_editors_model_streams_back_through_both_facades() {
 
 #[tokio::test]
 async fn a_client_that_hangs_up_cancels_the_editors_request() {
-    let daemon = TestDaemon::start().await;
-    let mut client = editor(&daemon, json!({})).await;
-    offer(&mut client, &["fake-large"]).await;
-    vscode_health(&daemon, "ok").await;
+    let (daemon, mut client) = daemon_with_editor().await;
     let pending = daemon.post_in_background(
         "/v1/chat/completions",
         openai_chat("vscode/fake-large", "SLOW"),
@@ -228,10 +234,7 @@ async fn a_client_that_hangs_up_cancels_the_editors_request() {
 
 #[tokio::test]
 async fn the_editors_refusals_are_the_facades_errors() {
-    let daemon = TestDaemon::start().await;
-    let mut client = editor(&daemon, json!({})).await;
-    offer(&mut client, &["fake-large"]).await;
-    vscode_health(&daemon, "ok").await;
+    let (daemon, mut client) = daemon_with_editor().await;
 
     // A model the editor does not offer: refused before the editor is asked.
     let response = daemon
@@ -305,10 +308,7 @@ async fn the_editors_refusals_are_the_facades_errors() {
 
 #[tokio::test]
 async fn an_editor_that_leaves_mid_answer_ends_the_stream_with_an_error() {
-    let daemon = TestDaemon::start().await;
-    let mut client = editor(&daemon, json!({})).await;
-    offer(&mut client, &["fake-large"]).await;
-    vscode_health(&daemon, "ok").await;
+    let (daemon, mut client) = daemon_with_editor().await;
     let pending = daemon.post_in_background(
         "/v1/chat/completions",
         openai_chat("vscode/fake-large", "hi"),

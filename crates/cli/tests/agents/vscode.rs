@@ -238,6 +238,38 @@ async fn vscode_brings_its_chat_models_and_its_workspace_to_the_hub() {
     assert!(png.starts_with(b"\x89PNG") && png.len() > 10_000);
     eprintln!("screenshot: {}", screenshot.display());
 
+    // What the editor has open reaches agents as ambient context: Claude
+    // Code's prompt hook in this session gets it.
+    let folder = served
+        .workspace
+        .path()
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let hook = served
+            .rpc(
+                "agent.hook",
+                json!({"agent": "claude-code", "agentSession": "s1", "session": "default",
+                       "cwd": served.workspace.path(), "event": "user-prompt-submit",
+                       "prompt": "what do I have open?"}),
+            )
+            .await;
+        let needle = format!("VS Code, workspace folder \"{folder}\"");
+        let blocks = hook["context"].as_array().cloned().unwrap_or_default();
+        if blocks
+            .iter()
+            .filter_map(Value::as_str)
+            .any(|block| block.contains(&needle))
+        {
+            break;
+        }
+        assert!(Instant::now() < deadline, "no editor context in {hook}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+
     // Copilot Chat's place: the fake model answers through the daemon.
     let (code, text) = openai_text(&served, "vscode/fake-large", "hello there").await;
     assert_eq!(code, 200, "{text}");
