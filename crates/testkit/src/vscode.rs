@@ -274,6 +274,30 @@ impl CodeServer {
         self.devtools("Page.reload", json!({})).await.map(drop)
     }
 
+    /// Runs a command the way a user does: F1, its title typed into the
+    /// command palette, Enter.
+    pub async fn run_command(&self, title: &str) -> anyhow::Result<()> {
+        self.press("F1", 112, None).await?;
+        tokio::time::sleep(Duration::from_millis(700)).await;
+        self.devtools("Input.insertText", json!({"text": title}))
+            .await?;
+        tokio::time::sleep(Duration::from_millis(700)).await;
+        self.press("Enter", 13, Some("\r")).await
+    }
+
+    /// One key pressed and released in the window.
+    async fn press(&self, key: &str, code: u32, text: Option<&str>) -> anyhow::Result<()> {
+        let mut down = json!({"type": "keyDown", "key": key, "code": key,
+                              "windowsVirtualKeyCode": code, "nativeVirtualKeyCode": code});
+        if let Some(text) = text {
+            down["text"] = json!(text);
+        }
+        self.devtools("Input.dispatchKeyEvent", down).await?;
+        let up = json!({"type": "keyUp", "key": key, "code": key,
+                        "windowsVirtualKeyCode": code, "nativeVirtualKeyCode": code});
+        self.devtools("Input.dispatchKeyEvent", up).await.map(drop)
+    }
+
     /// Writes a PNG of the window to `path`.
     pub async fn screenshot(&self, path: &Path) -> anyhow::Result<()> {
         let shot = self

@@ -148,6 +148,19 @@ fn on_disk(served: &Served, path: &str) -> String {
     std::fs::read_to_string(served.workspace.path().join(path)).unwrap()
 }
 
+/// Waits until the extension's output channel says `needle`.
+async fn wait_for_output(editor: &CodeServer, needle: &str) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !editor.output_channel("Copilot Bridge").contains(needle) {
+        assert!(
+            Instant::now() < deadline,
+            "the extension never said {needle:?}:\n{}",
+            editor.output_channel("Copilot Bridge")
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
 fn fake_model_log(path: &Path) -> Vec<Value> {
     std::fs::read_to_string(path)
         .unwrap_or_default()
@@ -237,6 +250,16 @@ async fn vscode_brings_its_chat_models_and_its_workspace_to_the_hub() {
     let png = std::fs::read(&screenshot).unwrap();
     assert!(png.starts_with(b"\x89PNG") && png.len() > 10_000);
     eprintln!("screenshot: {}", screenshot.display());
+
+    // The commands, run from the command palette as a user does.
+    editor.run_command("Copilot Bridge: Status").await.unwrap();
+    wait_for_output(&editor, "status: Bridge: ON · Chat: OK").await;
+    editor.run_command("Copilot Bridge: Disable").await.unwrap();
+    let off = status_when(&status_file, "off by the command", |s| s["state"] == "off").await;
+    assert_eq!(off["statusText"], "Bridge: OFF", "{off}");
+    assert!(vscode_tools(&served).await.is_empty());
+    editor.run_command("Copilot Bridge: Enable").await.unwrap();
+    status_on(&status_file, served.port).await;
 
     // What the editor has open reaches agents as ambient context: Claude
     // Code's prompt hook in this session gets it.
@@ -361,17 +384,7 @@ async fn vscode_brings_its_chat_models_and_its_workspace_to_the_hub() {
     editor
         .write_workspace_settings(json!({"bridge.readOnly": false}))
         .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !editor
-        .output_channel("Copilot Bridge")
-        .contains("which is ignored")
-    {
-        assert!(
-            Instant::now() < deadline,
-            "the extension never said it ignored the workspace's bridge.readOnly"
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    wait_for_output(&editor, "which is ignored").await;
     let still = tool(&served, "vscode_apply_diff", json!({"unifiedDiff": diff})).await;
     assert!(still["error"].is_object(), "{still}");
     assert_eq!(on_disk(&served, "src/app.js"), APP_JS);
