@@ -131,8 +131,8 @@ pub enum VscodeCommand {
 
 #[derive(Debug, Args)]
 pub struct VscodeArgs {
-    /// Which editor's extensions directory under your home: code (~/.vscode/extensions), insiders, codium or code-server.
-    #[arg(long, value_name = "EDITOR", default_value = "code", value_parser = ["code", "insiders", "codium", "code-server"])]
+    /// Which editor's extensions directory under your home: code (~/.vscode/extensions), insiders, codium, code-server, or remote (~/.vscode-server/extensions: VS Code's Remote - SSH, WSL and Dev Containers server, where the workspace is).
+    #[arg(long, value_name = "EDITOR", default_value = "code", value_parser = ["code", "insiders", "codium", "code-server", "remote"])]
     pub editor: String,
     /// The extensions directory itself (overrides --editor).
     #[arg(long, value_name = "DIR")]

@@ -137,6 +137,7 @@ fn each_editor_has_its_directory_and_bad_input_is_refused_unharmed() {
         ("insiders", ".vscode-insiders/extensions"),
         ("codium", ".vscode-oss/extensions"),
         ("code-server", ".local/share/code-server/extensions"),
+        ("remote", ".vscode-server/extensions"),
     ] {
         let output = vscode(&bridge, home.path(), &["install", "--editor", editor]);
         assert!(output.status.success(), "{editor}: {output:?}");

@@ -29,11 +29,14 @@ static EXTENSION: Dir<'_> = include_dir!("$CARGO_MANIFEST_DIR/../../extensions/v
 const IDENTIFIER: &str = "copilot-bridge.copilot-bridge";
 
 /// Where each editor keeps the user's extensions, under `$HOME`.
-const EDITORS: [(&str, &str); 4] = [
+const EDITORS: [(&str, &str); 5] = [
     ("code", ".vscode/extensions"),
     ("insiders", ".vscode-insiders/extensions"),
     ("codium", ".vscode-oss/extensions"),
     ("code-server", ".local/share/code-server/extensions"),
+    // The server side of Remote - SSH / WSL / Dev Containers: where the
+    // workspace (and the daemon) is.
+    ("remote", ".vscode-server/extensions"),
 ];
 
 fn extensions_dir(args: &VscodeArgs) -> Result<PathBuf, Failure> {
