@@ -198,6 +198,32 @@ async fn an_editors_model_streams_back_through_both_facades() {
 }
 
 #[tokio::test]
+async fn what_the_editor_cannot_take_is_refused_and_the_token_limit_goes_either_way() {
+    let (daemon, mut client) = daemon_with_editor().await;
+    let image = json!({"model": "vscode/fake-large", "messages": [{"role": "user", "content": [
+        {"type": "text", "text": "what is this?"},
+        {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}}]}]});
+    let response = daemon.post_json("/v1/chat/completions", &image).await;
+    assert_eq!(response.status(), 400);
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "unsupported_content", "{body}");
+    client
+        .expect_silence(Duration::from_millis(200))
+        .await
+        .unwrap();
+
+    let pending = daemon.post_in_background(
+        "/v1/chat/completions",
+        json!({"model": "vscode/fake-large", "max_completion_tokens": 42,
+               "messages": [{"role": "user", "content": "short"}]}),
+    );
+    let request = answer(&mut client, &["ok"]).await;
+    assert_eq!(request["options"]["maxTokens"], 42, "{request}");
+    assert_eq!(pending.await.unwrap().status(), 200);
+    daemon.stop().await;
+}
+
+#[tokio::test]
 async fn a_client_that_hangs_up_cancels_the_editors_request() {
     let (daemon, mut client) = daemon_with_editor().await;
     let pending = daemon.post_in_background(

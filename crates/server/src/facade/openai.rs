@@ -136,6 +136,15 @@ fn upstream_request(
             }
             Ok(request)
         }
+        // The editor takes the normalized conversation (text, tool calls
+        // and results, the token limit whichever field named it); what only
+        // OpenAI's own format carries is refused, not dropped.
+        PromptStyle::Chat if entry.kind == BackendKind::Vscode => {
+            match inbound.refuse_beyond_normalized(&entry.name) {
+                Some(refused) => Err(refused.into()),
+                None => Ok(inbound.request),
+            }
+        }
         PromptStyle::Chat => Ok(inbound.native()),
     }
 }
