@@ -41,6 +41,28 @@ async fn slow_mock() -> MockLlm {
     mock
 }
 
+/// What the abort cases start from: a daemon whose model answers slowly,
+/// the OpenClaw agent's own workspace, and a private HOME.
+struct SlowTask {
+    mock: MockLlm,
+    served: Served,
+    agent: TempWorkspace,
+    home: tempfile::TempDir,
+}
+
+impl SlowTask {
+    async fn start() -> Self {
+        let mock = slow_mock().await;
+        let served = writable_daemon(&mock);
+        Self {
+            mock,
+            served,
+            agent: TempWorkspace::new(),
+            home: tempfile::tempdir().unwrap(),
+        }
+    }
+}
+
 /// The call of `report` came back promptly as cancelled.
 fn assert_cancelled_result(report: &Value, tool: &str, workspace: &Path) {
     let call = only_call(report);
@@ -128,10 +150,12 @@ async fn assert_daemon_cancelled(node: &Path, served: &Served, mock: &MockLlm, a
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn aborting_the_signal_cancels_the_daemons_task_promptly() {
     let Some(node) = node() else { return };
-    let mock = slow_mock().await;
-    let served = writable_daemon(&mock);
-    let agent = TempWorkspace::new();
-    let home = tempfile::tempdir().unwrap();
+    let SlowTask {
+        mock,
+        served,
+        agent,
+        home,
+    } = SlowTask::start().await;
     let started = Instant::now();
     let mut harness = Harness::start(
         &node,
@@ -167,10 +191,12 @@ async fn aborting_the_signal_cancels_the_daemons_task_promptly() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_abort_while_the_call_is_answered_still_cancels_the_daemons_task() {
     let Some(node) = node() else { return };
-    let mock = slow_mock().await;
-    let served = writable_daemon(&mock);
-    let agent = TempWorkspace::new();
-    let home = tempfile::tempdir().unwrap();
+    let SlowTask {
+        mock,
+        served,
+        agent,
+        home,
+    } = SlowTask::start().await;
     let started = Instant::now();
     // The daemon has taken the call; the abort comes before the plugin
     // has read the answer's headers.
