@@ -1,0 +1,122 @@
+// Side B of scripts/bench-gateway.sh: copilot-tap-extension's provider gateway
+// (its src/provider/*.mjs, unmodified, copied from the checkout the script is
+// given) called in-process the way the Copilot SDK calls an extension's tool:
+// `tool.handler(args, invocation)` on the tools `onToolsChanged` hands over.
+//
+//   node tap-caller.mjs <dir holding src/provider/gateway.mjs> <provider.mjs>
+//
+// Starts the gateway (its fixed port, 9400), starts the provider with the
+// gateway's token, waits for the `echo` tool, prints `ready`, then reads
+// commands on stdin, one per line:
+//   run <in-flight> <warm-up seconds> <measured seconds>
+// and answers each with one JSON line: {calls, seconds, callsPerSec, p50Us,
+// p99Us, cpuUsPerCall, errors}. CPU is this process's (gateway and caller).
+import { spawn } from "node:child_process";
+import { createInterface } from "node:readline";
+import { pathToFileURL } from "node:url";
+import path from "node:path";
+
+const [tapDir, providerProgram] = process.argv.slice(2);
+if (!tapDir || !providerProgram) {
+  console.error("usage: tap-caller.mjs <tap checkout copy> <provider.mjs>");
+  process.exit(2);
+}
+const { createProviderGateway } = await import(
+  pathToFileURL(path.join(tapDir, "src/provider/gateway.mjs")).href
+);
+
+const SESSION = { id: "bench-session", label: "bench", cwd: process.cwd() };
+const gateway = createProviderGateway({
+  sessionPort: null,
+  tapTools: () => [],
+  getSessionInfo: () => SESSION,
+  log: () => {},
+});
+const echo = new Promise((resolve) => {
+  gateway.onToolsChanged((tools) => {
+    const tool = tools.find((t) => t.name === "echo");
+    if (tool) resolve(tool);
+  });
+});
+gateway.start();
+
+const provider = spawn(
+  process.execPath,
+  [providerProgram, "ws://127.0.0.1:9400", gateway.getToken(), SESSION.id],
+  { stdio: ["ignore", "ignore", "inherit"] },
+);
+provider.on("exit", (code) => {
+  console.error(`tap-caller: the provider exited (${code})`);
+  process.exit(1);
+});
+const tool = await echo;
+console.log("ready");
+
+let callCounter = 0;
+function callOnce() {
+  callCounter += 1;
+  const invocation = {
+    sessionId: SESSION.id,
+    toolCallId: `tc-${callCounter}`,
+    toolName: tool.name,
+    arguments: { text: "hello" },
+  };
+  return tool.handler({ text: "hello" }, invocation);
+}
+
+async function run(inFlight, warmupSecs, measuredSecs) {
+  let measuring = false;
+  let stop = false;
+  const samples = [];
+  let errors = 0;
+  async function worker() {
+    while (!stop) {
+      const started = process.hrtime.bigint();
+      try {
+        await callOnce();
+        if (measuring) samples.push(Number(process.hrtime.bigint() - started) / 1000);
+      } catch {
+        if (measuring) errors += 1;
+      }
+    }
+  }
+  const workers = Array.from({ length: inFlight }, worker);
+  await new Promise((r) => setTimeout(r, warmupSecs * 1000));
+  const cpuStart = process.cpuUsage();
+  const wallStart = process.hrtime.bigint();
+  measuring = true;
+  await new Promise((r) => setTimeout(r, measuredSecs * 1000));
+  measuring = false;
+  const seconds = Number(process.hrtime.bigint() - wallStart) / 1e9;
+  const cpu = process.cpuUsage(cpuStart);
+  stop = true;
+  await Promise.all(workers);
+  samples.sort((a, b) => a - b);
+  const at = (q) => (samples.length ? samples[Math.min(samples.length - 1, Math.floor(q * samples.length))] : 0);
+  return {
+    calls: samples.length,
+    seconds,
+    callsPerSec: samples.length / seconds,
+    p50Us: at(0.5),
+    p99Us: at(0.99),
+    cpuUsPerCall: samples.length ? (cpu.user + cpu.system) / samples.length : 0,
+    errors,
+  };
+}
+
+const commands = createInterface({ input: process.stdin });
+for await (const line of commands) {
+  const [verb, ...args] = line.trim().split(/\s+/);
+  if (verb === "run") {
+    const [inFlight, warmup, measured] = args.map(Number);
+    console.log(JSON.stringify(await run(inFlight, warmup, measured)));
+  } else if (verb === "quit" || verb === "") {
+    break;
+  } else {
+    console.error(`tap-caller: unknown command ${verb}`);
+  }
+}
+provider.removeAllListeners("exit");
+provider.kill();
+gateway.stop();
+process.exit(0);
