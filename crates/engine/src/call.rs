@@ -3,7 +3,7 @@
 
 use std::time::Instant;
 
-use bridge_policy::audit::{now_timestamp, summarize_for_audit};
+use bridge_policy::audit::summarize_for_audit;
 use bridge_policy::{AuditEntry, redact_value};
 use bridge_protocol::{Decision, FailureKind};
 use serde::Serialize;
@@ -299,7 +299,9 @@ impl Session {
     ) {
         let Some(audit) = self.audit() else { return };
         let entry = AuditEntry {
-            timestamp: now_timestamp(),
+            // Stamped by the log with the time of the append, formatted on
+            // its writer thread rather than here.
+            timestamp: String::new(),
             session_id: self.id().to_owned(),
             hook: format!("{event}:{door}"),
             tool: tool.to_owned(),
@@ -308,7 +310,7 @@ impl Session {
             decision: decision.decision.as_str().to_owned(),
             elapsed_ms,
         };
-        if let Err(err) = audit.append(&entry) {
+        if let Err(err) = audit.append_owned(entry) {
             tracing::error!(tool, error = %err, "audit log append failed");
         }
     }
@@ -355,8 +357,9 @@ mod tests {
     async fn the_tool_gets_raw_arguments_and_every_record_is_redacted() {
         let workspace = tempfile::tempdir().unwrap();
         let audit_dir = tempfile::tempdir().unwrap();
+        let audit_log = AuditLog::new(audit_dir.path());
         let defaults = SessionDefaults {
-            audit: Some(AuditLog::new(audit_dir.path())),
+            audit: Some(audit_log.clone()),
             ..SessionDefaults::restrictive().unwrap()
         };
         let registry = SessionRegistry::new(defaults, RegistrySettings::default());
@@ -409,6 +412,7 @@ mod tests {
         );
         assert_eq!(event_result["type"], "success");
         assert!(!event_result.to_string().contains(secret));
+        audit_log.flush().unwrap();
         let audit: String = std::fs::read_dir(audit_dir.path())
             .unwrap()
             .map(|f| std::fs::read_to_string(f.unwrap().path()).unwrap())

@@ -190,8 +190,9 @@ async fn permission_rules_apply_to_provider_tools_but_path_containment_does_not(
 async fn results_are_redacted_and_every_call_is_audited() {
     let workspace = TempWorkspace::new();
     let audit_dir = tempfile::tempdir().unwrap();
+    let audit_log = AuditLog::new(audit_dir.path());
     let defaults = SessionDefaults {
-        audit: Some(AuditLog::new(audit_dir.path())),
+        audit: Some(audit_log.clone()),
         ..SessionDefaults::restrictive().unwrap()
     };
     let registry = SessionRegistry::new(defaults, settings());
@@ -209,6 +210,7 @@ async fn results_are_redacted_and_every_call_is_audited() {
         .await;
     let result = outcome.result.unwrap().to_string();
     assert!(!result.contains(secret), "{result}");
+    audit_log.flush().unwrap();
     let audit: String = std::fs::read_dir(audit_dir.path())
         .unwrap()
         .map(|f| std::fs::read_to_string(f.unwrap().path()).unwrap())

@@ -283,6 +283,7 @@ async fn file_tools_go_through_the_session_and_its_audit_log() {
     assert_eq!(text(&in_src), "src/lib.rs");
 
     // One audit entry per call, each from the MCP door.
+    bridge_policy::audit::flush_all().unwrap();
     let audit: String = std::fs::read_dir(&h.audit_dir)
         .unwrap()
         .map(|entry| std::fs::read_to_string(entry.unwrap().path()).unwrap())

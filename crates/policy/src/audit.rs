@@ -1,25 +1,48 @@
 //! Audit log: one JSON line per tool call in `<dir>/audit-YYYY-MM-DD.jsonl`
 //! (UTC date), secrets redacted before they reach the disk.
 //!
+//! Entries are written by one writer thread per log (`audit/writer.rs`):
+//! [`AuditLog::append`] hands the entry over through a bounded queue and
+//! returns; the writer redacts, stamps and serializes, and writes everything
+//! queued since its last write with one `write`. The caller never waits for
+//! the disk, only for room in the queue when the writer is
+//! [`AUDIT_QUEUE_CAPACITY`] entries behind, so no entry is ever dropped.
+//!
 //! Several threads and several bridge processes may append to the same file.
-//! Each line is written by one `write` on a file opened with `O_APPEND`, which
-//! the kernel applies atomically at the end of a regular file, so lines never
-//! interleave and no lock file is needed.
+//! Each batch of lines is written by one `write` on a file opened with
+//! `O_APPEND`, which the kernel applies atomically at the end of a regular
+//! file, so lines never interleave and no lock file is needed.
+//!
+//! What a crash can lose: a process killed outright (SIGKILL, power loss of
+//! the page cache aside) loses the entries it had appended but the writer
+//! had not yet written, at most [`AUDIT_QUEUE_CAPACITY`] of them, since an
+//! entry counts against the queue until its `write` returned. A kill that
+//! lands inside that `write` can also leave its last line cut short (Linux
+//! stops a write of several pages at a page boundary for a fatal signal).
+//! A clean exit loses nothing: [`AuditLog::flush`] (and dropping the last
+//! handle of a log) returns once everything appended before it is written,
+//! and [`flush_all`] does that for every log of the process before an exit
+//! that skips destructors.
 
-use std::fs::{self, File, OpenOptions};
-use std::io::Write;
+mod writer;
+
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
-use chrono::{DateTime, NaiveDate, SecondsFormat, Utc};
+use chrono::{DateTime, Datelike, NaiveDate, SecondsFormat, Utc};
 use serde::Serialize;
 use serde_json::Value;
 
 use crate::PolicyError;
-use crate::redact::{redact, redact_and_cut, redact_value};
+use crate::redact::redact_and_cut;
+use writer::{Item, Writer};
 
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AuditEntry {
+    /// RFC 3339. Empty (or anything that does not parse) means "the time of
+    /// the append call": the log stamps it then, and formats it off the
+    /// caller's thread.
     pub timestamp: String,
     pub session_id: String,
     pub hook: String,
@@ -39,6 +62,11 @@ pub fn now_timestamp() -> String {
 pub const AUDIT_MAX_STRING_BYTES: usize = 4096;
 /// Most array items kept in an audit entry.
 pub const AUDIT_MAX_ARRAY_ITEMS: usize = 100;
+
+/// Most entries of one log appended but not yet written. Appenders wait
+/// while the writer is this far behind; it is also the most entries a
+/// process killed outright can lose (see the module documentation).
+pub const AUDIT_QUEUE_CAPACITY: usize = 256;
 
 /// A copy of `value` small enough for the audit log: long strings are cut
 /// (on a character boundary) and long arrays shortened, each with a note of
@@ -76,173 +104,97 @@ pub fn summarize_for_audit(value: &Value) -> Value {
     }
 }
 
-/// The day's file, kept open between calls (the daemon audits every tool
-/// call; opening the file each time cost more than the write).
-#[derive(Debug)]
-struct OpenFile {
-    path: PathBuf,
-    file: File,
-    /// Device and inode it was opened at: if the path now names another
-    /// file (rotated, deleted by hand), the handle is stale and reopened,
-    /// so no entry goes to an unlinked file.
-    identity: (u64, u64),
-}
-
+/// The audit log of one directory. Clones share one writer thread, started
+/// on first use and stopped (after writing everything queued) when the last
+/// clone is dropped.
 #[derive(Debug, Clone)]
 pub struct AuditLog {
-    dir: PathBuf,
-    open: std::sync::Arc<std::sync::Mutex<Option<OpenFile>>>,
+    writer: Arc<Writer>,
 }
 
 impl AuditLog {
     pub fn new(dir: impl Into<PathBuf>) -> Self {
         Self {
-            dir: dir.into(),
-            open: std::sync::Arc::default(),
+            writer: Arc::new(Writer::new(dir.into())),
         }
     }
 
     pub fn dir(&self) -> &Path {
-        &self.dir
+        self.writer.dir()
     }
 
     /// The file holding the entries of the UTC day `date`.
     pub fn file_for(&self, date: NaiveDate) -> PathBuf {
-        self.dir
-            .join(format!("audit-{}.jsonl", date.format("%Y-%m-%d")))
+        file_for(self.dir(), date)
     }
 
     /// Redacts and appends `entry` as one line. An entry without a parsable
-    /// timestamp is stamped now (and filed under today).
+    /// timestamp is stamped with the time of this call (and filed under
+    /// that day).
     ///
-    /// Every field that can carry a caller's text is redacted here, so that
-    /// no caller can forget one: the tool name, session id, hook and
-    /// decision as well as the input and output (which hold the decision's
-    /// reasons and errors).
+    /// Every field that can carry a caller's text is redacted, so that no
+    /// caller can forget one: the tool name, session id, hook and decision
+    /// as well as the input and output (which hold the decision's reasons
+    /// and errors).
+    ///
+    /// Returns once the entry is queued, before it is on disk (see
+    /// [`AuditLog::flush`]). An error means the entry was not taken: the
+    /// log is not writable (the first append of a log, and every append
+    /// after a failed write, opens the file before queueing, so that the
+    /// caller hears of it).
     pub fn append(&self, entry: &AuditEntry) -> Result<(), PolicyError> {
-        let mut record = entry.clone();
-        for text in [
-            &mut record.session_id,
-            &mut record.hook,
-            &mut record.tool,
-            &mut record.decision,
-        ] {
-            if let std::borrow::Cow::Owned(redacted) = redact(text) {
-                *text = redacted;
-            }
+        self.append_owned(entry.clone())
+    }
+
+    /// [`AuditLog::append`] of an entry the caller no longer needs (no copy).
+    pub fn append_owned(&self, entry: AuditEntry) -> Result<(), PolicyError> {
+        let called_at = Utc::now();
+        if !self.writer.is_healthy() {
+            let date = entry_instant(&entry.timestamp).unwrap_or(called_at);
+            self.writer.probe(date.date_naive())?;
         }
-        redact_value(&mut record.input);
-        redact_value(&mut record.output);
-        let instant = match DateTime::parse_from_rfc3339(&record.timestamp) {
-            Ok(parsed) => parsed.with_timezone(&Utc),
-            Err(_) => {
-                let now = Utc::now();
-                record.timestamp = now.to_rfc3339_opts(SecondsFormat::Millis, true);
-                now
-            }
-        };
-        let path = self.file_for(instant.date_naive());
-
-        let mut line = serde_json::to_vec(&record).map_err(|err| PolicyError::Io {
-            path: path.display().to_string(),
-            source: std::io::Error::other(err),
-        })?;
-        line.push(b'\n');
-
-        self.with_file(&path, |file| file.write_all(&line))
+        self.writer.submit(Item::Entry { entry, called_at })
     }
 
     /// Checks that today's file can be appended to, creating it if needed.
     /// Doors call this before a tool runs, so a call that could not be
     /// audited does not run at all (fail closed).
+    ///
+    /// Cheap when the log is healthy: the writer keeps a flag of whether its
+    /// last open or write succeeded and for which day, and this reads it.
+    /// Otherwise (first use, a new day, a failed write) the writer opens
+    /// today's file now and this waits for the answer. A file deleted or
+    /// replaced while the log is healthy is recreated by the next write.
     pub fn ensure_writable(&self) -> Result<(), PolicyError> {
-        let path = self.file_for(Utc::now().date_naive());
-        self.with_file(&path, |_| Ok(()))
-    }
-
-    /// Runs `write` on the open file for `path`, opening (or reopening, when
-    /// the path no longer names the open file) as needed. A failed write is
-    /// retried once on a fresh handle.
-    fn with_file(
-        &self,
-        path: &Path,
-        write: impl Fn(&mut File) -> std::io::Result<()>,
-    ) -> Result<(), PolicyError> {
-        let io_error = |source| PolicyError::Io {
-            path: path.display().to_string(),
-            source,
-        };
-        let mut open = crate::sync::lock(&self.open);
-        let current = open
-            .as_mut()
-            .filter(|o| o.path == path && file_identity(path).ok() == Some(o.identity));
-        if let Some(current) = current
-            && write(&mut current.file).is_ok()
-        {
+        let today = Utc::now().date_naive();
+        if self.writer.is_healthy_on(today.num_days_from_ce()) {
             return Ok(());
         }
-        *open = None;
-        self.create_dir()?;
-        let mut file = open_append(path).map_err(io_error)?;
-        let identity = identity_of(&file.metadata().map_err(io_error)?);
-        // One buffer, one write_all: see the module comment.
-        write(&mut file).map_err(io_error)?;
-        *open = Some(OpenFile {
-            path: path.to_path_buf(),
-            file,
-            identity,
-        });
-        Ok(())
+        self.writer.probe(today)
     }
 
-    fn create_dir(&self) -> Result<(), PolicyError> {
-        let mut builder = fs::DirBuilder::new();
-        builder.recursive(true);
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::DirBuilderExt;
-            builder.mode(0o700);
-        }
-        builder.create(&self.dir).map_err(|source| PolicyError::Io {
-            path: self.dir.display().to_string(),
-            source,
-        })
+    /// Returns once every entry appended before this call is written (not
+    /// fsynced: the log never was). An error names the last write that
+    /// failed since the previous flush; those entries are lost.
+    pub fn flush(&self) -> Result<(), PolicyError> {
+        self.writer.flush()
     }
 }
 
-fn file_identity(path: &Path) -> std::io::Result<(u64, u64)> {
-    fs::metadata(path).map(|m| identity_of(&m))
+/// Flushes every audit log of this process ([`AuditLog::flush`]). For exits
+/// that skip destructors (`std::process::exit`) and shutdown paths that may
+/// still hold a log; returns the first error after flushing them all.
+pub fn flush_all() -> Result<(), PolicyError> {
+    writer::flush_all()
 }
 
-#[cfg(unix)]
-fn identity_of(metadata: &fs::Metadata) -> (u64, u64) {
-    use std::os::unix::fs::MetadataExt;
-    (metadata.dev(), metadata.ino())
+fn file_for(dir: &Path, date: NaiveDate) -> PathBuf {
+    dir.join(format!("audit-{}.jsonl", date.format("%Y-%m-%d")))
 }
 
-#[cfg(not(unix))]
-fn identity_of(metadata: &fs::Metadata) -> (u64, u64) {
-    (metadata.len(), 0)
-}
-
-/// Opens for appending, creating the file private to its owner. A file that
-/// exists with wider permissions (created by hand, copied) is narrowed.
-fn open_append(path: &Path) -> std::io::Result<File> {
-    let mut options = OpenOptions::new();
-    options.create(true).append(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
-        options.mode(0o600);
-        let file = options.open(path)?;
-        let permissions = file.metadata()?.permissions();
-        if permissions.mode() & 0o077 != 0 {
-            file.set_permissions(fs::Permissions::from_mode(0o600))?;
-        }
-        Ok(file)
-    }
-    #[cfg(not(unix))]
-    {
-        options.open(path)
-    }
+/// The instant an entry's timestamp names, if it parses.
+fn entry_instant(timestamp: &str) -> Option<DateTime<Utc>> {
+    DateTime::parse_from_rfc3339(timestamp)
+        .ok()
+        .map(|parsed| parsed.with_timezone(&Utc))
 }

@@ -55,6 +55,7 @@ fn append_writes_one_camel_case_json_line_per_entry() {
     .unwrap();
     log.append(&entry("2025-03-04T11:00:00.000Z", "list_dir", json!({})))
         .unwrap();
+    log.flush().unwrap();
     let lines = read_lines(&log.file_for(date("2025-03-04")));
     assert_eq!(lines.len(), 2);
     assert_eq!(lines[0]["tool"], "read_file");
@@ -74,6 +75,7 @@ fn file_name_follows_the_utc_date_of_each_entry() {
     // 01:30 at +02:00 is still the 31st in UTC.
     log.append(&entry("2025-01-01T01:30:00+02:00", "offset", json!({})))
         .unwrap();
+    log.flush().unwrap();
     let old_year = read_lines(&dir.path().join("audit-2024-12-31.jsonl"));
     let new_year = read_lines(&dir.path().join("audit-2025-01-01.jsonl"));
     let tools = |lines: &[Value]| -> Vec<String> {
@@ -91,6 +93,7 @@ fn entry_without_valid_timestamp_is_stamped_now() {
     let dir = tempfile::tempdir().unwrap();
     let log = AuditLog::new(dir.path());
     log.append(&entry("not a time", "x", json!({}))).unwrap();
+    log.flush().unwrap();
     let files: Vec<_> = fs::read_dir(dir.path()).unwrap().collect();
     assert_eq!(files.len(), 1);
     let path = files[0].as_ref().unwrap().path();
@@ -118,6 +121,7 @@ fn secrets_in_input_and_output_are_redacted_on_disk() {
     );
     record.output = json!({"stdout": format!("token={github_token}")});
     log.append(&record).unwrap();
+    log.flush().unwrap();
     let text = fs::read_to_string(log.file_for(date("2025-05-05"))).unwrap();
     assert!(!text.contains(github_token), "token on disk: {text}");
     assert!(!text.contains(aws_key), "AWS key on disk: {text}");
@@ -140,6 +144,7 @@ fn directory_and_file_are_private_to_the_owner() {
     let log = AuditLog::new(&audit_dir);
     log.append(&entry("2025-02-02T00:00:00Z", "x", json!({})))
         .unwrap();
+    log.flush().unwrap();
     let mode = |path: &Path| fs::metadata(path).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode(&audit_dir), 0o700);
     assert_eq!(mode(&log.file_for(date("2025-02-02"))), 0o600);
@@ -156,6 +161,7 @@ fn existing_world_readable_file_is_narrowed() {
     fs::set_permissions(&path, fs::Permissions::from_mode(0o644)).unwrap();
     log.append(&entry("2025-02-03T00:00:00Z", "x", json!({})))
         .unwrap();
+    log.flush().unwrap();
     assert_eq!(
         fs::metadata(&path).unwrap().permissions().mode() & 0o777,
         0o600
@@ -203,6 +209,7 @@ fn concurrent_threads_never_interleave_lines() {
     for handle in handles {
         handle.join().unwrap();
     }
+    log.flush().unwrap();
     let lines = read_lines(&log.file_for(date("2025-06-01")));
     assert_eq!(lines.len(), THREADS * PER_THREAD);
     let mut seen = vec![0usize; THREADS];
@@ -311,6 +318,7 @@ fn a_file_removed_or_rotated_under_an_open_log_is_recreated_not_written_blind() 
     let log = AuditLog::new(dir.path().join("audit"));
     let now = now_timestamp();
     log.append(&entry(&now, "first", json!({}))).unwrap();
+    log.flush().unwrap();
     let file = fs::read_dir(dir.path().join("audit"))
         .unwrap()
         .next()
@@ -321,6 +329,7 @@ fn a_file_removed_or_rotated_under_an_open_log_is_recreated_not_written_blind() 
     // in the moved one through the old handle.
     fs::rename(&file, dir.path().join("rotated.jsonl")).unwrap();
     log.append(&entry(&now, "second", json!({}))).unwrap();
+    log.flush().unwrap();
     let current = fs::read_to_string(&file).unwrap();
     assert!(
         current.contains("\"second\"") && !current.contains("\"first\""),
@@ -330,6 +339,7 @@ fn a_file_removed_or_rotated_under_an_open_log_is_recreated_not_written_blind() 
     fs::remove_dir_all(dir.path().join("audit")).unwrap();
     log.ensure_writable().unwrap();
     log.append(&entry(&now, "third", json!({}))).unwrap();
+    log.flush().unwrap();
     assert!(fs::read_to_string(&file).unwrap().contains("\"third\""));
 }
 
@@ -356,6 +366,7 @@ fn every_field_that_carries_caller_text_is_redacted_on_disk() {
     record.decision = format!("deny {in_decision}");
     record.output = json!({"reason": format!("denied: token={in_reason}")});
     log.append(&record).unwrap();
+    log.flush().unwrap();
     let text = fs::read_to_string(log.file_for(date("2025-05-06"))).unwrap();
     for secret in [&in_tool, &in_session, &in_hook, &in_decision, &in_reason] {
         assert!(!text.contains(secret.as_str()), "{secret} on disk: {text}");
@@ -366,6 +377,7 @@ fn every_field_that_carries_caller_text_is_redacted_on_disk() {
     // Names without secrets stay as they are.
     log.append(&entry("2025-05-06T12:00:01.000Z", "read_file", json!({})))
         .unwrap();
+    log.flush().unwrap();
     let lines = read_lines(&log.file_for(date("2025-05-06")));
     assert_eq!(lines[1]["tool"], "read_file");
     assert_eq!(lines[1]["sessionId"], "session-1");

@@ -21,6 +21,8 @@ use crate::common::{runner, runner_with};
 
 /// Every audit line written under `dir`, parsed.
 fn audit_entries(dir: &std::path::Path) -> Vec<Value> {
+    // The log's writer thread writes behind the call: wait for it.
+    bridge_policy::audit::flush_all().unwrap();
     let mut entries = Vec::new();
     for file in std::fs::read_dir(dir).unwrap() {
         let path = file.unwrap().path();
@@ -316,6 +318,7 @@ async fn huge_inputs_quoted_by_errors_are_cut_everywhere() {
         message.len()
     );
     assert!(message.contains("more bytes]"), "says it was cut");
+    bridge_policy::audit::flush_all().unwrap();
     let audit_bytes: u64 = std::fs::read_dir(audit_dir.path())
         .unwrap()
         .map(|f| f.unwrap().metadata().unwrap().len())

@@ -1,0 +1,606 @@
+//! The writer thread of an [`AuditLog`](super::AuditLog), the bounded queue
+//! that feeds it, and the day's file it keeps open.
+//!
+//! Callers push onto the queue and return; the writer takes everything
+//! queued at once, turns it into lines and writes them with one `write`.
+//! A thread rather than a task: the log is used from one-shot commands
+//! without a runtime as well as from tokio workers, which must not wait for
+//! the disk.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU8, Ordering};
+use std::sync::mpsc::{SyncSender, sync_channel};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError, Weak};
+use std::thread::JoinHandle;
+
+use chrono::{DateTime, Datelike, NaiveDate, SecondsFormat, Utc};
+
+use super::{AUDIT_QUEUE_CAPACITY, AuditEntry, entry_instant, file_for};
+use crate::PolicyError;
+use crate::redact::{redact, redact_value};
+use crate::sync::lock;
+
+/// What callers hand the writer.
+pub(super) enum Item {
+    /// An entry as the caller gave it, and when it was appended (its
+    /// timestamp when it has none).
+    Entry {
+        entry: AuditEntry,
+        called_at: DateTime<Utc>,
+    },
+    /// Open (or check) the file of `date` now and say whether it worked.
+    Probe {
+        date: NaiveDate,
+        reply: SyncSender<Result<(), PolicyError>>,
+    },
+}
+
+/// No open or write tried yet.
+const UNKNOWN: u8 = 0;
+/// The last open or write worked.
+const HEALTHY: u8 = 1;
+/// The last open or write failed.
+const FAILED: u8 = 2;
+
+/// What callers and the writer thread share.
+struct Shared {
+    dir: PathBuf,
+    queue: Mutex<Queue>,
+    /// The writer waits here for items (or the close).
+    work: Condvar,
+    /// Appenders wait here for room, flushers for their entries.
+    progress: Condvar,
+    health: AtomicU8,
+    /// The latest UTC day (days from the common era) whose file the writer
+    /// opened or wrote without error.
+    healthy_day: AtomicI32,
+}
+
+#[derive(Default)]
+struct Queue {
+    items: Vec<Item>,
+    /// Items ever queued; an item's sequence number is this count after
+    /// its push.
+    accepted: u64,
+    /// Items the writer is finished with (written, or failed). Items count
+    /// against the capacity until then, so `accepted - done` is everything
+    /// a crash would lose.
+    done: u64,
+    /// The writer sleeps on `work`: the next push must wake it. Pushes
+    /// while it writes need no wake-up (a syscall each).
+    writer_idle: bool,
+    /// Threads sleeping on `progress`, so the writer wakes nobody in vain.
+    waiting: usize,
+    /// The last handle is gone: write what is queued and stop.
+    closed: bool,
+    /// The writer thread is gone (closed, or it panicked).
+    stopped: bool,
+    /// Sequence number of the last entry a failed write lost, and why.
+    lost_through: u64,
+    last_failure: Option<Failure>,
+    /// `lost_through` as the last flush reported it.
+    reported_through: u64,
+}
+
+#[derive(Clone)]
+struct Failure {
+    path: String,
+    reason: String,
+}
+
+impl Failure {
+    fn error(&self) -> PolicyError {
+        PolicyError::Io {
+            path: self.path.clone(),
+            source: std::io::Error::other(self.reason.clone()),
+        }
+    }
+}
+
+/// Every log of the process with a running writer, for [`flush_all`].
+static LOGS: Mutex<Vec<Weak<Shared>>> = Mutex::new(Vec::new());
+
+pub(super) fn flush_all() -> Result<(), PolicyError> {
+    let logs: Vec<Arc<Shared>> = {
+        let mut logs = lock(&LOGS);
+        logs.retain(|log| log.strong_count() > 0);
+        logs.iter().filter_map(Weak::upgrade).collect()
+    };
+    let mut first_error = None;
+    for log in logs {
+        if let Err(err) = log.flush() {
+            first_error.get_or_insert(err);
+        }
+    }
+    first_error.map_or(Ok(()), Err)
+}
+
+/// One log's writer: the queue, and the thread once started. Shared by the
+/// clones of an `AuditLog`; dropping it writes what is queued and joins.
+pub(super) struct Writer {
+    shared: Arc<Shared>,
+    thread: Mutex<Option<JoinHandle<()>>>,
+    started: AtomicBool,
+}
+
+impl std::fmt::Debug for Writer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Writer")
+            .field("dir", &self.shared.dir)
+            .field("started", &self.started.load(Ordering::Relaxed))
+            .finish_non_exhaustive()
+    }
+}
+
+impl Writer {
+    pub(super) fn new(dir: PathBuf) -> Self {
+        Self {
+            shared: Arc::new(Shared {
+                dir,
+                queue: Mutex::default(),
+                work: Condvar::new(),
+                progress: Condvar::new(),
+                health: AtomicU8::new(UNKNOWN),
+                healthy_day: AtomicI32::new(i32::MIN),
+            }),
+            thread: Mutex::new(None),
+            started: AtomicBool::new(false),
+        }
+    }
+
+    pub(super) fn dir(&self) -> &Path {
+        &self.shared.dir
+    }
+
+    pub(super) fn is_healthy(&self) -> bool {
+        self.shared.health.load(Ordering::Acquire) == HEALTHY
+    }
+
+    /// Healthy, and the file of `day` (days from the common era) was opened
+    /// or written: today's check needs no file system call.
+    pub(super) fn is_healthy_on(&self, day: i32) -> bool {
+        self.is_healthy() && self.shared.healthy_day.load(Ordering::Acquire) == day
+    }
+
+    /// Queues `item`, waiting while the writer is a full queue behind.
+    pub(super) fn submit(&self, item: Item) -> Result<(), PolicyError> {
+        self.start()?;
+        let shared = &*self.shared;
+        let mut queue = lock(&shared.queue);
+        while !queue.stopped && queue.accepted - queue.done >= AUDIT_QUEUE_CAPACITY as u64 {
+            queue = shared.wait_for_progress(queue);
+        }
+        if queue.stopped {
+            return Err(shared.stopped_error());
+        }
+        queue.items.push(item);
+        queue.accepted += 1;
+        let wake = std::mem::take(&mut queue.writer_idle);
+        drop(queue);
+        if wake {
+            shared.work.notify_one();
+        }
+        Ok(())
+    }
+
+    /// Has the writer open (or check) the file of `date` and waits for the
+    /// answer: behind everything queued before, so the answer is current.
+    pub(super) fn probe(&self, date: NaiveDate) -> Result<(), PolicyError> {
+        let (reply, answer) = sync_channel(1);
+        self.submit(Item::Probe { date, reply })?;
+        // A writer that stopped dropped the item and with it `reply`.
+        answer
+            .recv()
+            .unwrap_or_else(|_| Err(self.shared.stopped_error()))
+    }
+
+    pub(super) fn flush(&self) -> Result<(), PolicyError> {
+        if !self.started.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        self.shared.flush()
+    }
+
+    fn start(&self) -> Result<(), PolicyError> {
+        if self.started.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        let mut thread = lock(&self.thread);
+        if thread.is_some() {
+            return Ok(());
+        }
+        let shared = Arc::clone(&self.shared);
+        let handle = std::thread::Builder::new()
+            .name("audit-writer".to_owned())
+            .spawn(move || run(&shared))
+            .map_err(|source| PolicyError::Io {
+                path: self.shared.dir.display().to_string(),
+                source: std::io::Error::new(
+                    source.kind(),
+                    format!("cannot start the audit writer thread: {source}"),
+                ),
+            })?;
+        *thread = Some(handle);
+        {
+            let mut logs = lock(&LOGS);
+            logs.retain(|log| log.strong_count() > 0);
+            logs.push(Arc::downgrade(&self.shared));
+        }
+        self.started.store(true, Ordering::Release);
+        Ok(())
+    }
+}
+
+impl Drop for Writer {
+    fn drop(&mut self) {
+        let thread = self
+            .thread
+            .get_mut()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        let Some(thread) = thread else { return };
+        lock(&self.shared.queue).closed = true;
+        self.shared.work.notify_one();
+        if thread.join().is_err() {
+            tracing::error!(
+                dir = %self.shared.dir.display(),
+                "the audit writer thread panicked; entries queued then are lost"
+            );
+        }
+    }
+}
+
+impl Shared {
+    fn wait_for_progress<'a>(&self, mut queue: MutexGuard<'a, Queue>) -> MutexGuard<'a, Queue> {
+        queue.waiting += 1;
+        let mut queue = self
+            .progress
+            .wait(queue)
+            .unwrap_or_else(PoisonError::into_inner);
+        queue.waiting -= 1;
+        queue
+    }
+
+    fn flush(&self) -> Result<(), PolicyError> {
+        let mut queue = lock(&self.queue);
+        let target = queue.accepted;
+        while queue.done < target && !queue.stopped {
+            queue = self.wait_for_progress(queue);
+        }
+        if queue.done < target {
+            return Err(self.stopped_error());
+        }
+        if queue.lost_through > queue.reported_through {
+            queue.reported_through = queue.lost_through;
+            if let Some(failure) = &queue.last_failure {
+                return Err(failure.error());
+            }
+        }
+        Ok(())
+    }
+
+    fn stopped_error(&self) -> PolicyError {
+        PolicyError::Io {
+            path: self.dir.display().to_string(),
+            source: std::io::Error::other("the audit writer thread stopped"),
+        }
+    }
+
+    fn note(&self, date: NaiveDate, worked: bool) {
+        if worked {
+            self.healthy_day
+                .fetch_max(date.num_days_from_ce(), Ordering::AcqRel);
+            self.health.store(HEALTHY, Ordering::Release);
+        } else {
+            self.health.store(FAILED, Ordering::Release);
+        }
+    }
+}
+
+/// Marks the writer stopped however its thread ends (a panic included), so
+/// that nobody waits for it forever and every later call fails closed.
+struct StopGuard<'a>(&'a Shared);
+
+impl Drop for StopGuard<'_> {
+    fn drop(&mut self) {
+        self.0.health.store(FAILED, Ordering::Release);
+        let mut queue = lock(&self.0.queue);
+        queue.stopped = true;
+        // Dropping a probe's reply sender answers its caller.
+        queue.items.clear();
+        drop(queue);
+        self.0.progress.notify_all();
+    }
+}
+
+/// The writer thread.
+fn run(shared: &Shared) {
+    let _stopped = StopGuard(shared);
+    let mut lines = Lines::new(shared.dir.clone());
+    let mut items = Vec::new();
+    loop {
+        {
+            let mut queue = lock(&shared.queue);
+            while queue.items.is_empty() && !queue.closed {
+                queue.writer_idle = true;
+                queue = shared
+                    .work
+                    .wait(queue)
+                    .unwrap_or_else(PoisonError::into_inner);
+            }
+            queue.writer_idle = false;
+            if queue.items.is_empty() {
+                return; // closed, and everything written
+            }
+            std::mem::swap(&mut queue.items, &mut items);
+        }
+        let count = items.len() as u64;
+        let lost = lines.write_batch(shared, &mut items);
+        let mut queue = lock(&shared.queue);
+        queue.done += count;
+        if let Some((through, failure)) = lost {
+            queue.lost_through = through;
+            queue.last_failure = Some(failure);
+        }
+        if queue.waiting > 0 {
+            shared.progress.notify_all();
+        }
+    }
+}
+
+/// The writer's side: lines not yet written and the file they go to.
+struct Lines {
+    dir: PathBuf,
+    open: Option<OpenFile>,
+    /// Batches taken so far: the path of the open file is checked once per
+    /// batch, not once per entry.
+    batch: u64,
+    /// Items finished, i.e. the sequence number of the last one.
+    done: u64,
+    /// Lines of `pending_date` not written yet, and the sequence number of
+    /// the last of them.
+    pending: Vec<u8>,
+    pending_date: Option<NaiveDate>,
+    pending_count: usize,
+    pending_through: u64,
+}
+
+/// The day's file, kept open between batches.
+struct OpenFile {
+    date: NaiveDate,
+    path: PathBuf,
+    file: File,
+    /// Device and inode it was opened at: if the path now names another
+    /// file (rotated, deleted by hand), the handle is stale and reopened,
+    /// so no entry goes to an unlinked file.
+    identity: (u64, u64),
+    /// The batch in which the path last named this file.
+    checked_in: u64,
+}
+
+impl Lines {
+    fn new(dir: PathBuf) -> Self {
+        Self {
+            dir,
+            open: None,
+            batch: 0,
+            done: 0,
+            pending: Vec::new(),
+            pending_date: None,
+            pending_count: 0,
+            pending_through: 0,
+        }
+    }
+
+    /// Writes (and drains) `items`, in order; returns the sequence number
+    /// of the last entry lost to a failed write, with the failure.
+    fn write_batch(&mut self, shared: &Shared, items: &mut Vec<Item>) -> Option<(u64, Failure)> {
+        self.batch += 1;
+        let mut lost = None;
+        for item in items.drain(..) {
+            self.done += 1;
+            match item {
+                Item::Entry { entry, called_at } => {
+                    let (date, record) = render(entry, called_at);
+                    if self.pending_date.is_some_and(|pending| pending != date) {
+                        self.write_pending(shared, &mut lost);
+                    }
+                    self.pending_date = Some(date);
+                    let start = self.pending.len();
+                    match serde_json::to_writer(&mut self.pending, &record) {
+                        Ok(()) => {
+                            self.pending.push(b'\n');
+                            self.pending_count += 1;
+                            self.pending_through = self.done;
+                        }
+                        Err(err) => {
+                            self.pending.truncate(start);
+                            let failure = Failure {
+                                path: file_for(&self.dir, date).display().to_string(),
+                                reason: format!("cannot serialize the entry: {err}"),
+                            };
+                            tracing::error!(error = %failure.reason, "audit entry lost");
+                            lost = Some((self.done, failure));
+                        }
+                    }
+                }
+                Item::Probe { date, reply } => {
+                    self.write_pending(shared, &mut lost);
+                    let result = self.open_for(date).map(|_| ());
+                    shared.note(date, result.is_ok());
+                    // The caller may have given up waiting; nothing to do.
+                    let _ = reply.send(result);
+                }
+            }
+        }
+        self.write_pending(shared, &mut lost);
+        lost
+    }
+
+    fn write_pending(&mut self, shared: &Shared, lost: &mut Option<(u64, Failure)>) {
+        let Some(date) = self.pending_date.take() else {
+            return;
+        };
+        if self.pending.is_empty() {
+            return;
+        }
+        let pending = std::mem::take(&mut self.pending);
+        let result = self.write_lines(date, &pending);
+        shared.note(date, result.is_ok());
+        if let Err(err) = result {
+            tracing::error!(
+                entries = self.pending_count,
+                error = %err,
+                "audit log write failed; these entries are lost"
+            );
+            let failure = Failure {
+                path: file_for(&self.dir, date).display().to_string(),
+                reason: err.to_string(),
+            };
+            *lost = Some((self.pending_through, failure));
+        }
+        self.pending = pending;
+        self.pending.clear();
+        self.pending_count = 0;
+    }
+
+    /// Appends `bytes` (whole lines) to the file of `date` with one write.
+    /// A failed write is retried once on a fresh handle.
+    fn write_lines(&mut self, date: NaiveDate, bytes: &[u8]) -> Result<(), PolicyError> {
+        if let Ok(file) = self.open_for(date)
+            && file.write_all(bytes).is_ok()
+        {
+            return Ok(());
+        }
+        self.open = None;
+        let file = self.open_for(date)?;
+        // One buffer, one write_all: see the module comment of audit.rs.
+        file.write_all(bytes).map_err(|source| PolicyError::Io {
+            path: file_for(&self.dir, date).display().to_string(),
+            source,
+        })
+    }
+
+    /// The open file of `date`, (re)opened when the day changed or its path
+    /// no longer names it (checked once per batch).
+    fn open_for(&mut self, date: NaiveDate) -> Result<&mut File, PolicyError> {
+        let batch = self.batch;
+        let current = match self.open.as_mut() {
+            Some(open) if open.date == date && open.checked_in == batch => true,
+            Some(open) if open.date == date => {
+                let same = file_identity(&open.path).ok() == Some(open.identity);
+                open.checked_in = batch;
+                same
+            }
+            _ => false,
+        };
+        if !current {
+            self.open = None;
+            self.open = Some(self.open_new(date)?);
+        }
+        match self.open.as_mut() {
+            Some(open) => Ok(&mut open.file),
+            None => Err(PolicyError::Io {
+                path: file_for(&self.dir, date).display().to_string(),
+                source: std::io::Error::other("the audit file is not open"),
+            }),
+        }
+    }
+
+    fn open_new(&self, date: NaiveDate) -> Result<OpenFile, PolicyError> {
+        let path = file_for(&self.dir, date);
+        create_dir(&self.dir)?;
+        let io_error = |source| PolicyError::Io {
+            path: path.display().to_string(),
+            source,
+        };
+        let file = open_append(&path).map_err(io_error)?;
+        let identity = identity_of(&file.metadata().map_err(io_error)?);
+        Ok(OpenFile {
+            date,
+            path,
+            file,
+            identity,
+            checked_in: self.batch,
+        })
+    }
+}
+
+/// The entry as it goes to disk, and the UTC day it is filed under: every
+/// field that can carry a caller's text redacted, stamped with `called_at`
+/// when its timestamp does not parse.
+fn render(mut record: AuditEntry, called_at: DateTime<Utc>) -> (NaiveDate, AuditEntry) {
+    for text in [
+        &mut record.session_id,
+        &mut record.hook,
+        &mut record.tool,
+        &mut record.decision,
+    ] {
+        if let std::borrow::Cow::Owned(redacted) = redact(text) {
+            *text = redacted;
+        }
+    }
+    redact_value(&mut record.input);
+    redact_value(&mut record.output);
+    let instant = match entry_instant(&record.timestamp) {
+        Some(instant) => instant,
+        None => {
+            record.timestamp = called_at.to_rfc3339_opts(SecondsFormat::Millis, true);
+            called_at
+        }
+    };
+    (instant.date_naive(), record)
+}
+
+fn create_dir(dir: &Path) -> Result<(), PolicyError> {
+    let mut builder = fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::DirBuilderExt;
+        builder.mode(0o700);
+    }
+    builder.create(dir).map_err(|source| PolicyError::Io {
+        path: dir.display().to_string(),
+        source,
+    })
+}
+
+fn file_identity(path: &Path) -> std::io::Result<(u64, u64)> {
+    fs::metadata(path).map(|m| identity_of(&m))
+}
+
+#[cfg(unix)]
+fn identity_of(metadata: &fs::Metadata) -> (u64, u64) {
+    use std::os::unix::fs::MetadataExt;
+    (metadata.dev(), metadata.ino())
+}
+
+#[cfg(not(unix))]
+fn identity_of(metadata: &fs::Metadata) -> (u64, u64) {
+    (metadata.len(), 0)
+}
+
+/// Opens for appending, creating the file private to its owner. A file that
+/// exists with wider permissions (created by hand, copied) is narrowed.
+fn open_append(path: &Path) -> std::io::Result<File> {
+    let mut options = OpenOptions::new();
+    options.create(true).append(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+        options.mode(0o600);
+        let file = options.open(path)?;
+        let permissions = file.metadata()?.permissions();
+        if permissions.mode() & 0o077 != 0 {
+            file.set_permissions(fs::Permissions::from_mode(0o600))?;
+        }
+        Ok(file)
+    }
+    #[cfg(not(unix))]
+    {
+        options.open(path)
+    }
+}
