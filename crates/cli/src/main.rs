@@ -21,9 +21,20 @@ use crate::exit::Failure;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    match run(cli) {
+    let code = match run(cli) {
         Ok(code) => code,
         Err(failure) => failure.report(),
+    };
+    flush_audit();
+    code
+}
+
+/// Writes the audit entries still queued (`bridge_policy::audit`): a log
+/// kept alive past `run` (in a leaked or static handle) is not dropped at
+/// exit, and its writer thread would die with the process.
+pub(crate) fn flush_audit() {
+    if let Err(err) = bridge_policy::audit::flush_all() {
+        tracing::error!(error = %err, "audit entries lost at exit");
     }
 }
 

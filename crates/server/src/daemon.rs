@@ -407,6 +407,14 @@ impl Daemon {
             tracing::warn!("connections still open after {DRAIN_TIMEOUT:?}; closing them");
             server.abort();
         }
+        // Every tool call has returned or been dropped by now: the audit
+        // entries still queued go to disk before anyone can see us gone
+        // (gateway.json removed); a blocking wait, so off the runtime.
+        match tokio::task::spawn_blocking(bridge_policy::audit::flush_all).await {
+            Ok(Ok(())) => {}
+            Ok(Err(err)) => tracing::error!(error = %err, "audit entries lost at shutdown"),
+            Err(err) => tracing::error!(error = %err, "cannot flush the audit log"),
+        }
         let pid = file.pid;
         match tokio::task::spawn_blocking(move || GatewayFile::remove_if_owned_by(&home, pid)).await
         {

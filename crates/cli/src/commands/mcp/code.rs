@@ -54,9 +54,11 @@ pub async fn run(config: &BridgeConfig, args: McpCodeArgs) -> Result<ExitCode, F
 /// Ends the process at once. After a signal, the runtime's stdin reader is
 /// still blocked in `read(2)` on a thread nobody can interrupt, and
 /// dropping the runtime would wait for it forever; everything that matters
-/// (responses, audit entries) is written by now.
+/// (responses, audit entries) is written first: `exit` runs no destructor,
+/// so the audit log's writer is flushed here.
 fn exit_now() -> ! {
     use std::io::Write;
+    crate::flush_audit();
     let _ = std::io::stdout().flush();
     std::process::exit(0)
 }

@@ -1,0 +1,98 @@
+//! The daemon's audit log across a stop: the log is written behind the
+//! calls (crates/policy/src/audit.rs), so a SIGTERM in the middle of tool
+//! calls must still leave every call that was answered on disk.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::cli_serve::{PATIENCE, Served};
+
+/// One `session.tools.call` of `read_file`; whether it was answered with
+/// the file. `None` once the daemon no longer answers.
+async fn read_notes(client: &reqwest::Client, url: &str, token: &str) -> Option<bool> {
+    let request = json!({"jsonrpc": "2.0", "id": 1, "method": "session.tools.call",
+        "params": {"session": "default", "name": "read_file", "arguments": {"path": "notes.txt"}}});
+    let response = client
+        .post(url)
+        .bearer_auth(token)
+        .json(&request)
+        .send()
+        .await
+        .ok()?;
+    let body: Value = response.json().await.ok()?;
+    Some(body["result"]["result"]["content"] == "hello\n")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sigterm_during_tool_calls_leaves_every_answered_call_in_the_audit_log() {
+    const CALLERS: usize = 8;
+    const BEFORE_STOP: usize = 400;
+    let mut served = Served::start();
+    served.workspace.write("notes.txt", "hello\n");
+    let url = served.url("/rpc");
+    let answered = Arc::new(AtomicUsize::new(0));
+    let callers: Vec<_> = (0..CALLERS)
+        .map(|_| {
+            let (url, token) = (url.clone(), served.token.clone());
+            let answered = Arc::clone(&answered);
+            tokio::spawn(async move {
+                let client = reqwest::Client::new();
+                // Until the daemon stops answering.
+                while let Some(read) = read_notes(&client, &url, &token).await {
+                    assert!(read, "a call before the stop failed");
+                    answered.fetch_add(1, Ordering::SeqCst);
+                }
+            })
+        })
+        .collect();
+    let deadline = Instant::now() + PATIENCE;
+    while answered.load(Ordering::SeqCst) < BEFORE_STOP {
+        assert!(
+            Instant::now() < deadline,
+            "calls too slow: {}",
+            served.log()
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let pid = rustix::process::Pid::from_raw(served.child.id() as i32).unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
+    for caller in callers {
+        tokio::time::timeout(PATIENCE, caller)
+            .await
+            .expect("a caller still gets answers after the stop")
+            .unwrap();
+    }
+    let status = loop {
+        if let Some(status) = served.child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            Instant::now() < deadline + PATIENCE,
+            "serve ignored SIGTERM"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    assert!(status.success(), "{status}: {}", served.log());
+
+    let answered = answered.load(Ordering::SeqCst);
+    let mut audited = 0;
+    for file in std::fs::read_dir(served.state().join("audit")).unwrap() {
+        let text = std::fs::read_to_string(file.unwrap().path()).unwrap();
+        assert!(text.ends_with('\n'), "a line cut short");
+        for line in text.lines() {
+            let entry: Value = serde_json::from_str(line)
+                .unwrap_or_else(|err| panic!("not JSON ({err}): {line:.200}"));
+            if entry["tool"] == "read_file" && entry["decision"] == "allow" {
+                audited += 1;
+            }
+        }
+    }
+    // A call can be audited and lose its answer to the stop, not the reverse.
+    assert!(
+        audited >= answered,
+        "{answered} calls answered, {audited} audited"
+    );
+}
