@@ -51,7 +51,9 @@
 //! reaches the disk. Live subscribers see the event as appended: anything
 //! that prints them must redact.
 
+mod borrowed;
 mod files;
+mod lines;
 mod list;
 mod replay;
 mod resume;

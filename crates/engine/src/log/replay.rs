@@ -3,13 +3,11 @@
 //! and a damaged file costs at most one line's bound.
 
 use std::fs::File;
-use std::io::{BufRead, BufReader, ErrorKind};
 use std::path::{Path, PathBuf};
 
 use super::files::open_session_file;
+use super::lines::{Line, Lines};
 use super::{LogError, LoggedEvent, MAX_LINE_BYTES};
-
-const READ_BUFFER_BYTES: usize = 256 * 1024;
 
 /// Opens `path` for a streamed replay (blocking I/O: from async code, run it
 /// in `spawn_blocking`). Fails if the file is missing or not a regular file.
@@ -32,11 +30,8 @@ pub fn replay(path: &Path) -> Result<Replay, LogError> {
 /// The iterator of [`replay`].
 pub struct Replay {
     path: PathBuf,
-    reader: BufReader<File>,
-    line: Vec<u8>,
+    lines: Lines,
     line_number: u64,
-    /// Bytes consumed so far.
-    offset: u64,
     /// End of the last line that held an event, or of a corrupt line in
     /// the middle (kept: later lines are fine).
     good_end: u64,
@@ -45,19 +40,12 @@ pub struct Replay {
     done: bool,
 }
 
-struct RawLine {
-    too_long: bool,
-    terminated: bool,
-}
-
 impl Replay {
     pub(crate) fn from_file(file: File, path: &Path) -> Self {
         Self {
             path: path.to_path_buf(),
-            reader: BufReader::with_capacity(READ_BUFFER_BYTES, file),
-            line: Vec::new(),
+            lines: Lines::new(file),
             line_number: 0,
-            offset: 0,
             good_end: 0,
             unterminated_last_event: false,
             torn_tail: None,
@@ -86,56 +74,6 @@ impl Replay {
         &self.path
     }
 
-    /// Reads the next line into `self.line` (without its newline), keeping
-    /// at most [`MAX_LINE_BYTES`]: the rest of a longer line is consumed
-    /// and dropped.
-    fn read_line(&mut self) -> std::io::Result<Option<RawLine>> {
-        self.line.clear();
-        let mut too_long = false;
-        let mut any = false;
-        loop {
-            let available = match self.reader.fill_buf() {
-                Ok(available) => available,
-                Err(err) if err.kind() == ErrorKind::Interrupted => continue,
-                Err(err) => return Err(err),
-            };
-            if available.is_empty() {
-                return Ok(any.then_some(RawLine {
-                    too_long,
-                    terminated: false,
-                }));
-            }
-            any = true;
-            let newline = available.iter().position(|&b| b == b'\n');
-            let take = newline.unwrap_or(available.len());
-            if !too_long && self.line.len() + take <= MAX_LINE_BYTES {
-                self.line.extend_from_slice(&available[..take]);
-            } else {
-                too_long = true;
-                self.line = Vec::new();
-            }
-            let consumed = take + usize::from(newline.is_some());
-            self.reader.consume(consumed);
-            self.offset += consumed as u64;
-            if newline.is_some() {
-                return Ok(Some(RawLine {
-                    too_long,
-                    terminated: true,
-                }));
-            }
-        }
-    }
-
-    fn at_end(&mut self) -> std::io::Result<bool> {
-        loop {
-            match self.reader.fill_buf() {
-                Ok(available) => return Ok(available.is_empty()),
-                Err(err) if err.kind() == ErrorKind::Interrupted => continue,
-                Err(err) => return Err(err),
-            }
-        }
-    }
-
     fn corrupt(&self, reason: impl Into<String>) -> LogError {
         LogError::Corrupt {
             path: self.path.clone(),
@@ -155,10 +93,33 @@ impl Replay {
         self.done = true;
     }
 
-    fn next_item(&mut self) -> Option<Result<LoggedEvent, LogError>> {
+    /// Whether the line just read is the file's last; a read error ends
+    /// the replay.
+    fn is_last(&mut self, terminated: bool) -> Result<bool, LogError> {
+        if !terminated {
+            return Ok(true);
+        }
+        self.lines.at_end().map_err(|err| {
+            self.done = true;
+            LogError::io(&self.path, err)
+        })
+    }
+
+    /// The next line that holds an event, turned into `T` by `parse`
+    /// (which sees the line without its newline): the one loop behind
+    /// [`Replay`]'s items and [`EventLog::resume`](super::EventLog::resume)'s
+    /// fold, so both judge damage alike. A line `parse` refuses is corrupt,
+    /// or the torn tail if it is the last.
+    pub(crate) fn next_with<T>(
+        &mut self,
+        mut parse: impl FnMut(&[u8]) -> Result<T, serde_json::Error>,
+    ) -> Option<Result<T, LogError>> {
+        if self.done {
+            return None;
+        }
         loop {
-            let raw = match self.read_line() {
-                Ok(Some(raw)) => raw,
+            let line = match self.lines.next_line() {
+                Ok(Some(line)) => line,
                 Ok(None) => {
                     self.done = true;
                     return None;
@@ -169,30 +130,29 @@ impl Replay {
                 }
             };
             self.line_number += 1;
-            let last = match raw.terminated {
-                false => true,
-                true => match self.at_end() {
-                    Ok(at_end) => at_end,
-                    Err(err) => {
-                        self.done = true;
-                        return Some(Err(LogError::io(&self.path, err)));
-                    }
-                },
-            };
-            if raw.too_long {
-                if last {
-                    self.skip_torn_tail("longer than the line limit");
-                    return None;
+            let (range, terminated) = match line {
+                Line::TooLong { terminated } => {
+                    return match self.is_last(terminated) {
+                        Ok(true) => {
+                            self.skip_torn_tail("longer than the line limit");
+                            None
+                        }
+                        Ok(false) => {
+                            self.good_end = self.lines.offset();
+                            Some(Err(self.corrupt(format!(
+                                "longer than {} MiB",
+                                MAX_LINE_BYTES / (1024 * 1024)
+                            ))))
+                        }
+                        Err(err) => Some(Err(err)),
+                    };
                 }
-                self.good_end = self.offset;
-                return Some(Err(self.corrupt(format!(
-                    "longer than {} MiB",
-                    MAX_LINE_BYTES / (1024 * 1024)
-                ))));
-            }
-            if self.line.iter().all(u8::is_ascii_whitespace) {
-                if raw.terminated {
-                    self.good_end = self.offset;
+                Line::Text { range, terminated } => (range, terminated),
+            };
+            let bytes = self.lines.bytes(range);
+            if bytes.iter().all(u8::is_ascii_whitespace) {
+                if terminated {
+                    self.good_end = self.lines.offset();
                     continue;
                 }
                 // Trailing blanks without a newline: nothing to replay, and
@@ -200,19 +160,27 @@ impl Replay {
                 self.skip_torn_tail("blank");
                 return None;
             }
-            match serde_json::from_slice::<LoggedEvent>(&self.line) {
-                Ok(event) => {
-                    self.good_end = self.offset;
-                    self.unterminated_last_event = !raw.terminated;
-                    return Some(Ok(event));
-                }
-                Err(_) if last => {
-                    self.skip_torn_tail("not a complete event");
-                    return None;
+            match parse(bytes) {
+                Ok(item) => {
+                    self.good_end = self.lines.offset();
+                    self.unterminated_last_event = !terminated;
+                    return Some(Ok(item));
                 }
                 Err(err) => {
-                    self.good_end = self.offset;
-                    return Some(Err(self.corrupt(describe_parse_error(&err))));
+                    // The line's bytes are not needed past this point:
+                    // looking ahead may reuse them.
+                    let reason = describe_parse_error(&err);
+                    match self.is_last(terminated) {
+                        Ok(true) => {
+                            self.skip_torn_tail("not a complete event");
+                            return None;
+                        }
+                        Ok(false) => {
+                            self.good_end = self.lines.offset();
+                            return Some(Err(self.corrupt(reason)));
+                        }
+                        Err(err) => return Some(Err(err)),
+                    }
                 }
             }
         }
@@ -232,9 +200,6 @@ impl Iterator for Replay {
     type Item = Result<LoggedEvent, LogError>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        if self.done {
-            return None;
-        }
-        self.next_item()
+        self.next_with(|line| serde_json::from_slice::<LoggedEvent>(line))
     }
 }

@@ -6,7 +6,8 @@ use std::collections::HashMap;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{LoggedEvent, types};
+use super::LoggedEvent;
+use super::borrowed::{Folded, read_plain};
 use crate::runner::UsageTotals;
 
 /// What the model is told about a tool call whose result never reached the
@@ -111,27 +112,53 @@ impl ConversationBuilder {
         self.replayed.skipped.push(SkippedLine { line, reason });
     }
 
+    /// Folds one event read as a [`LoggedEvent`].
     pub(crate) fn push(&mut self, event: LoggedEvent) {
-        let replayed = &mut self.replayed;
-        replayed.events += 1;
-        replayed.last_seq = replayed.last_seq.max(event.seq);
-        let data = &event.data;
-        match event.kind.as_str() {
-            types::SESSION_START if replayed.meta.is_null() => {
-                replayed.meta = event.data.clone();
+        self.fold(event.seq, Folded::from_value(&event.kind, event.data));
+        self.set_last_event_id(&event.id);
+    }
+
+    /// Folds the event on `line` (without its newline); the error is
+    /// [`LoggedEvent`]'s, so a line is an event, or corrupt and why,
+    /// exactly as [`super::replay`] says.
+    pub(crate) fn push_line(&mut self, line: &[u8]) -> Result<(), serde_json::Error> {
+        match read_plain(line) {
+            Ok(event) => {
+                self.fold(event.seq, event.folded);
+                self.set_last_event_id(&event.id);
             }
-            types::USER_MESSAGE => {
-                self.settle_open_calls();
-                self.replayed.conversation.push(ConversationItem::User {
-                    content: text_field(data, "content"),
-                });
+            // Damage, or JSON the plain reading leaves to the full one.
+            Err(_) => self.push(serde_json::from_slice::<LoggedEvent>(line)?),
+        }
+        Ok(())
+    }
+
+    fn set_last_event_id(&mut self, id: &str) {
+        match &mut self.replayed.last_event_id {
+            Some(last) => {
+                last.clear();
+                last.push_str(id);
             }
-            types::ASSISTANT_MESSAGE => {
+            None => self.replayed.last_event_id = Some(id.to_owned()),
+        }
+    }
+
+    fn fold(&mut self, seq: u64, folded: Folded) {
+        self.replayed.events += 1;
+        self.replayed.last_seq = self.replayed.last_seq.max(seq);
+        match folded {
+            Folded::Start(meta) if self.replayed.meta.is_null() => self.replayed.meta = meta,
+            Folded::User { content } => {
                 self.settle_open_calls();
-                let tool_requests: Vec<ToolRequest> = data
-                    .get("toolRequests")
-                    .and_then(|requests| serde_json::from_value(requests.clone()).ok())
-                    .unwrap_or_default();
+                self.replayed
+                    .conversation
+                    .push(ConversationItem::User { content });
+            }
+            Folded::Assistant {
+                content,
+                tool_requests,
+            } => {
+                self.settle_open_calls();
                 self.open_calls = tool_requests
                     .iter()
                     .map(|request| (request.tool_call_id.clone(), request.name.clone()))
@@ -139,42 +166,39 @@ impl ConversationBuilder {
                 self.replayed
                     .conversation
                     .push(ConversationItem::Assistant {
-                        content: text_field(data, "content"),
+                        content,
                         tool_requests,
                     });
             }
-            types::TOOL_EXECUTION_COMPLETE => {
-                let call_id = text_field(data, "toolCallId");
+            Folded::ToolComplete {
+                call_id,
+                success,
+                result,
+                error,
+            } => {
                 if self.open_calls.iter().any(|(id, _)| *id == call_id) {
-                    let ok = data
-                        .get("success")
-                        .and_then(Value::as_bool)
-                        .unwrap_or(false);
-                    let content = if ok {
-                        data.pointer("/result/content")
-                            .map(as_text)
-                            .unwrap_or_default()
+                    let content = if success {
+                        result.unwrap_or_default()
                     } else {
-                        data.pointer("/error/message")
-                            .map(as_text)
-                            .unwrap_or_else(|| "the tool failed".to_owned())
+                        error.unwrap_or_else(|| "the tool failed".to_owned())
                     };
-                    self.settled.insert(call_id, (ok, content));
+                    self.settled.insert(call_id, (success, content));
                     if self.settled.len() == self.open_calls.len() {
                         self.settle_open_calls();
                     }
                 }
             }
-            types::SESSION_USAGE => {
-                let count = |key| data.get(key).and_then(Value::as_u64).unwrap_or(0);
+            Folded::Usage {
+                prompt_tokens,
+                completion_tokens,
+            } => {
                 let usage = &mut self.replayed.usage;
-                usage.prompt_tokens += count("promptTokens");
-                usage.completion_tokens += count("completionTokens");
+                usage.prompt_tokens += prompt_tokens;
+                usage.completion_tokens += completion_tokens;
                 usage.requests += 1;
             }
-            _ => {}
+            Folded::Start(_) | Folded::Nothing => {}
         }
-        self.replayed.last_event_id = Some(event.id);
     }
 
     /// Appends the results of the latest assistant message's calls, in
@@ -201,18 +225,5 @@ impl ConversationBuilder {
         self.settle_open_calls();
         self.replayed.torn_tail = torn_tail;
         self.replayed
-    }
-}
-
-fn text_field(data: &Value, key: &str) -> String {
-    data.get(key).map(as_text).unwrap_or_default()
-}
-
-/// A string as is; anything else as compact JSON.
-fn as_text(value: &Value) -> String {
-    match value {
-        Value::String(text) => text.clone(),
-        Value::Null => String::new(),
-        other => other.to_string(),
     }
 }

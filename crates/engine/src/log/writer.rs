@@ -281,9 +281,9 @@ fn replay_for_resume(path: &Path, id: &str) -> Result<(File, Replayed), LogError
     let reader = file.try_clone().map_err(|err| LogError::io(path, err))?;
     let mut replay = Replay::from_file(reader, path);
     let mut builder = ConversationBuilder::new(id);
-    for item in replay.by_ref() {
+    while let Some(item) = replay.next_with(|line| builder.push_line(line)) {
         match item {
-            Ok(event) => builder.push(event),
+            Ok(()) => {}
             Err(LogError::Corrupt { line, reason, .. }) => {
                 tracing::warn!(path = %path.display(), line, %reason, "skipping a corrupt line of a session log");
                 builder.skip(line, reason);
