@@ -2,13 +2,15 @@
 //! and `append` after it, one thread and four threads at once. Each sample
 //! ends with everything on disk (`AuditLog::flush`), so a writer that only
 //! queues is charged for its writes too: the figure is the sustained cost
-//! per call, not just the time to hand the entry over.
+//! per call, not just the time to hand the entry over. `caller` is that
+//! hand-over alone: what the calling thread waits, in runs shorter than the
+//! queue, flushed between runs outside the timing.
 
 use std::hint::black_box;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use bridge_policy::audit::summarize_for_audit;
+use bridge_policy::audit::{AUDIT_QUEUE_CAPACITY, summarize_for_audit};
 use bridge_policy::{AuditEntry, AuditLog};
 use criterion::{Criterion, criterion_group, criterion_main};
 use serde_json::json;
@@ -49,6 +51,26 @@ fn run(log: &Arc<AuditLog>, entry: &AuditEntry, threads: u64, iterations: u64) -
     started.elapsed()
 }
 
+/// The caller's time alone: runs of at most half the queue, each flushed
+/// outside the timing, so that the caller never waits for room.
+fn caller(log: &AuditLog, entry: &AuditEntry, iterations: u64) -> Duration {
+    let run = (AUDIT_QUEUE_CAPACITY / 2) as u64;
+    let mut spent = Duration::ZERO;
+    let mut left = iterations;
+    while left > 0 {
+        let now = left.min(run);
+        let started = Instant::now();
+        for _ in 0..now {
+            black_box(log.ensure_writable()).ok();
+            black_box(log.append(entry)).ok();
+        }
+        spent += started.elapsed();
+        log.flush().ok();
+        left -= now;
+    }
+    spent
+}
+
 fn audit(c: &mut Criterion) {
     let dir = tempfile::tempdir().unwrap_or_else(|err| panic!("temp dir: {err}"));
     let log = Arc::new(AuditLog::new(dir.path()));
@@ -59,6 +81,9 @@ fn audit(c: &mut Criterion) {
             b.iter_custom(|iterations| run(&log, &entry, threads, iterations.max(threads)))
         });
     }
+    group.bench_function("ensure_writable+append/caller", |b| {
+        b.iter_custom(|iterations| caller(&log, &entry, iterations))
+    });
     group.finish();
 }
 
