@@ -24,6 +24,7 @@
 //! and [`flush_all`] does that for every log of the process before an exit
 //! that skips destructors.
 
+mod file;
 mod writer;
 
 use std::path::{Path, PathBuf};

@@ -7,7 +7,7 @@
 //! without a runtime as well as from tokio workers, which must not wait for
 //! the disk.
 
-use std::fs::{self, File, OpenOptions};
+use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU8, Ordering};
@@ -17,6 +17,7 @@ use std::thread::JoinHandle;
 
 use chrono::{DateTime, Datelike, NaiveDate, SecondsFormat, Utc};
 
+use super::file::{create_dir, file_identity, identity_of, open_append};
 use super::{AUDIT_QUEUE_CAPACITY, AuditEntry, entry_instant, file_for};
 use crate::PolicyError;
 use crate::redact::{redact, redact_value};
@@ -552,55 +553,4 @@ fn render(mut record: AuditEntry, called_at: DateTime<Utc>) -> (NaiveDate, Audit
         }
     };
     (instant.date_naive(), record)
-}
-
-fn create_dir(dir: &Path) -> Result<(), PolicyError> {
-    let mut builder = fs::DirBuilder::new();
-    builder.recursive(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::DirBuilderExt;
-        builder.mode(0o700);
-    }
-    builder.create(dir).map_err(|source| PolicyError::Io {
-        path: dir.display().to_string(),
-        source,
-    })
-}
-
-fn file_identity(path: &Path) -> std::io::Result<(u64, u64)> {
-    fs::metadata(path).map(|m| identity_of(&m))
-}
-
-#[cfg(unix)]
-fn identity_of(metadata: &fs::Metadata) -> (u64, u64) {
-    use std::os::unix::fs::MetadataExt;
-    (metadata.dev(), metadata.ino())
-}
-
-#[cfg(not(unix))]
-fn identity_of(metadata: &fs::Metadata) -> (u64, u64) {
-    (metadata.len(), 0)
-}
-
-/// Opens for appending, creating the file private to its owner. A file that
-/// exists with wider permissions (created by hand, copied) is narrowed.
-fn open_append(path: &Path) -> std::io::Result<File> {
-    let mut options = OpenOptions::new();
-    options.create(true).append(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
-        options.mode(0o600);
-        let file = options.open(path)?;
-        let permissions = file.metadata()?.permissions();
-        if permissions.mode() & 0o077 != 0 {
-            file.set_permissions(fs::Permissions::from_mode(0o600))?;
-        }
-        Ok(file)
-    }
-    #[cfg(not(unix))]
-    {
-        options.open(path)
-    }
 }
