@@ -7,5 +7,6 @@ mod code_tasks;
 mod memory;
 mod memory_agents;
 mod memory_corpus;
+mod memory_index;
 mod memory_race;
 mod session;

@@ -199,7 +199,8 @@ impl Daemon {
         let openclaw = crate::openclaw::start_gateway(config, &shutdown);
         let memory = bridge_mcp::memory::MemoryServer::new(
             bridge_mcp::memory::MemoryLayout::detect(None, &config.openclaw),
-        );
+        )
+        .with_state_dir(&config.home);
         registry.add_listener(Arc::new(crate::openclaw::OpenClawTools::new(
             bridge_mcp::openclaw::GatewayTools::new(openclaw.clone(), memory.clone()),
         )));

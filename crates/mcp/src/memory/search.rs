@@ -152,7 +152,8 @@ pub fn rank(
         .into_iter()
         .map(|(score, index)| {
             let doc = &docs[index as usize];
-            let (line, snippet, heading) = snippet(&doc.text, terms);
+            let text = doc.text(snapshot.root.as_ref());
+            let (line, snippet, heading) = snippet(&text, terms);
             MemoryHit {
                 path: doc.name.clone(),
                 start_line: line,

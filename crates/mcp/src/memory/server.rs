@@ -2,6 +2,7 @@
 //! and the index shared by every MCP session of one process.
 
 use std::collections::HashMap;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use rmcp::model::{
@@ -18,6 +19,7 @@ use super::contain::resolve_note;
 use super::index::{Index, MAX_INDEXED_BYTES};
 use super::layout::{AgentError, MemoryLayout};
 use super::search::{MemoryHit, query_terms, rank};
+use super::store::{IndexFile, Saver};
 use super::tools::{self, Call, Rejected, Request};
 use crate::depth;
 
@@ -38,6 +40,9 @@ pub struct MemoryServer {
     /// through `Session::call_tool` (rules, audit, redaction) of the
     /// session this names (crate::openclaw).
     sessions: Option<Arc<dyn crate::code::SessionSource>>,
+    /// The bridge's state directory, where indexes are kept between
+    /// processes (`None`: every process reads every note once).
+    state_dir: Option<Arc<Path>>,
 }
 
 impl std::fmt::Debug for MemoryServer {
@@ -45,6 +50,7 @@ impl std::fmt::Debug for MemoryServer {
         f.debug_struct("MemoryServer")
             .field("default", &self.default)
             .field("session_tools", &self.sessions.is_some())
+            .field("state_dir", &self.state_dir)
             .finish_non_exhaustive()
     }
 }
@@ -54,32 +60,50 @@ impl std::fmt::Debug for MemoryServer {
 struct Memory {
     layout: Arc<MemoryLayout>,
     index: Arc<Mutex<Index>>,
+    /// Saves the index to its file in the state directory, when there is one.
+    saver: Option<Arc<Saver>>,
 }
 
 impl Memory {
-    fn new(layout: MemoryLayout) -> Self {
+    fn new(layout: MemoryLayout, state_dir: Option<&Path>) -> Self {
+        let file = state_dir.map(|dir| Arc::new(IndexFile::new(dir, &layout)));
         Self {
+            saver: file.is_some().then(Arc::default),
             layout: Arc::new(layout),
-            index: Arc::new(Mutex::new(Index::default())),
+            index: Arc::new(Mutex::new(Index::new(file))),
         }
     }
 
     fn search(&self, query: &str, limit: usize) -> SearchOutcome {
         let terms = query_terms(query);
-        let (snapshot, ids) = match self.index.lock() {
-            Ok(mut index) => (index.refresh(&self.layout), index.term_ids(&terms)),
+        let (snapshot, ids, unsaved, notes_read) = match self.index.lock() {
+            Ok(mut index) => (
+                index.refresh(&self.layout),
+                index.term_ids(&terms),
+                index.unsaved(),
+                index.last_reads(),
+            ),
             // A panic while refreshing left a half-updated cache: start over.
             Err(poisoned) => {
                 let mut index = poisoned.into_inner();
-                *index = Index::default();
-                (index.refresh(&self.layout), index.term_ids(&terms))
+                *index = index.reset();
+                (
+                    index.refresh(&self.layout),
+                    index.term_ids(&terms),
+                    index.unsaved(),
+                    index.last_reads(),
+                )
             }
         };
+        if let Some(saver) = self.saver.as_ref().filter(|_| unsaved) {
+            saver.schedule(&self.index);
+        }
         let (hits, matched) = rank(&snapshot, &terms, &ids, limit);
         SearchOutcome {
             hits,
             matched,
             searched: snapshot.docs.len(),
+            notes_read,
         }
     }
 }
@@ -92,6 +116,10 @@ pub struct SearchOutcome {
     pub matched: usize,
     /// How many notes were searched.
     pub searched: usize,
+    /// How many notes this search read from disk: those new or changed
+    /// since the last search (or, for the first, since the index file was
+    /// written; all of them without one).
+    pub notes_read: usize,
 }
 
 /// One search of `layout`'s notes, with an index of its own (every note is
@@ -99,16 +127,42 @@ pub struct SearchOutcome {
 /// [`MemoryServer::search_agent`], whose indexes stay warm). The hits have
 /// the shape of OpenClaw's `memory_search` results.
 pub fn search_local(layout: &MemoryLayout, query: &str, limit: usize) -> Vec<MemoryHit> {
-    Memory::new(layout.clone()).search(query, limit).hits
+    Memory::new(layout.clone(), None).search(query, limit).hits
 }
 
 impl MemoryServer {
     pub fn new(layout: MemoryLayout) -> Self {
         Self {
-            default: Memory::new(layout),
+            default: Memory::new(layout, None),
             agents: Arc::default(),
             sessions: None,
+            state_dir: None,
         }
+    }
+
+    /// This server keeping each memory's index in `state_dir` (the
+    /// bridge's state directory, `memory-index/`), so the first search of
+    /// the next process reads only the notes that changed. Call before
+    /// the first search.
+    #[must_use]
+    pub fn with_state_dir(mut self, state_dir: &Path) -> Self {
+        self.default = Memory::new(MemoryLayout::clone(&self.default.layout), Some(state_dir));
+        bridge_policy::sync::lock(&self.agents).clear();
+        self.state_dir = Some(Arc::from(state_dir));
+        self
+    }
+
+    /// Writes the default agent's index to the state directory now, on the
+    /// calling thread (searches save it in the background by themselves).
+    /// `Ok(None)` when there is nothing to save yet (no state directory,
+    /// no search so far); else the file written.
+    pub fn save_index(&self) -> std::io::Result<Option<PathBuf>> {
+        let job = bridge_policy::sync::lock(&self.default.index).take_save(true);
+        let Some(job) = job else {
+            return Ok(None);
+        };
+        job.run()?;
+        job.file.path_for(&job.root).map(Some)
     }
 
     /// This server answering the OpenClaw gateway's tools through the
@@ -159,7 +213,7 @@ impl MemoryServer {
         if agents.len() >= MAX_AGENT_INDEXES {
             agents.clear();
         }
-        let memory = Memory::new(layout);
+        let memory = Memory::new(layout, self.state_dir.as_deref());
         agents.insert(key, memory.clone());
         Ok(memory)
     }

@@ -25,7 +25,10 @@ pub async fn run(config: &BridgeConfig, args: McpMemoryArgs) -> Result<ExitCode,
         reason = %layout.reason,
         "serving OpenClaw's memory over stdio"
     );
-    bridge_mcp::serve::serve_stdio(MemoryServer::new(layout), CancellationToken::new())
+    // The index is kept in the state directory: an agent's session starts
+    // this server afresh, and its first search then reads only what changed.
+    let server = MemoryServer::new(layout).with_state_dir(&config.home);
+    bridge_mcp::serve::serve_stdio(server, CancellationToken::new())
         .await
         .map_err(|err| Failure::internal(err.to_string()))?;
     Ok(ExitCode::SUCCESS)
