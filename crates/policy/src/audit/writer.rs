@@ -14,6 +14,7 @@ use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU8, Ordering};
 use std::sync::mpsc::{SyncSender, sync_channel};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError, Weak};
 use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Datelike, NaiveDate, SecondsFormat, Utc};
 
@@ -37,6 +38,14 @@ pub(super) enum Item {
         reply: SyncSender<Result<(), PolicyError>>,
     },
 }
+
+/// How long the writer, woken by an entry, waits for more before it
+/// writes. Entries written this much later are not at more risk: what a
+/// crash can lose is bounded by the queue's capacity, not by time.
+const BATCH_WINDOW: Duration = Duration::from_millis(5);
+/// Entries that end the window early (well below the queue's capacity, so
+/// appenders never wait for a writer that is only batching).
+const BATCH_WAKE_ITEMS: usize = 64;
 
 /// No open or write tried yet.
 const UNKNOWN: u8 = 0;
@@ -72,6 +81,11 @@ struct Queue {
     /// The writer sleeps on `work`: the next push must wake it. Pushes
     /// while it writes need no wake-up (a syscall each).
     writer_idle: bool,
+    /// The writer waits out its batching window (`BATCH_WINDOW`): only a
+    /// push that cannot wait wakes it early.
+    batching: bool,
+    /// Someone waits for the writer (a probe, a flush): end the window now.
+    urgent: bool,
     /// Threads sleeping on `progress`, so the writer wakes nobody in vain.
     waiting: usize,
     /// The last handle is gone: write what is queued and stop.
@@ -176,9 +190,13 @@ impl Writer {
         if queue.stopped {
             return Err(shared.stopped_error());
         }
+        let urgent = matches!(item, Item::Probe { .. });
         queue.items.push(item);
         queue.accepted += 1;
-        let wake = std::mem::take(&mut queue.writer_idle);
+        queue.urgent |= urgent;
+        let window_full = queue.items.len() == BATCH_WAKE_ITEMS;
+        let wake = std::mem::take(&mut queue.writer_idle)
+            || (queue.batching && (urgent || window_full));
         drop(queue);
         if wake {
             shared.work.notify_one();
@@ -267,6 +285,12 @@ impl Shared {
     fn flush(&self) -> Result<(), PolicyError> {
         let mut queue = lock(&self.queue);
         let target = queue.accepted;
+        if queue.done < target {
+            queue.urgent = true;
+            if queue.batching {
+                self.work.notify_one();
+            }
+        }
         while queue.done < target && !queue.stopped {
             queue = self.wait_for_progress(queue);
         }
@@ -297,6 +321,31 @@ impl Shared {
         } else {
             self.health.store(FAILED, Ordering::Release);
         }
+    }
+}
+
+impl Shared {
+    /// Entries appended within `BATCH_WINDOW` of the first one share its
+    /// `write`: at a steady trickle of calls the writer then wakes (a
+    /// context switch) and writes once per window, not once per call. A
+    /// probe, a flush, the close or a full window end it early.
+    fn wait_out_window<'a>(&self, mut queue: MutexGuard<'a, Queue>) -> MutexGuard<'a, Queue> {
+        let deadline = Instant::now() + BATCH_WINDOW;
+        queue.batching = true;
+        while !queue.closed && !queue.urgent && queue.items.len() < BATCH_WAKE_ITEMS {
+            let now = Instant::now();
+            if now >= deadline {
+                break;
+            }
+            queue = self
+                .work
+                .wait_timeout(queue, deadline - now)
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
+        }
+        queue.batching = false;
+        queue.urgent = false;
+        queue
     }
 }
 
@@ -335,6 +384,7 @@ fn run(shared: &Shared) {
             if queue.items.is_empty() {
                 return; // closed, and everything written
             }
+            queue = shared.wait_out_window(queue);
             std::mem::swap(&mut queue.items, &mut items);
         }
         let count = items.len() as u64;
