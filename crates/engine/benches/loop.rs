@@ -2,7 +2,9 @@
 //! backend answers at once with one tool call per turn, and the tool answers
 //! at once, so what is measured is the loop itself (request building,
 //! stream assembly, `Session::call_tool` with policy, rules, redaction,
-//! `onPostToolUse`, events). Target: < 100 µs per round trip.
+//! `onPostToolUse`, events). Target: < 100 µs per round trip, the same
+//! for a short task and a long one (the conversation grows each turn, so
+//! each length is measured: `round_trip/20` and `round_trip/200`).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -20,17 +22,19 @@ use bridge_engine::{
 };
 use bridge_llm::{ChatBackend, ChatEvent, ChatRequest, ChatStream, FinishReason, LlmError, Usage};
 use bridge_protocol::{ToolEffect, ToolSpec};
-use criterion::{Criterion, criterion_group, criterion_main};
+use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use futures::StreamExt;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 /// Round trips per run: the conversation grows with each, as in real use.
-const ROUND_TRIPS: u32 = 20;
+const ROUND_TRIPS: [u32; 2] = [20, 200];
 
-/// Calls `echo` until it has answered `ROUND_TRIPS` times, then stops.
+/// Calls `echo` while `remaining` tool calls are left in the run (set
+/// before each run), then answers.
 struct ScriptedModel {
     turns: AtomicU32,
+    remaining: AtomicU32,
 }
 
 #[async_trait]
@@ -39,7 +43,7 @@ impl ChatBackend for ScriptedModel {
         "bench"
     }
 
-    async fn stream(&self, _request: ChatRequest) -> Result<ChatStream, LlmError> {
+    async fn stream(&self, _request: &ChatRequest) -> Result<ChatStream, LlmError> {
         let turn = self.turns.fetch_add(1, Ordering::Relaxed);
         let usage = ChatEvent::Usage {
             usage: Usage {
@@ -47,7 +51,13 @@ impl ChatBackend for ScriptedModel {
                 completion_tokens: 2,
             },
         };
-        let events = if turn % (ROUND_TRIPS + 1) < ROUND_TRIPS {
+        let calls_left = self
+            .remaining
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |left| {
+                left.checked_sub(1)
+            })
+            .is_ok();
+        let events = if calls_left {
             vec![
                 ChatEvent::ToolCallStart {
                     index: 0,
@@ -107,14 +117,13 @@ fn bench_loop(c: &mut Criterion) {
     let mut defaults = SessionDefaults::restrictive().unwrap();
     defaults.read_only = true;
     let registry = SessionRegistry::new(defaults, RegistrySettings::default());
-    let runner = NativeRunner::new(
-        Arc::new(ScriptedModel {
-            turns: AtomicU32::new(0),
-        }),
-        NativeSettings::default(),
-    );
+    let model = Arc::new(ScriptedModel {
+        turns: AtomicU32::new(0),
+        remaining: AtomicU32::new(0),
+    });
+    let runner = NativeRunner::new(model.clone(), NativeSettings::default());
     let owner = ToolOwner::Provider("bench".into());
-    let run_once = |with_log: bool, n: u64| {
+    let run_once = |with_log: bool, round_trips: u32, n: u64| {
         let session = registry
             .create(SessionSpec {
                 id: Some(format!("bench-{n}-{with_log}")),
@@ -139,9 +148,9 @@ fn bench_loop(c: &mut Criterion) {
             )
             .unwrap();
         let request = RunRequest {
-            task: "echo twenty times".into(),
+            task: "echo many times".into(),
             model: None,
-            max_turns: ROUND_TRIPS + 1,
+            max_turns: round_trips + 1,
             timeout: None,
         };
         runtime.block_on(async {
@@ -152,16 +161,18 @@ fn bench_loop(c: &mut Criterion) {
                     .unwrap();
                 context = context.with_log(log);
             }
+            model.remaining.store(round_trips, Ordering::Relaxed);
             let started = Instant::now();
             let report = runner.run(session.clone(), request, context).await;
             let elapsed = started.elapsed();
             assert_eq!(report.status, RunStatus::Completed, "{report:?}");
-            assert_eq!(report.tool_calls.len(), ROUND_TRIPS as usize);
+            assert_eq!(report.tool_calls.len(), round_trips as usize);
             let _ = registry.end(session.id(), Some(Duration::ZERO)).await;
             elapsed
         })
     };
     let mut group = c.benchmark_group("native_loop");
+    group.sample_size(20);
     let mut counter = 0u64;
     for with_log in [false, true] {
         let name = if with_log {
@@ -169,16 +180,18 @@ fn bench_loop(c: &mut Criterion) {
         } else {
             "round_trip"
         };
-        group.bench_function(name, |b| {
-            b.iter_custom(|iterations| {
-                let mut total = Duration::ZERO;
-                for _ in 0..iterations {
-                    counter += 1;
-                    total += run_once(with_log, counter) / ROUND_TRIPS;
-                }
-                total
+        for round_trips in ROUND_TRIPS {
+            group.bench_function(BenchmarkId::new(name, round_trips), |b| {
+                b.iter_custom(|iterations| {
+                    let mut total = Duration::ZERO;
+                    for _ in 0..iterations {
+                        counter += 1;
+                        total += run_once(with_log, round_trips, counter) / round_trips;
+                    }
+                    total
+                });
             });
-        });
+        }
     }
     group.finish();
 }

@@ -89,7 +89,7 @@ impl ChatBackend for InstantModel {
         "instant"
     }
 
-    async fn stream(&self, _request: ChatRequest) -> Result<ChatStream, LlmError> {
+    async fn stream(&self, _request: &ChatRequest) -> Result<ChatStream, LlmError> {
         let events = vec![
             Ok(ChatEvent::TextDelta {
                 text: "done: nothing to change".into(),

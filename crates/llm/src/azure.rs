@@ -117,13 +117,13 @@ impl ChatBackend for AzureBackend {
         self.inner.name()
     }
 
-    async fn stream(&self, request: ChatRequest) -> Result<ChatStream, LlmError> {
+    async fn stream(&self, request: &ChatRequest) -> Result<ChatStream, LlmError> {
         self.inner
             .stream_at(request, &self.chat_url, &self.headers)
             .await
     }
 
-    async fn complete(&self, request: ChatRequest) -> Result<ChatResponse, LlmError> {
+    async fn complete(&self, request: &ChatRequest) -> Result<ChatResponse, LlmError> {
         self.inner
             .complete_at(request, &self.chat_url, &self.headers)
             .await

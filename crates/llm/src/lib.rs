@@ -66,12 +66,18 @@ pub trait ChatBackend: Send + Sync {
 
     /// Starts one answer. Dropping the stream cancels the request, and the
     /// upstream connection with it.
-    async fn stream(&self, request: ChatRequest) -> Result<ChatStream, LlmError>;
+    ///
+    /// The request is borrowed: an agent loop keeps one request whose
+    /// conversation grows turn by turn and asks with it each turn, so a
+    /// turn costs the same however long the conversation is (retries
+    /// reuse it too). The stream must not borrow it: take what it needs
+    /// before returning.
+    async fn stream(&self, request: &ChatRequest) -> Result<ChatStream, LlmError>;
 
     /// One whole answer. By default the stream collected; a backend whose
     /// upstream can answer unstreamed asks for that instead, which costs
     /// less on both sides for a caller that waits for the whole anyway.
-    async fn complete(&self, request: ChatRequest) -> Result<ChatResponse, LlmError> {
+    async fn complete(&self, request: &ChatRequest) -> Result<ChatResponse, LlmError> {
         collect(self.stream(request).await?).await
     }
 

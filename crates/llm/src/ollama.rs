@@ -81,7 +81,7 @@ impl ChatBackend for OllamaBackend {
         self.inner.name()
     }
 
-    async fn stream(&self, request: ChatRequest) -> Result<ChatStream, LlmError> {
+    async fn stream(&self, request: &ChatRequest) -> Result<ChatStream, LlmError> {
         self.inner.stream(request).await
     }
 

@@ -161,7 +161,7 @@ enum Attempt {
 
 /// Waits for the first item, so that an error before any event can still
 /// be retried; the item is put back in front of the rest.
-async fn first_item(backend: &(impl ChatBackend + ?Sized), request: ChatRequest) -> Attempt {
+async fn first_item(backend: &(impl ChatBackend + ?Sized), request: &ChatRequest) -> Attempt {
     let mut stream = match backend.stream(request).await {
         Ok(stream) => stream,
         Err(error) => return Attempt::Refused(error),
@@ -183,10 +183,10 @@ impl<B: ChatBackend + ?Sized> ChatBackend for RetryingBackend<B> {
         self.inner.name()
     }
 
-    async fn stream(&self, request: ChatRequest) -> Result<ChatStream, LlmError> {
+    async fn stream(&self, request: &ChatRequest) -> Result<ChatStream, LlmError> {
         let mut retry = 0;
         loop {
-            let (error, in_stream) = match first_item(&*self.inner, request.clone()).await {
+            let (error, in_stream) = match first_item(&*self.inner, request).await {
                 Attempt::Started(stream) => return Ok(stream),
                 Attempt::Refused(error) => (error, false),
                 Attempt::FailedFirst(error) => (error, true),
@@ -207,10 +207,10 @@ impl<B: ChatBackend + ?Sized> ChatBackend for RetryingBackend<B> {
 
     /// Nothing of a whole answer reached the caller before it failed, so
     /// any retryable failure is retried, not only one before the first event.
-    async fn complete(&self, request: ChatRequest) -> Result<ChatResponse, LlmError> {
+    async fn complete(&self, request: &ChatRequest) -> Result<ChatResponse, LlmError> {
         let mut retry = 0;
         loop {
-            let error = match self.inner.complete(request.clone()).await {
+            let error = match self.inner.complete(request).await {
                 Ok(answer) => return Ok(answer),
                 Err(error) => error,
             };
@@ -300,7 +300,7 @@ mod tests {
             "fake"
         }
 
-        async fn stream(&self, _request: ChatRequest) -> Result<ChatStream, LlmError> {
+        async fn stream(&self, _request: &ChatRequest) -> Result<ChatStream, LlmError> {
             *self.calls.lock().unwrap() += 1;
             match self.script.lock().unwrap().pop_front() {
                 Some(Scripted::Refuse(error)) => Err(error),
@@ -407,7 +407,7 @@ mod tests {
             ]),
         ]);
         let retrying = RetryingBackend::new(fake, fast());
-        let response = crate::collect(retrying.stream(ChatRequest::default()).await.unwrap())
+        let response = crate::collect(retrying.stream(&ChatRequest::default()).await.unwrap())
             .await
             .unwrap();
         assert_eq!(response.text, "ok");
@@ -426,7 +426,7 @@ mod tests {
             ]),
         ]);
         let retrying = RetryingBackend::new(fake, fast());
-        let response = retrying.complete(ChatRequest::default()).await.unwrap();
+        let response = retrying.complete(&ChatRequest::default()).await.unwrap();
         assert_eq!(
             response.text, "whole",
             "nothing of the broken answer is kept"
@@ -442,7 +442,7 @@ mod tests {
         })])]);
         let retrying = RetryingBackend::new(fake, fast());
         let items: Vec<_> = retrying
-            .stream(ChatRequest::default())
+            .stream(&ChatRequest::default())
             .await
             .unwrap()
             .collect()
@@ -459,7 +459,7 @@ mod tests {
         let fake = Fake::new(vec![Scripted::Items(Vec::new())]);
         let retrying = RetryingBackend::new(fake, fast());
         let items: Vec<_> = retrying
-            .stream(ChatRequest::default())
+            .stream(&ChatRequest::default())
             .await
             .unwrap()
             .collect()

@@ -39,7 +39,7 @@ async fn all_items(
     backend: &AnthropicBackend,
     request: ChatRequest,
 ) -> Vec<Result<ChatEvent, LlmError>> {
-    backend.stream(request).await.unwrap().collect().await
+    backend.stream(&request).await.unwrap().collect().await
 }
 
 fn texts(items: &[Result<ChatEvent, LlmError>]) -> Vec<String> {
@@ -133,7 +133,7 @@ async fn parallel_tool_calls_with_arguments_in_many_chunks_are_numbered_from_zer
     .await;
     let backend = backend_for(&mock);
     let events: Vec<ChatEvent> = backend
-        .stream(ask("read it"))
+        .stream(&ask("read it"))
         .await
         .unwrap()
         .map(Result::unwrap)
@@ -185,7 +185,7 @@ async fn a_whole_answer_is_asked_for_unstreamed_and_keeps_its_tool_calls() {
         )],
     }])
     .await;
-    let response = backend_for(&mock).complete(ask("read it")).await.unwrap();
+    let response = backend_for(&mock).complete(&ask("read it")).await.unwrap();
     assert_eq!(response.text, "Checking.");
     assert_eq!(
         response.tool_calls,
@@ -222,7 +222,7 @@ async fn a_tool_call_without_text_and_a_follow_up_with_its_result() {
         description: "Runs a command".into(),
         parameters: json!({"type": "object", "properties": {"cmd": {"type": "string"}}}),
     }];
-    let first = collect(backend.stream(request.clone()).await.unwrap())
+    let first = collect(backend.stream(&request).await.unwrap())
         .await
         .unwrap();
     assert_eq!(first.text, "");
@@ -238,7 +238,7 @@ async fn a_tool_call_without_text_and_a_follow_up_with_its_result() {
     request
         .messages
         .push(Message::tool_result("toolu_x", "a.txt"));
-    let second = collect(backend.stream(request).await.unwrap())
+    let second = collect(backend.stream(&request).await.unwrap())
         .await
         .unwrap();
     assert_eq!(second.text, "done");
@@ -274,7 +274,7 @@ async fn a_non_streamed_message_when_extra_turns_streaming_off_gives_the_same_an
     .await;
     let mut request = ask("write");
     request.extra.insert("stream".into(), json!(false));
-    let response = collect(backend_for(&mock).stream(request).await.unwrap())
+    let response = collect(backend_for(&mock).stream(&request).await.unwrap())
         .await
         .unwrap();
     assert_eq!(mock.requests()[0].body["stream"], json!(false));
@@ -305,7 +305,7 @@ async fn invalid_tool_arguments_are_refused_before_anything_is_sent() {
         }],
         tool_call_id: None,
     });
-    let err = backend_for(&mock).stream(request).await.err().unwrap();
+    let err = backend_for(&mock).stream(&request).await.err().unwrap();
     assert!(matches!(err, LlmError::NotConfigured(_)), "{err:?}");
     assert!(err.to_string().contains("toolu_bad"), "{err}");
     assert!(mock.requests().is_empty(), "garbage was sent");
@@ -319,7 +319,7 @@ async fn rate_limit_is_an_http_error_with_the_anthropic_message_and_retry_after(
         retry_after_secs: Some(9),
     }])
     .await;
-    let err = backend_for(&mock).stream(ask("x")).await.err().unwrap();
+    let err = backend_for(&mock).stream(&ask("x")).await.err().unwrap();
     assert_eq!(
         err,
         LlmError::Http {
@@ -335,7 +335,7 @@ async fn rate_limit_is_an_http_error_with_the_anthropic_message_and_retry_after(
 async fn unauthorized_and_forbidden_are_auth_errors() {
     for status in [401, 403] {
         let mock = MockLlm::start(vec![MockReply::error(status, "invalid x-api-key")]).await;
-        let err = backend_for(&mock).stream(ask("x")).await.err().unwrap();
+        let err = backend_for(&mock).stream(&ask("x")).await.err().unwrap();
         assert!(matches!(err, LlmError::Auth { .. }), "{status}: {err:?}");
         assert!(err.to_string().contains("invalid x-api-key"), "{err}");
         assert!(err.to_string().contains(&status.to_string()), "{err}");
@@ -354,7 +354,7 @@ async fn an_html_error_page_becomes_a_short_http_message() {
         body_chunks: vec![page],
     }])
     .await;
-    let err = backend_for(&mock).stream(ask("x")).await.err().unwrap();
+    let err = backend_for(&mock).stream(&ask("x")).await.err().unwrap();
     let LlmError::Http {
         status, message, ..
     } = &err
@@ -374,7 +374,7 @@ async fn a_success_that_is_not_an_event_stream_is_a_protocol_error() {
         body_chunks: vec!["<html>Sign in to the proxy</html>".into()],
     }])
     .await;
-    let err = backend_for(&mock).stream(ask("x")).await.err().unwrap();
+    let err = backend_for(&mock).stream(&ask("x")).await.err().unwrap();
     assert!(matches!(err, LlmError::Protocol { .. }), "{err:?}");
     assert!(err.to_string().contains("Sign in to the proxy"), "{err}");
 }

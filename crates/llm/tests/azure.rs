@@ -25,7 +25,7 @@ fn azure_for(mock: &MockLlm, deployment: &str) -> AzureBackend {
 async fn chat_goes_to_the_deployment_path_with_api_version_and_api_key_header() {
     let mock = MockLlm::start(vec![MockReply::chunks(["Hi ", "from ", "Azure"])]).await;
     let backend = azure_for(&mock, "gpt-4o-prod");
-    let response = collect(backend.stream(ask("hello")).await.unwrap())
+    let response = collect(backend.stream(&ask("hello")).await.unwrap())
         .await
         .unwrap();
     assert_eq!(response.text, "Hi from Azure");
@@ -65,7 +65,7 @@ async fn streamed_tool_calls_are_reassembled() {
     }])
     .await;
     let backend = azure_for(&mock, "dep");
-    let response = collect(backend.stream(ask("go")).await.unwrap())
+    let response = collect(backend.stream(&ask("go")).await.unwrap())
         .await
         .unwrap();
     let calls: Vec<(&str, &str, &str)> = response
@@ -93,7 +93,7 @@ async fn streamed_tool_calls_are_reassembled() {
 async fn a_deployment_name_cannot_escape_its_path_segment() {
     let mock = MockLlm::start(vec![MockReply::text("ok")]).await;
     let backend = azure_for(&mock, "a/../b?x=1");
-    collect(backend.stream(ask("hi")).await.unwrap())
+    collect(backend.stream(&ask("hi")).await.unwrap())
         .await
         .unwrap();
     let request = &mock.requests()[0];
@@ -113,7 +113,7 @@ async fn models_is_the_deployment_and_errors_keep_their_class() {
     .await;
     let backend = azure_for(&mock, "my-deployment");
     assert_eq!(backend.models().await.unwrap(), ["my-deployment"]);
-    match backend.stream(ask("hi")).await.err() {
+    match backend.stream(&ask("hi")).await.err() {
         Some(LlmError::Auth { message, .. }) => {
             assert!(message.contains("invalid key"), "{message}")
         }

@@ -37,7 +37,7 @@ fn chats(mock: &MockLlm) -> Vec<RecordedRequest> {
 }
 
 async fn answer(backend: &CopilotBackend, text: &str) -> String {
-    collect(backend.stream(ask(text)).await.unwrap())
+    collect(backend.stream(&ask(text)).await.unwrap())
         .await
         .unwrap()
         .text
@@ -124,7 +124,7 @@ async fn a_refused_exchange_is_an_auth_error_that_says_what_to_check() {
     config.token_url = upstream.base_url.clone();
     config.request_timeout = Duration::from_secs(5);
     let backend = CopilotBackend::new(config).unwrap();
-    match backend.stream(ask("hi")).await.err() {
+    match backend.stream(&ask("hi")).await.err() {
         Some(LlmError::Auth { message, .. }) => {
             assert!(message.contains("Bad credentials"), "{message}");
             assert!(message.contains("COPILOT_GITHUB_TOKEN"), "{message}");
@@ -139,7 +139,7 @@ async fn a_refused_exchange_is_an_auth_error_that_says_what_to_check() {
 async fn a_token_rejected_by_chat_is_exchanged_again_on_the_next_request() {
     let mock = MockLlm::start(vec![MockReply::error(401, "token expired")]).await;
     let backend = CopilotBackend::new(config_for(&mock)).unwrap();
-    let err = backend.stream(ask("a")).await.err().unwrap();
+    let err = backend.stream(&ask("a")).await.err().unwrap();
     assert!(matches!(err, LlmError::Auth { .. }), "{err}");
     assert_eq!(answer(&backend, "again").await, "again");
     assert_eq!(exchanges(&mock).len(), 2);

@@ -33,7 +33,7 @@ fn http_response(status: &str, content_type: &str, body: &str) -> Vec<u8> {
 async fn chat_uses_the_openai_compatible_path_without_a_key() {
     let mock = MockLlm::start(vec![MockReply::chunks(["local ", "answer"])]).await;
     let backend = ollama_at(&format!("{}/", mock.base_url()));
-    let response = collect(backend.stream(ask("hi")).await.unwrap())
+    let response = collect(backend.stream(&ask("hi")).await.unwrap())
         .await
         .unwrap();
     assert_eq!(response.text, "local answer");

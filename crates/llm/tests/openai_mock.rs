@@ -52,7 +52,7 @@ async fn a_tool_call_with_arguments_split_across_chunks_is_reassembled() {
     .await;
     let backend = backend_for(&mock);
     let events: Vec<ChatEvent> = backend
-        .stream(ask("read it"))
+        .stream(&ask("read it"))
         .await
         .unwrap()
         .map(Result::unwrap)
@@ -99,7 +99,7 @@ async fn parallel_tool_calls_keep_their_ids_names_and_arguments_apart() {
     }])
     .await;
     let backend = backend_for(&mock);
-    let response = collect(backend.stream(ask("go")).await.unwrap())
+    let response = collect(backend.stream(&ask("go")).await.unwrap())
         .await
         .unwrap();
     let calls: Vec<(&str, &str, &str)> = response
@@ -135,7 +135,7 @@ async fn a_whole_answer_is_asked_for_unstreamed_and_keeps_its_tool_calls() {
         ],
     }])
     .await;
-    let response = backend_for(&mock).complete(ask("go")).await.unwrap();
+    let response = backend_for(&mock).complete(&ask("go")).await.unwrap();
     assert_eq!(response.text, "Reading.");
     let calls: Vec<(&str, &str, &str)> = response
         .tool_calls
@@ -171,7 +171,7 @@ async fn a_whole_answer_is_asked_for_unstreamed_and_keeps_its_tool_calls() {
 async fn multibyte_text_in_many_small_chunks_arrives_intact() {
     let chunks = ["日本", "語の", "テキ", "スト", " ✓ ", "🦀🦀", "é"];
     let mock = MockLlm::start(vec![MockReply::chunks(chunks)]).await;
-    let response = collect(backend_for(&mock).stream(ask("x")).await.unwrap())
+    let response = collect(backend_for(&mock).stream(&ask("x")).await.unwrap())
         .await
         .unwrap();
     assert_eq!(response.text, chunks.concat());
@@ -185,7 +185,7 @@ async fn rate_limit_is_an_http_error_with_message_and_retry_after() {
         retry_after_secs: Some(7),
     }])
     .await;
-    let err = backend_for(&mock).stream(ask("x")).await.err().unwrap();
+    let err = backend_for(&mock).stream(&ask("x")).await.err().unwrap();
     assert_eq!(
         err,
         LlmError::Http {
@@ -209,7 +209,7 @@ async fn an_html_error_page_becomes_a_short_message() {
         body_chunks: vec![page],
     }])
     .await;
-    let err = backend_for(&mock).stream(ask("x")).await.err().unwrap();
+    let err = backend_for(&mock).stream(&ask("x")).await.err().unwrap();
     let LlmError::Http {
         status,
         message,
@@ -228,7 +228,7 @@ async fn an_html_error_page_becomes_a_short_message() {
 #[tokio::test]
 async fn unauthorized_is_an_auth_error_with_the_upstream_message() {
     let mock = MockLlm::start(vec![MockReply::error(401, "Incorrect API key provided")]).await;
-    let err = backend_for(&mock).stream(ask("x")).await.err().unwrap();
+    let err = backend_for(&mock).stream(&ask("x")).await.err().unwrap();
     assert!(matches!(err, LlmError::Auth { .. }), "{err:?}");
     assert!(
         err.to_string().contains("Incorrect API key provided"),
@@ -244,7 +244,7 @@ async fn a_success_that_is_not_an_event_stream_is_a_protocol_error() {
         body_chunks: vec!["<html><body>Please log in to the proxy</body></html>".into()],
     }])
     .await;
-    let err = backend_for(&mock).stream(ask("x")).await.err().unwrap();
+    let err = backend_for(&mock).stream(&ask("x")).await.err().unwrap();
     assert!(matches!(err, LlmError::Protocol { .. }), "{err:?}");
     let message = err.to_string();
     assert!(message.contains("text/html"), "{message}");
@@ -326,7 +326,7 @@ async fn a_slow_stream_whose_chunks_each_come_within_the_idle_timeout_completes(
         &format!("{}/v1", mock.base_url()),
         Duration::from_millis(400),
     );
-    let response = collect(backend.stream(ask("x")).await.unwrap())
+    let response = collect(backend.stream(&ask("x")).await.unwrap())
         .await
         .unwrap();
     assert_eq!(response.text, "abcde");
@@ -342,12 +342,14 @@ async fn the_request_carries_auth_headers_model_and_passthrough_fields() {
         .extra
         .insert("response_format".into(), json!({"type": "json_object"}));
     request.temperature = Some(0.25);
-    collect(backend.stream(request).await.unwrap())
+    collect(backend.stream(&request).await.unwrap())
         .await
         .unwrap();
     let mut named = ask("again");
     named.model = Some("gpt-4o".into());
-    collect(backend.stream(named).await.unwrap()).await.unwrap();
+    collect(backend.stream(&named).await.unwrap())
+        .await
+        .unwrap();
 
     let requests = mock.requests();
     assert_eq!(requests.len(), 2);
@@ -393,7 +395,7 @@ async fn models_are_listed_from_the_models_endpoint() {
 async fn a_base_url_with_a_trailing_slash_reaches_the_same_endpoints() {
     let mock = MockLlm::start(Vec::new()).await;
     let backend = backend(&format!("{}/v1/", mock.base_url()), IDLE);
-    let response = collect(backend.stream(ask("echo me")).await.unwrap())
+    let response = collect(backend.stream(&ask("echo me")).await.unwrap())
         .await
         .unwrap();
     assert_eq!(response.text, "echo me");
@@ -426,13 +428,13 @@ async fn dropping_the_stream_mid_answer_leaves_the_backend_usable() {
     ])
     .await;
     let backend = backend_for(&mock);
-    let mut stream = backend.stream(ask("x")).await.unwrap();
+    let mut stream = backend.stream(&ask("x")).await.unwrap();
     assert_eq!(
         stream.next().await,
         Some(Ok(ChatEvent::TextDelta { text: "one".into() }))
     );
     drop(stream);
-    let response = collect(backend.stream(ask("y")).await.unwrap())
+    let response = collect(backend.stream(&ask("y")).await.unwrap())
         .await
         .unwrap();
     // Nothing of the cancelled answer leaks into the next one.
@@ -455,7 +457,7 @@ async fn a_whole_json_completion_is_replayed_as_the_same_events() {
     // A passthrough field may turn streaming off; the answer keeps its shape.
     request.extra.insert("stream".into(), json!(false));
     let events: Vec<ChatEvent> = backend_for(&mock)
-        .stream(request)
+        .stream(&request)
         .await
         .unwrap()
         .map(Result::unwrap)
@@ -497,7 +499,7 @@ async fn a_json_completion_cut_by_a_dropped_connection_is_a_protocol_error() {
     .await;
     let mut request = ask("x");
     request.extra.insert("stream".into(), json!(false));
-    let err = backend_for(&mock).stream(request).await.err().unwrap();
+    let err = backend_for(&mock).stream(&request).await.err().unwrap();
     assert!(matches!(err, LlmError::Protocol { .. }), "{err:?}");
     assert!(err.to_string().contains("cannot read the body"), "{err}");
 }
@@ -514,7 +516,7 @@ async fn an_oversized_json_answer_is_refused_not_buffered() {
         body_chunks: vec![huge],
     }])
     .await;
-    let err = backend_for(&mock).stream(ask("x")).await.err().unwrap();
+    let err = backend_for(&mock).stream(&ask("x")).await.err().unwrap();
     assert!(matches!(err, LlmError::Protocol { .. }), "{err:?}");
     let message = err.to_string();
     assert!(
@@ -531,7 +533,7 @@ async fn without_any_model_nothing_is_sent() {
         bridge_llm::OpenAiConfig::new("no-model", format!("{}/v1", mock.base_url()), "");
     config.request_timeout = Duration::from_secs(5);
     let backend = OpenAiBackend::new(config).unwrap();
-    let err = backend.stream(ask("x")).await.err().unwrap();
+    let err = backend.stream(&ask("x")).await.err().unwrap();
     assert!(matches!(err, LlmError::NotConfigured(_)), "{err:?}");
     assert!(err.to_string().contains("no default model"), "{err}");
     assert!(mock.requests().is_empty());

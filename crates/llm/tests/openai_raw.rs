@@ -34,7 +34,7 @@ async fn characters_and_line_endings_split_between_reads_are_reassembled() {
 
     let backend = backend(&upstream.base_url, IDLE);
     let events: Vec<ChatEvent> = backend
-        .stream(ask("x"))
+        .stream(&ask("x"))
         .await
         .unwrap()
         .map(Result::unwrap)
@@ -63,7 +63,7 @@ async fn dropping_the_stream_closes_the_upstream_connection() {
     )
     .await;
     let backend = backend(&upstream.base_url, IDLE);
-    let mut stream = backend.stream(ask("x")).await.unwrap();
+    let mut stream = backend.stream(&ask("x")).await.unwrap();
     assert_eq!(
         stream.next().await,
         Some(Ok(ChatEvent::TextDelta {
@@ -91,7 +91,7 @@ async fn a_retry_after_http_date_becomes_a_duration() {
     )
     .await;
     let err = backend(&upstream.base_url, IDLE)
-        .stream(ask("x"))
+        .stream(&ask("x"))
         .await
         .err()
         .unwrap();
@@ -120,7 +120,7 @@ async fn a_refused_connection_is_a_transport_error_naming_the_url() {
     drop(listener);
     let base_url = format!("http://{address}/v1");
     let err = backend(&base_url, IDLE)
-        .stream(ask("x"))
+        .stream(&ask("x"))
         .await
         .err()
         .unwrap();
@@ -138,7 +138,7 @@ async fn a_server_that_never_answers_is_a_timeout() {
     let mut config = bridge_llm::OpenAiConfig::new("slow", upstream.base_url.clone(), "m");
     config.request_timeout = Duration::from_millis(300);
     let backend = bridge_llm::OpenAiBackend::new(config).unwrap();
-    let err = backend.stream(ask("x")).await.err().unwrap();
+    let err = backend.stream(&ask("x")).await.err().unwrap();
     assert_eq!(
         err,
         LlmError::Timeout {
@@ -161,7 +161,7 @@ async fn a_finished_answer_without_done_still_completes() {
     .await;
     let response = collect(
         backend(&upstream.base_url, IDLE)
-            .stream(ask("x"))
+            .stream(&ask("x"))
             .await
             .unwrap(),
     )

@@ -28,7 +28,7 @@ async fn ten_thousand_chunks_arrive_complete_and_in_order() {
     }])
     .await;
     let items: Vec<_> = backend_for(&mock)
-        .stream(ask("a long answer"))
+        .stream(&ask("a long answer"))
         .await
         .unwrap()
         .collect()
@@ -65,7 +65,7 @@ async fn the_first_delta_is_relayed_long_before_the_upstream_finishes() {
     .await;
     let backend = backend_for(&mock);
     let started = Instant::now();
-    let mut stream = backend.stream(ask("slowly")).await.unwrap();
+    let mut stream = backend.stream(&ask("slowly")).await.unwrap();
     let mut first_delta_after = None;
     let mut received = Vec::new();
     while let Some(item) = stream.next().await {

@@ -42,7 +42,7 @@ async fn a_rate_limit_waits_for_retry_after_then_succeeds() {
     let mock = MockLlm::start(vec![rate_limited(Some(1)), MockReply::text("finally")]).await;
     let backend = retrying(&mock, config(3, 2));
     let started = Instant::now();
-    let response = collect(backend.stream(ask("hi")).await.unwrap())
+    let response = collect(backend.stream(&ask("hi")).await.unwrap())
         .await
         .unwrap();
     let elapsed = started.elapsed();
@@ -64,7 +64,7 @@ async fn unavailable_twice_then_success_is_retried_within_the_transient_budget()
     ])
     .await;
     let backend = retrying(&mock, config(3, 2));
-    let response = collect(backend.stream(ask("hi")).await.unwrap())
+    let response = collect(backend.stream(&ask("hi")).await.unwrap())
         .await
         .unwrap();
     assert_eq!(response.text, "all good");
@@ -86,7 +86,7 @@ async fn unavailable_beyond_the_transient_budget_returns_the_last_error() {
     ])
     .await;
     let backend = retrying(&mock, config(3, 2));
-    let Err(error) = backend.stream(ask("hi")).await else {
+    let Err(error) = backend.stream(&ask("hi")).await else {
         panic!("three 503s with two retries allowed must fail");
     };
     match &error {
@@ -109,7 +109,7 @@ async fn an_auth_failure_is_not_retried() {
     ])
     .await;
     let backend = retrying(&mock, config(3, 2));
-    let result = backend.stream(ask("hi")).await;
+    let result = backend.stream(&ask("hi")).await;
     assert!(
         matches!(result, Err(LlmError::Auth { .. })),
         "{:?}",
@@ -126,7 +126,7 @@ async fn a_bad_request_is_not_retried() {
     ])
     .await;
     let backend = retrying(&mock, config(3, 2));
-    let result = backend.stream(ask("hi")).await;
+    let result = backend.stream(&ask("hi")).await;
     assert!(
         matches!(result, Err(LlmError::Http { status: 400, .. })),
         "{:?}",
@@ -146,7 +146,7 @@ async fn a_failure_after_the_first_event_is_passed_through_not_retried() {
     .await;
     let backend = retrying(&mock, config(3, 2));
     let items: Vec<Result<ChatEvent, LlmError>> =
-        backend.stream(ask("hi")).await.unwrap().collect().await;
+        backend.stream(&ask("hi")).await.unwrap().collect().await;
     assert_eq!(texts(&items), ["Hel", "lo"]);
     assert!(
         matches!(items.last(), Some(Err(_))),
@@ -159,7 +159,7 @@ async fn a_failure_after_the_first_event_is_passed_through_not_retried() {
 async fn no_retry_when_the_rate_limit_budget_is_zero() {
     let mock = MockLlm::start(vec![rate_limited(None), MockReply::text("never asked for")]).await;
     let backend = retrying(&mock, config(0, 2));
-    let result = backend.stream(ask("hi")).await;
+    let result = backend.stream(&ask("hi")).await;
     assert!(
         matches!(result, Err(LlmError::Http { status: 429, .. })),
         "{:?}",
@@ -173,7 +173,7 @@ async fn a_retry_after_over_the_cap_fails_at_once() {
     let mock = MockLlm::start(vec![rate_limited(Some(30)), MockReply::text("never")]).await;
     let backend = retrying(&mock, config(3, 2));
     let started = Instant::now();
-    let result = backend.stream(ask("hi")).await;
+    let result = backend.stream(&ask("hi")).await;
     assert!(started.elapsed() < Duration::from_secs(1));
     match result {
         Err(LlmError::Http {
@@ -193,7 +193,7 @@ async fn a_retry_after_over_the_cap_fails_at_once() {
 async fn dropping_the_request_while_waiting_stops_retrying() {
     let mock = MockLlm::start(vec![rate_limited(Some(1)), MockReply::text("never")]).await;
     let backend = retrying(&mock, config(3, 2));
-    let waited = tokio::time::timeout(Duration::from_millis(300), backend.stream(ask("hi"))).await;
+    let waited = tokio::time::timeout(Duration::from_millis(300), backend.stream(&ask("hi"))).await;
     assert!(waited.is_err(), "the retry must still be waiting");
     // Past the moment the retry would have been sent.
     tokio::time::sleep(Duration::from_millis(1200)).await;
@@ -209,7 +209,7 @@ async fn an_unreachable_upstream_is_retried_then_reported() {
     let inner = backend(&format!("http://{address}/v1"), Duration::from_secs(5));
     let backend = RetryingBackend::new(inner, config(3, 2));
     let started = Instant::now();
-    let result = backend.stream(ask("hi")).await;
+    let result = backend.stream(&ask("hi")).await;
     assert!(
         matches!(result, Err(LlmError::Transport { .. })),
         "{:?}",

@@ -274,7 +274,7 @@ async fn explicit_azure_routes_by_deployment_with_the_default_api_version() {
         messages: vec![bridge_llm::Message::text(bridge_llm::Role::User, "hello")],
         ..Default::default()
     };
-    let answer = bridge_llm::collect(selected.backend.stream(request).await.unwrap())
+    let answer = bridge_llm::collect(selected.backend.stream(&request).await.unwrap())
         .await
         .unwrap();
     assert_eq!(answer.text, "hello");

@@ -36,7 +36,7 @@ pub async fn all_items(
     backend: &OpenAiBackend,
     request: ChatRequest,
 ) -> Vec<Result<ChatEvent, LlmError>> {
-    let stream = backend.stream(request).await.unwrap();
+    let stream = backend.stream(&request).await.unwrap();
     stream.collect().await
 }
 

@@ -372,7 +372,7 @@ impl ChatBackend for Unavailable {
         &self.name
     }
 
-    async fn stream(&self, _request: ChatRequest) -> Result<ChatStream, LlmError> {
+    async fn stream(&self, _request: &ChatRequest) -> Result<ChatStream, LlmError> {
         Err(LlmError::NotConfigured(self.reason.clone()))
     }
 

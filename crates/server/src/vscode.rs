@@ -130,14 +130,14 @@ impl ChatBackend for VscodeBackend {
         BACKEND_NAME
     }
 
-    async fn stream(&self, request: ChatRequest) -> Result<ChatStream, LlmError> {
+    async fn stream(&self, request: &ChatRequest) -> Result<ChatStream, LlmError> {
         let model = match request.model.clone().or_else(|| self.first_offered()) {
             Some(model) => model,
             None => return Err(unavailable(&ChatUnavailable::NoProvider)),
         };
         let mut exchange = self
             .gateway
-            .chat(wire_request(model, &request))
+            .chat(wire_request(model, request))
             .map_err(|err| unavailable(&err))?;
         // The facade answers its client's head once the backend answered;
         // a refusal (no consent, unknown model) must still be an HTTP error.

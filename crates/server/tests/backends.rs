@@ -50,7 +50,7 @@ async fn ask(daemon: &TestDaemon, model: Option<&str>) -> (String, Option<String
         messages: vec![Message::text(Role::User, "ping")],
         ..ChatRequest::default()
     };
-    let answer = collect(route.entry.backend.stream(request).await.unwrap())
+    let answer = collect(route.entry.backend.stream(&request).await.unwrap())
         .await
         .unwrap();
     assert_eq!(answer.text, "ping", "the mock echoes");

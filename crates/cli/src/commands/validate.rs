@@ -86,7 +86,7 @@ async fn ping(selected: &Selected) -> PingReport {
         ..ChatRequest::default()
     };
     let started = Instant::now();
-    let answer = async { collect(backend.stream(request).await?).await };
+    let answer = async { collect(backend.stream(&request).await?).await };
     let chat = match tokio::time::timeout(PING_TIMEOUT, answer).await {
         Ok(Ok(_)) => Ok(started.elapsed()),
         Ok(Err(err)) => Err(err),

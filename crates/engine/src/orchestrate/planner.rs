@@ -159,7 +159,7 @@ impl Planner {
         };
         let response = self
             .backend
-            .complete(request)
+            .complete(&request)
             .await
             .map_err(|err| err.to_string())?;
         usage.requests += 1;

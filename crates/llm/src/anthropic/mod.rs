@@ -121,12 +121,12 @@ impl AnthropicBackend {
     /// One answer from `/v1/messages`, streamed or asked for whole.
     async fn answer(
         &self,
-        request: ChatRequest,
+        request: &ChatRequest,
         delivery: Delivery,
     ) -> Result<ChatStream, LlmError> {
         let model = model_for(&self.name, request.model.as_ref(), &self.default_model)?;
         let url = &self.messages_url;
-        let body = wire::request_body(&request, &model, self.max_tokens, &self.name, delivery)?;
+        let body = wire::request_body(request, &model, self.max_tokens, &self.name, delivery)?;
         tracing::debug!(backend = %self.name, %url, %model, ?delivery, "anthropic message");
         let mut headers = self.headers.clone();
         headers.insert(ACCEPT, delivery.accept());
@@ -172,11 +172,11 @@ impl ChatBackend for AnthropicBackend {
         &self.name
     }
 
-    async fn stream(&self, request: ChatRequest) -> Result<ChatStream, LlmError> {
+    async fn stream(&self, request: &ChatRequest) -> Result<ChatStream, LlmError> {
         self.answer(request, Delivery::Streamed).await
     }
 
-    async fn complete(&self, request: ChatRequest) -> Result<ChatResponse, LlmError> {
+    async fn complete(&self, request: &ChatRequest) -> Result<ChatResponse, LlmError> {
         collect(self.answer(request, Delivery::Whole).await?).await
     }
 

@@ -260,13 +260,13 @@ impl ChatBackend for CopilotBackend {
         self.inner.name()
     }
 
-    async fn stream(&self, request: ChatRequest) -> Result<ChatStream, LlmError> {
+    async fn stream(&self, request: &ChatRequest) -> Result<ChatStream, LlmError> {
         let (headers, url) = self.chat_endpoint().await?;
         let result = self.inner.stream_at(request, &url, &headers).await;
         self.forget_token_on_auth_error(result).await
     }
 
-    async fn complete(&self, request: ChatRequest) -> Result<ChatResponse, LlmError> {
+    async fn complete(&self, request: &ChatRequest) -> Result<ChatResponse, LlmError> {
         let (headers, url) = self.chat_endpoint().await?;
         let result = self.inner.complete_at(request, &url, &headers).await;
         self.forget_token_on_auth_error(result).await

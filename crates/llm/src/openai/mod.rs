@@ -137,12 +137,12 @@ impl ChatBackend for OpenAiBackend {
         &self.name
     }
 
-    async fn stream(&self, request: ChatRequest) -> Result<ChatStream, LlmError> {
+    async fn stream(&self, request: &ChatRequest) -> Result<ChatStream, LlmError> {
         self.stream_at(request, &self.chat_url, &HeaderMap::new())
             .await
     }
 
-    async fn complete(&self, request: ChatRequest) -> Result<ChatResponse, LlmError> {
+    async fn complete(&self, request: &ChatRequest) -> Result<ChatResponse, LlmError> {
         self.complete_at(request, &self.chat_url, &HeaderMap::new())
             .await
     }
@@ -161,7 +161,7 @@ impl OpenAiBackend {
     /// overriding) the configured ones.
     pub(crate) async fn stream_at(
         &self,
-        request: ChatRequest,
+        request: &ChatRequest,
         url: &reqwest::Url,
         headers: &HeaderMap,
     ) -> Result<ChatStream, LlmError> {
@@ -172,7 +172,7 @@ impl OpenAiBackend {
     /// One whole chat completion from `url`, asked for unstreamed.
     pub(crate) async fn complete_at(
         &self,
-        request: ChatRequest,
+        request: &ChatRequest,
         url: &reqwest::Url,
         headers: &HeaderMap,
     ) -> Result<ChatResponse, LlmError> {
@@ -185,7 +185,7 @@ impl OpenAiBackend {
 
     async fn answer_at(
         &self,
-        request: ChatRequest,
+        request: &ChatRequest,
         url: &reqwest::Url,
         headers: &HeaderMap,
         delivery: Delivery,

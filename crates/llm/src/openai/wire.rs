@@ -1,7 +1,10 @@
 //! The OpenAI chat-completions wire format: the request body we send and the
 //! streamed chunks we read.
 
-use serde::Deserialize;
+use std::collections::BTreeMap;
+
+use serde::ser::{SerializeMap, Serializer};
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
 use crate::http::Delivery;
@@ -11,27 +14,31 @@ use crate::{ChatRequest, Message, Role};
 /// usage included, or asked for whole (`delivery`). Fields of `request.extra` are merged in last and
 /// unchanged, so a caller can pass anything this crate does not model
 /// (`top_p`, `seed`, `response_format`, …) — and deliberately override ours.
-pub(crate) fn request_body(request: ChatRequest, model: &str, delivery: Delivery) -> Value {
+pub(crate) fn request_body<'a>(
+    request: &'a ChatRequest,
+    model: &str,
+    delivery: Delivery,
+) -> RequestBody<'a> {
     let ChatRequest {
         messages,
         tools,
         temperature,
         max_tokens,
         stop,
-        mut extra,
+        extra,
         ..
     } = request;
-    let mut body = Map::new();
-    body.insert("model".into(), json!(model));
+    let mut own = Map::new();
+    own.insert("model".into(), json!(model));
     // What `extra` replaces is not built only to be thrown away: a client's
     // own `messages` can be most of the request.
-    let messages = extra
-        .remove("messages")
-        .unwrap_or_else(|| Value::Array(messages.iter().map(message).collect()));
-    body.insert("messages".into(), messages);
-    if let Some(tools) = extra.remove("tools") {
-        body.insert("tools".into(), tools);
-    } else if !tools.is_empty() {
+    if !extra.contains_key("messages") {
+        own.insert(
+            "messages".into(),
+            Value::Array(messages.iter().map(message).collect()),
+        );
+    }
+    if !extra.contains_key("tools") && !tools.is_empty() {
         let tools = tools
             .iter()
             .map(|tool| {
@@ -45,23 +52,44 @@ pub(crate) fn request_body(request: ChatRequest, model: &str, delivery: Delivery
                 })
             })
             .collect();
-        body.insert("tools".into(), Value::Array(tools));
+        own.insert("tools".into(), Value::Array(tools));
     }
     if let Some(temperature) = temperature {
-        body.insert("temperature".into(), json!(temperature));
+        own.insert("temperature".into(), json!(temperature));
     }
     if let Some(max_tokens) = max_tokens {
-        body.insert("max_tokens".into(), json!(max_tokens));
+        own.insert("max_tokens".into(), json!(max_tokens));
     }
     if !stop.is_empty() {
-        body.insert("stop".into(), json!(stop));
+        own.insert("stop".into(), json!(stop));
     }
-    body.insert("stream".into(), Value::Bool(delivery.is_streamed()));
+    own.insert("stream".into(), Value::Bool(delivery.is_streamed()));
     if delivery.is_streamed() {
-        body.insert("stream_options".into(), json!({ "include_usage": true }));
+        own.insert("stream_options".into(), json!({ "include_usage": true }));
     }
-    body.extend(extra);
-    Value::Object(body)
+    RequestBody { own, extra }
+}
+
+/// A request body: our fields, then the request's `extra` (which wins),
+/// written straight from the request rather than copied into one tree.
+pub(crate) struct RequestBody<'a> {
+    own: Map<String, Value>,
+    extra: &'a BTreeMap<String, Value>,
+}
+
+impl Serialize for RequestBody<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(None)?;
+        for (key, value) in &self.own {
+            if !self.extra.contains_key(key) {
+                map.serialize_entry(key, value)?;
+            }
+        }
+        for (key, value) in self.extra {
+            map.serialize_entry(key, value)?;
+        }
+        map.end()
+    }
 }
 
 fn message(message: &Message) -> Value {
@@ -217,10 +245,12 @@ pub(crate) struct ModelEntry {
 
 #[cfg(test)]
 mod tests {
-    use std::collections::BTreeMap;
-
     use super::*;
     use crate::{ToolCall, ToolDefinition};
+
+    fn body(request: &ChatRequest, model: &str, delivery: Delivery) -> Value {
+        serde_json::to_value(request_body(request, model, delivery)).unwrap()
+    }
 
     fn conversation() -> ChatRequest {
         ChatRequest {
@@ -255,7 +285,7 @@ mod tests {
 
     #[test]
     fn maps_messages_tools_and_sampling_fields() {
-        let body = request_body(conversation(), "gpt-test", Delivery::Streamed);
+        let body = body(&conversation(), "gpt-test", Delivery::Streamed);
         assert_eq!(
             body,
             json!({
@@ -292,7 +322,7 @@ mod tests {
         request
             .extra
             .insert("response_format".into(), json!({"type": "json_object"}));
-        let body = request_body(request, "m", Delivery::Streamed);
+        let body = body(&request, "m", Delivery::Streamed);
         let object = body.as_object().unwrap();
         for absent in ["tools", "temperature", "max_tokens", "stop"] {
             assert!(!object.contains_key(absent), "{absent} sent: {body}");
@@ -304,7 +334,7 @@ mod tests {
 
     #[test]
     fn a_whole_answer_is_asked_for_unstreamed_without_stream_options() {
-        let body = request_body(conversation(), "m", Delivery::Whole);
+        let body = body(&conversation(), "m", Delivery::Whole);
         assert_eq!(body["stream"], json!(false));
         assert!(body.get("stream_options").is_none(), "{body}");
     }

@@ -454,7 +454,7 @@ impl Backends {
         clock: &mut Overhead,
         note: &RequestNote,
     ) -> Result<bridge_llm::ChatResponse, FacadeError> {
-        let answered = clock.upstream(entry.backend.complete(request)).await;
+        let answered = clock.upstream(entry.backend.complete(&request)).await;
         let whole = answered.map_err(|err| self.failure(entry, &err))?;
         self.record(&entry.name, Availability::Ok);
         if let Some(usage) = whole.usage {
@@ -471,7 +471,7 @@ impl Backends {
         request: bridge_llm::ChatRequest,
         clock: &mut Overhead,
     ) -> Result<bridge_llm::ChatStream, FacadeError> {
-        let started = clock.upstream(entry.backend.stream(request)).await;
+        let started = clock.upstream(entry.backend.stream(&request)).await;
         let events = started.map_err(|err| self.failure(entry, &err))?;
         self.record(&entry.name, Availability::Ok);
         Ok(events)

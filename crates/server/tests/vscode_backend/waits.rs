@@ -65,7 +65,7 @@ async fn an_editor_that_goes_quiet_times_out_and_is_told_to_stop() {
 
     // No first part: a timeout (504 at the facade), and the editor is told.
     let started = std::time::Instant::now();
-    let error = backend.stream(request.clone()).await.err().unwrap();
+    let error = backend.stream(&request).await.err().unwrap();
     assert!(matches!(error, LlmError::Timeout { .. }), "{error}");
     assert!(started.elapsed() < Duration::from_secs(3));
     let sent = next_chat_message(&mut local).await;
@@ -84,7 +84,7 @@ async fn an_editor_that_goes_quiet_times_out_and_is_told_to_stop() {
         let cancel = next_chat_message(&mut local).await;
         (sent, cancel)
     });
-    let mut stream = backend.stream(request).await.unwrap();
+    let mut stream = backend.stream(&request).await.unwrap();
     assert_eq!(
         stream.next().await.unwrap().unwrap(),
         ChatEvent::TextDelta {
@@ -128,7 +128,7 @@ async fn an_answer_nobody_reads_is_cancelled_not_buffered_without_bound() {
         (sent, next_chat_message(&mut local).await)
     });
     // The first part answers the head; nothing more is read meanwhile.
-    let mut stream = backend.stream(request).await.unwrap();
+    let mut stream = backend.stream(&request).await.unwrap();
     let (sent, cancel) = flooding.await.unwrap();
     assert_eq!(cancel, json!({"type": "chat.cancel", "id": sent["id"]}));
     let mut received = 0;

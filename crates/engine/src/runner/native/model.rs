@@ -33,7 +33,7 @@ pub(super) async fn ask(
 ) -> Result<Answer, RunFailure> {
     let mut retries_made = 0;
     loop {
-        let failed = match stream_answer(cx, request.clone()).await {
+        let failed = match stream_answer(cx, request).await {
             Ok(answer) => return Ok(answer),
             Err(failed) => failed,
         };
@@ -88,7 +88,7 @@ fn answer_error_class(failed: &Failed) -> ErrorClass {
     }
 }
 
-async fn stream_answer(cx: &LoopContext<'_>, request: ChatRequest) -> Result<Answer, Failed> {
+async fn stream_answer(cx: &LoopContext<'_>, request: &ChatRequest) -> Result<Answer, Failed> {
     let mut stream = cx.backend.stream(request).await.map_err(|error| Failed {
         error,
         after_start: false,

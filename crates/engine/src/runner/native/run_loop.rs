@@ -47,7 +47,7 @@ pub(super) async fn drive(
     runner: &NativeRunner,
     session: Arc<Session>,
     request: RunRequest,
-    mut messages: Vec<Message>,
+    messages: Vec<Message>,
     context: RunContext,
 ) -> RunReport {
     let started = Instant::now();
@@ -60,13 +60,7 @@ pub(super) async fn drive(
     let model = request.model.clone().or_else(|| session.model());
     let mut progress = Progress::default();
     let ending = {
-        let work = run_turns(
-            &cx,
-            &request,
-            model.as_deref(),
-            &mut messages,
-            &mut progress,
-        );
+        let work = run_turns(&cx, &request, model.as_deref(), messages, &mut progress);
         let deadline = async {
             match request.timeout {
                 Some(limit) => tokio::time::sleep(limit).await,
@@ -128,7 +122,7 @@ async fn run_turns(
     cx: &LoopContext<'_>,
     request: &RunRequest,
     model: Option<&str>,
-    messages: &mut Vec<Message>,
+    mut messages: Vec<Message>,
     progress: &mut Progress,
 ) -> Result<String, RunFailure> {
     let prompt = submit_prompt(
@@ -148,13 +142,17 @@ async fn run_turns(
         .journal
         .append(types::USER_MESSAGE, types::user_message(&prompt.text), None);
     messages.push(Message::text(Role::User, prompt.text));
+    // One request for the whole run: the conversation is the request's own
+    // messages, grown in place, and each turn lends it to the backend, so a
+    // turn costs the same however long the task has run.
+    let system = Message::text(Role::System, system_prompt(cx.session).await);
+    messages.insert(0, system);
     let mut chat = ChatRequest {
         model: model.map(str::to_owned),
-        messages: Vec::new(),
+        messages,
         tools: tool_definitions(cx.session),
         ..ChatRequest::default()
     };
-    let system = system_prompt(cx.session).await;
     let mut invalid_answers = 0;
     let mut parent = prompt_id;
     for turn in 1..=request.max_turns {
@@ -164,10 +162,6 @@ async fn run_turns(
             json!({"turn": turn}),
             parent.as_deref(),
         );
-        chat.messages.clear();
-        chat.messages
-            .push(Message::text(Role::System, system.clone()));
-        chat.messages.extend(messages.iter().cloned());
         let answer = ask(cx, &chat, turn_id.as_deref()).await?;
         if let Some(usage) = answer.usage {
             progress.usage.prompt_tokens += usage.prompt_tokens;
@@ -185,7 +179,7 @@ async fn run_turns(
         );
         let message_id = record_answer(cx, &answer, turn_id.as_deref());
         progress.last_text.clone_from(&answer.text);
-        messages.push(Message {
+        chat.messages.push(Message {
             role: Role::Assistant,
             content: (!answer.text.is_empty()).then(|| answer.text.clone()),
             tool_calls: answer.tool_calls.clone(),
@@ -208,7 +202,8 @@ async fn run_turns(
         let executed = run_calls(cx, &answer.tool_calls, message_id.as_deref()).await;
         let all_invalid = executed.iter().all(|e| e.invalid_arguments);
         for result in executed {
-            messages.push(Message::tool_result(result.call_id, result.content));
+            chat.messages
+                .push(Message::tool_result(result.call_id, result.content));
             progress.tool_calls.push(result.record);
         }
         cx.journal.append(
