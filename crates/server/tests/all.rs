@@ -17,6 +17,7 @@ mod one_decision;
 mod openclaw_tools;
 mod orchestrate_rpc;
 mod rpc_bad_input;
+mod rpc_websocket;
 mod slow_and_large;
 mod support;
 mod swap_race;

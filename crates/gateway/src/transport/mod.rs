@@ -5,6 +5,8 @@
 pub mod local;
 pub(crate) mod ws;
 
+pub use ws::READ_BUFFER_BYTES;
+
 use bridge_protocol::provider::{
     ParseError, ProviderMessage, ToolResult, parse_provider_message, peek_type,
 };

@@ -41,11 +41,13 @@ async fn upgrade(
         .on_upgrade(move |socket| serve(gw, socket, peer))
 }
 
-/// tungstenite zero-fills this much of its read buffer before every read
-/// attempt, including the ones that find nothing (its default, 128 KiB,
-/// made that memset the largest single cost of a small tool call). Large
-/// frames still arrive whole: the buffer grows to the frame being read.
-const READ_BUFFER_BYTES: usize = 16 * 1024;
+/// The read buffer of the daemon's WebSocket connections (the gateway's
+/// and `/rpc`'s). tungstenite zero-fills this much of its read buffer
+/// before every read attempt, including the ones that find nothing (its
+/// default, 128 KiB, made that memset the largest single cost of a small
+/// tool call). Large frames still arrive whole: the buffer grows to the
+/// frame being read.
+pub const READ_BUFFER_BYTES: usize = 16 * 1024;
 
 /// Who is connecting, for logs and the pairing prompt: the browser origin
 /// when there is one.

@@ -90,10 +90,10 @@ async fn too_large(mut rest: BodyDataStream, limit: usize) -> Response {
 }
 
 pub(crate) fn json_response(status: StatusCode, value: &Value) -> Response {
-    (
-        status,
-        [(header::CONTENT_TYPE, "application/json")],
-        value.to_string(),
-    )
-        .into_response()
+    json_text_response(status, value.to_string())
+}
+
+/// A JSON body already serialized.
+pub(crate) fn json_text_response(status: StatusCode, json: String) -> Response {
+    (status, [(header::CONTENT_TYPE, "application/json")], json).into_response()
 }

@@ -22,6 +22,7 @@ use bridge_protocol::jsonrpc::{
 };
 use futures::FutureExt;
 use futures::future::BoxFuture;
+use serde::Serialize;
 use serde_json::{Map, Value};
 
 pub use params::Params;
@@ -103,37 +104,45 @@ impl RpcState {
         &self.ctx
     }
 
-    /// Answers one payload: a request, a notification or a batch. `None`
-    /// when nothing is to be sent back (notifications only).
-    pub async fn handle_text(&self, text: &str) -> Option<Value> {
-        match serde_json::from_str::<Value>(text) {
-            Ok(value) => self.handle_value(value).await,
-            Err(err) => Some(failure(None, PARSE_ERROR, format!("parse error: {err}"))),
-        }
+    /// Answers one payload (a request, a notification or a batch) with the
+    /// answer's JSON text. `None` when nothing is to be sent back
+    /// (notifications only).
+    pub async fn handle_text(&self, text: &str) -> Option<String> {
+        let answer = match serde_json::from_str::<Value>(text) {
+            Ok(value) => self.handle_value(value).await?,
+            Err(err) => Answer::One(failure_response(
+                None,
+                PARSE_ERROR,
+                format!("parse error: {err}"),
+            )),
+        };
+        // Responses hold only JSON values and strings: serializing them
+        // cannot fail.
+        Some(serde_json::to_string(&answer).unwrap_or_default())
     }
 
-    pub async fn handle_value(&self, value: Value) -> Option<Value> {
+    async fn handle_value(&self, value: Value) -> Option<Answer> {
         match value {
-            Value::Array(batch) if batch.is_empty() => Some(failure(
+            Value::Array(batch) if batch.is_empty() => Some(Answer::One(failure_response(
                 None,
                 INVALID_REQUEST,
                 "invalid request: an empty batch",
-            )),
+            ))),
             Value::Array(batch) => {
                 let answers =
                     futures::future::join_all(batch.into_iter().map(|item| self.handle_one(item)))
                         .await;
-                let answers: Vec<Value> = answers.into_iter().flatten().collect();
-                (!answers.is_empty()).then_some(Value::Array(answers))
+                let answers: Vec<Response> = answers.into_iter().flatten().collect();
+                (!answers.is_empty()).then_some(Answer::Batch(answers))
             }
-            single => self.handle_one(single).await,
+            single => self.handle_one(single).await.map(Answer::One),
         }
     }
 
-    async fn handle_one(&self, value: Value) -> Option<Value> {
+    async fn handle_one(&self, value: Value) -> Option<Response> {
         let request = match Envelope::read(value) {
             Ok(request) => request,
-            Err((id, message)) => return Some(failure(id, INVALID_REQUEST, message)),
+            Err((id, message)) => return Some(failure_response(id, INVALID_REQUEST, message)),
         };
         let Some(handler) = self.methods.get(&request.method) else {
             let message = format!(
@@ -143,7 +152,7 @@ impl RpcState {
             );
             return request
                 .respond
-                .then(|| failure(request.id, METHOD_NOT_FOUND, message));
+                .then(|| failure_response(request.id, METHOD_NOT_FOUND, message));
         };
         let call = handler(self.ctx.clone(), request.params);
         // A bug in one method must not take the connection (and the other
@@ -161,17 +170,27 @@ impl RpcState {
         if !request.respond {
             return None;
         }
-        let response = match outcome {
+        Some(match outcome {
             Ok(result) => Response::success(request.id, result),
             Err(error) => Response::failure(request.id, error),
-        };
-        Some(serde_json::to_value(response).unwrap_or(Value::Null))
+        })
     }
 }
 
+/// What one payload is answered with: one response, or a batch's.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum Answer {
+    One(Response),
+    Batch(Vec<Response>),
+}
+
+fn failure_response(id: Option<Id>, code: i64, message: impl Into<String>) -> Response {
+    Response::failure(id, ErrorObject::new(code, message))
+}
+
 pub(crate) fn failure(id: Option<Id>, code: i64, message: impl Into<String>) -> Value {
-    let response = Response::failure(id, ErrorObject::new(code, message));
-    serde_json::to_value(response).unwrap_or(Value::Null)
+    serde_json::to_value(failure_response(id, code, message)).unwrap_or(Value::Null)
 }
 
 /// A request as read off the wire, checked against JSON-RPC 2.0.

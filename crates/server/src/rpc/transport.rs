@@ -4,7 +4,6 @@
 //! next request, and survives any garbage a client sends.
 
 use std::collections::HashMap;
-use std::sync::Arc;
 use std::time::Duration;
 
 use axum::body::Body;
@@ -13,11 +12,11 @@ use axum::extract::{Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use bridge_protocol::jsonrpc::PARSE_ERROR;
+use futures::stream::{FuturesUnordered, SplitSink};
 use futures::{SinkExt, StreamExt};
-use tokio::sync::{Semaphore, mpsc};
-use tokio::task::JoinSet;
+use tokio::sync::mpsc;
 
-use super::body::{json_response, read_bounded};
+use super::body::{json_response, json_text_response, read_bounded};
 use super::{RpcState, failure};
 use crate::guard::{presented_token, unauthorized};
 
@@ -48,7 +47,7 @@ pub async fn http_post(State(state): State<RpcState>, headers: HeaderMap, body: 
         );
     };
     match state.handle_text(text).await {
-        Some(answer) => json_response(StatusCode::OK, &answer),
+        Some(answer) => json_text_response(StatusCode::OK, answer),
         None => StatusCode::NO_CONTENT.into_response(),
     }
 }
@@ -64,29 +63,32 @@ pub async fn websocket(
     }
     ws.max_message_size(MAX_REQUEST_BYTES)
         .max_frame_size(MAX_REQUEST_BYTES)
+        .read_buffer_size(bridge_gateway::transport::READ_BUFFER_BYTES)
         .on_upgrade(move |socket| serve(state, socket))
 }
 
+/// Serves one WebSocket connection on its own task: requests in flight are
+/// futures polled here (not tasks of their own, so an answer does not
+/// cross to another worker thread and back), and their answers go to a
+/// writer that sends everything ready with one flush.
 async fn serve(state: RpcState, socket: WebSocket) {
-    let (mut sink, mut stream) = socket.split();
-    let (tx, mut rx) = mpsc::channel::<Message>(OUTBOUND_QUEUE);
-    let writer = tokio::spawn(async move {
-        while let Some(message) = rx.recv().await {
-            let closing = matches!(message, Message::Close(_));
-            if sink.send(message).await.is_err() || closing {
-                break;
-            }
-        }
-        let _ = sink.close().await;
-    });
-    let limit = Arc::new(Semaphore::new(MAX_IN_FLIGHT_PER_CONNECTION));
-    let mut in_flight = JoinSet::new();
+    let (sink, mut stream) = socket.split();
+    let (tx, rx) = mpsc::channel::<Message>(OUTBOUND_QUEUE);
+    let writer = tokio::spawn(write_batched(sink, rx));
+    let mut in_flight = FuturesUnordered::new();
     let shutdown = state.ctx().shutdown.clone();
     loop {
         tokio::select! {
-            frame = stream.next() => {
+            Some(answer) = in_flight.next(), if !in_flight.is_empty() => {
+                if let Some(answer) = answer
+                    && tx.send(Message::Text(answer)).await.is_err()
+                {
+                    break;
+                }
+            }
+            frame = stream.next(), if in_flight.len() < MAX_IN_FLIGHT_PER_CONNECTION => {
                 let text = match frame {
-                    Some(Ok(Message::Text(text))) => text.to_string(),
+                    Some(Ok(Message::Text(text))) => text,
                     Some(Ok(Message::Binary(_))) => {
                         let answer = failure(None, PARSE_ERROR, "parse error: send JSON-RPC as text frames, not binary");
                         if tx.send(Message::Text(answer.to_string().into())).await.is_err() {
@@ -101,17 +103,11 @@ async fn serve(state: RpcState, socket: WebSocket) {
                         break;
                     }
                 };
-                let Ok(permit) = limit.clone().acquire_owned().await else { break };
                 let state = state.clone();
-                let tx = tx.clone();
-                in_flight.spawn(async move {
-                    if let Some(answer) = state.handle_text(&text).await {
-                        let _ = tx.send(Message::Text(answer.to_string().into())).await;
-                    }
-                    drop(permit);
+                in_flight.push(async move {
+                    state.handle_text(text.as_str()).await.map(Into::into)
                 });
             }
-            Some(_) = in_flight.join_next(), if !in_flight.is_empty() => {}
             () = shutdown.cancelled() => {
                 let _ = tx.send(Message::Close(Some(CloseFrame {
                     code: axum::extract::ws::close_code::AWAY,
@@ -123,7 +119,31 @@ async fn serve(state: RpcState, socket: WebSocket) {
     }
     // The client left (or the daemon is stopping): nobody will read the
     // answers, and dropping a tool call's future cancels it.
-    in_flight.abort_all();
+    drop(in_flight);
     drop(tx);
     let _ = tokio::time::timeout(Duration::from_secs(2), writer).await;
+}
+
+/// Sends answers in order until a close frame or the end of the queue:
+/// everything already queued is fed before one flush, so answers that are
+/// ready together cost one write.
+async fn write_batched(mut sink: SplitSink<WebSocket, Message>, mut rx: mpsc::Receiver<Message>) {
+    while let Some(first) = rx.recv().await {
+        let mut next = Some(first);
+        while let Some(message) = next.take() {
+            let closing = matches!(message, Message::Close(_));
+            if sink.feed(message).await.is_err() {
+                return;
+            }
+            if closing {
+                let _ = sink.flush().await;
+                return;
+            }
+            next = rx.try_recv().ok();
+        }
+        if sink.flush().await.is_err() {
+            return;
+        }
+    }
+    let _ = sink.close().await;
 }
