@@ -72,41 +72,42 @@ impl ToolHandler for GroupToolHandler {
         }
     }
 
-    async fn call(&self, invocation: ToolInvocation) -> Result<Value, ToolFailure> {
+    async fn call(&self, mut invocation: ToolInvocation) -> Result<Value, ToolFailure> {
         let Some(gw) = self.gw.upgrade() else {
             return Err(ToolFailure::new(
                 tool_error_code::DISCONNECTED,
                 "the gateway is shutting down",
             ));
         };
-        let mut args = invocation.args.clone();
-        let target = if self.group.is_multi() {
-            take_target(&mut args)?
-        } else {
-            None
-        };
+        let mut args = std::mem::take(&mut invocation.args);
+        let multi = self.group.is_multi();
+        let target = if multi { take_target(&mut args)? } else { None };
         let default_timeout = gw.settings.default_tool_timeout;
         let route = self
             .group
             .route(&self.tool, target.as_deref(), None, default_timeout)?;
+        // Only a group of instances has another one to retry on; the
+        // arguments are copied for that case alone.
+        let retry_args = (multi && target.is_none()).then(|| args.clone());
         let first = attempt(
             &gw,
             &self.group,
             &route,
             &invocation,
             &invocation.call_id,
-            args.clone(),
+            args,
         )
         .await;
         match first {
             Ok(value) => Ok(value),
-            Err(failed) if failed.retryable && target.is_none() => {
+            Err(failed) if failed.retryable && retry_args.is_some() => {
                 let Ok(second) =
                     self.group
                         .route(&self.tool, None, Some(&route.handle), default_timeout)
                 else {
                     return Err(failed.failure);
                 };
+                let args = retry_args.unwrap_or_default();
                 tracing::debug!(provider = %self.group.name, tool = %self.tool, "retrying a retryable failure on another instance");
                 let retry_id = format!("{}-retry", invocation.call_id);
                 attempt(&gw, &self.group, &second, &invocation, &retry_id, args)
