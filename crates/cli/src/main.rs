@@ -29,6 +29,24 @@ fn main() -> ExitCode {
     code
 }
 
+/// The daemon's async worker threads: half the CPUs, at least one; `None`
+/// leaves tokio's choice (one per CPU, or `TOKIO_WORKER_THREADS` when set).
+///
+/// Its async work is short (sockets, JSON, policy; file work runs on the
+/// blocking pool), and it shares the machine with the agents, providers and
+/// model servers it connects. Workers that have little to do wake each other
+/// to steal it, and on a busy machine each wake-up costs more than the work:
+/// with one worker instead of two on 2 CPUs, a provider tool call over
+/// `/rpc` at 10 in flight went from 0.62× to 0.96× of copilot-tap-extension's
+/// rate (docs/benchmarks.md, "Provider tool calls side by side").
+fn daemon_worker_threads() -> Option<usize> {
+    if std::env::var_os("TOKIO_WORKER_THREADS").is_some() {
+        return None;
+    }
+    let cpus = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+    Some((cpus / 2).max(1))
+}
+
 /// Writes the audit entries still queued (`bridge_policy::audit`): a log
 /// kept alive past `run` (in a leaked or static handle) is not dropped at
 /// exit, and its writer thread would die with the process.
@@ -52,10 +70,14 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
     }
     let config = cli.global.load_config()?;
     logging::init(config.log_level);
+    let mut runtime = tokio::runtime::Builder::new_multi_thread();
     if matches!(cli.command, Command::Serve(_)) {
         allocator::tune_for_daemon();
+        if let Some(workers) = daemon_worker_threads() {
+            runtime.worker_threads(workers);
+        }
     }
-    let runtime = tokio::runtime::Builder::new_multi_thread()
+    let runtime = runtime
         .enable_all()
         .build()
         .map_err(|err| Failure::internal(format!("cannot start the async runtime: {err}")))?;
