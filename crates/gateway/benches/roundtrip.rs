@@ -11,6 +11,10 @@
 //! Environment: `BENCH_SECS` (measured seconds per level, default 3),
 //! `BENCH_LEVELS` (e.g. `1,10,100`), `BENCH_AUDIT` (`off`, `on` or `both`),
 //! `BENCH_WORKERS` (tokio worker threads; default one per core).
+//!
+//! `allocs/call` counts every heap allocation of the process (gateway,
+//! caller and provider) in the measured window, divided by the calls: the
+//! bench runs on a counting wrapper of the system allocator.
 
 #![allow(clippy::print_stdout)]
 
@@ -31,6 +35,15 @@ use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 
 type BenchResult<T> = Result<T, Box<dyn Error + Send + Sync>>;
+
+#[global_allocator]
+static ALLOCATOR: &stats_alloc::StatsAlloc<std::alloc::System> = &stats_alloc::INSTRUMENTED_SYSTEM;
+
+/// Allocations (reallocations included) so far.
+fn allocations() -> usize {
+    let stats = ALLOCATOR.stats();
+    stats.allocations + stats.reallocations
+}
 
 const WARM_UP: Duration = Duration::from_millis(700);
 
@@ -61,21 +74,22 @@ fn main() -> BenchResult<()> {
         WARM_UP.as_millis()
     );
     println!(
-        "{:<10} {:>9} {:>12} {:>10} {:>10} {:>10} {:>14}",
-        "audit", "in flight", "calls/s", "p50 µs", "p99 µs", "max µs", "CPU µs/call"
+        "{:<10} {:>9} {:>12} {:>10} {:>10} {:>10} {:>14} {:>12}",
+        "audit", "in flight", "calls/s", "p50 µs", "p99 µs", "max µs", "CPU µs/call", "allocs/call"
     );
     // The floor: the same thread layout (caller on the runtime, peer on
     // its own thread) with nothing but a 100-byte TCP echo between them.
     let floor = runtime.block_on(tcp_echo_floor(Duration::from_secs_f64(secs)))?;
     println!(
-        "{:<10} {:>9} {:>12.0} {:>10.1} {:>10.1} {:>10.1} {:>14.1}",
+        "{:<10} {:>9} {:>12.0} {:>10.1} {:>10.1} {:>10.1} {:>14.1} {:>12.1}",
         "tcp echo",
         1,
         floor.calls_per_sec,
         floor.p50_us,
         floor.p99_us,
         floor.max_us,
-        floor.cpu_us_per_call
+        floor.cpu_us_per_call,
+        floor.allocs_per_call
     );
     for audit in audit_modes {
         runtime.block_on(async {
@@ -83,14 +97,15 @@ fn main() -> BenchResult<()> {
             for &level in &levels {
                 let report = bench.run(level, Duration::from_secs_f64(secs)).await?;
                 println!(
-                    "{:<10} {:>9} {:>12.0} {:>10.1} {:>10.1} {:>10.1} {:>14.1}",
+                    "{:<10} {:>9} {:>12.0} {:>10.1} {:>10.1} {:>10.1} {:>14.1} {:>12.1}",
                     if audit { "on" } else { "off" },
                     level,
                     report.calls_per_sec,
                     report.p50_us,
                     report.p99_us,
                     report.max_us,
-                    report.cpu_us_per_call
+                    report.cpu_us_per_call,
+                    report.allocs_per_call
                 );
             }
             bench.gateway.shutdown().await;
@@ -111,6 +126,8 @@ struct Report {
     /// call: what bounds throughput on a machine with other work, where
     /// the wall-clock figures move with the neighbours.
     cpu_us_per_call: f64,
+    /// Heap allocations of the whole process per call.
+    allocs_per_call: f64,
     calls_per_sec: f64,
     p50_us: f64,
     p99_us: f64,
@@ -119,7 +136,12 @@ struct Report {
 
 impl Report {
     /// `latencies` in nanoseconds, of the calls that ended in `window`.
-    fn from_latencies(mut latencies: Vec<u32>, window: Duration, cpu: Duration) -> Self {
+    fn from_latencies(
+        mut latencies: Vec<u32>,
+        window: Duration,
+        cpu: Duration,
+        allocated: usize,
+    ) -> Self {
         latencies.sort_unstable();
         let pick = |q: f64| {
             let index =
@@ -128,6 +150,7 @@ impl Report {
         };
         Self {
             cpu_us_per_call: cpu.as_secs_f64() * 1e6 / latencies.len().max(1) as f64,
+            allocs_per_call: allocated as f64 / latencies.len().max(1) as f64,
             calls_per_sec: latencies.len() as f64 / window.as_secs_f64(),
             p50_us: pick(0.50),
             p99_us: pick(0.99),
@@ -237,16 +260,18 @@ impl Bench {
         recording.store(true, Ordering::Relaxed);
         let started = Instant::now();
         let cpu_before = process_cpu_time();
+        let allocations_before = allocations();
         tokio::time::sleep(measure).await;
         recording.store(false, Ordering::Relaxed);
         let cpu = process_cpu_time().saturating_sub(cpu_before);
+        let allocated = allocations() - allocations_before;
         let window = started.elapsed();
         stop.store(true, Ordering::Relaxed);
         let mut all = Vec::new();
         for caller in callers {
             all.extend(caller.await??);
         }
-        Ok(Report::from_latencies(all, window, cpu))
+        Ok(Report::from_latencies(all, window, cpu, allocated))
     }
 }
 
@@ -291,6 +316,7 @@ async fn tcp_echo_floor(measure: Duration) -> BenchResult<Report> {
         stream.read_exact(&mut buffer).await?;
     }
     let cpu_before = process_cpu_time();
+    let allocations_before = allocations();
     let started = Instant::now();
     while started.elapsed() < measure {
         let sent = Instant::now();
@@ -299,8 +325,9 @@ async fn tcp_echo_floor(measure: Duration) -> BenchResult<Report> {
         latencies.push(u32::try_from(sent.elapsed().as_nanos()).unwrap_or(u32::MAX));
     }
     let cpu = process_cpu_time().saturating_sub(cpu_before);
+    let allocated = allocations() - allocations_before;
     let window = started.elapsed();
-    Ok(Report::from_latencies(latencies, window, cpu))
+    Ok(Report::from_latencies(latencies, window, cpu, allocated))
 }
 
 /// User + system CPU time of this process so far (`/proc/self/stat`, in

@@ -15,7 +15,7 @@
 //! flush (answers that arrive together are replaced together).
 
 use std::collections::HashMap;
-use std::io::BufRead;
+use std::io::{BufRead, Write};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
@@ -41,9 +41,7 @@ fn parse_options() -> Result<Options, String> {
     let mut args = std::env::args().skip(1);
     let (mut url, mut token, mut session, mut cpu_pid) = (None, None, None, None);
     while let Some(flag) = args.next() {
-        let value = args
-            .next()
-            .ok_or_else(|| format!("{flag} needs a value"))?;
+        let value = args.next().ok_or_else(|| format!("{flag} needs a value"))?;
         match flag.as_str() {
             "--url" => url = Some(value),
             "--token" => token = Some(value),
@@ -123,8 +121,8 @@ impl Driver {
         measured: Duration,
         cpu_pid: Option<u32>,
     ) -> Result<serde_json::Value, String> {
-        let mut latency = Histogram::<u64>::new_with_bounds(1, 60_000_000, 3)
-            .map_err(|err| err.to_string())?;
+        let mut latency =
+            Histogram::<u64>::new_with_bounds(1, 60_000_000, 3).map_err(|err| err.to_string())?;
         let (mut calls, mut errors) = (0u64, 0u64);
         for _ in 0..in_flight {
             let request = self.request();
@@ -218,7 +216,9 @@ async fn connect(options: &Options) -> Result<Socket, String> {
 fn parse_run(line: &str) -> Result<(usize, Duration, Duration), String> {
     let words: Vec<&str> = line.split_whitespace().collect();
     let [_, in_flight, warmup, measured] = words[..] else {
-        return Err(format!("expected `run <in-flight> <warm-up s> <measured s>`, got {line:?}"));
+        return Err(format!(
+            "expected `run <in-flight> <warm-up s> <measured s>`, got {line:?}"
+        ));
     };
     let seconds = |text: &str| {
         text.parse::<f64>()
@@ -235,6 +235,14 @@ fn parse_run(line: &str) -> Result<(usize, Duration, Duration), String> {
     Ok((in_flight, seconds(warmup)?, seconds(measured)?))
 }
 
+/// One line on stdout, flushed: the script waits for it.
+fn say(line: &str) -> Result<(), String> {
+    let mut stdout = std::io::stdout().lock();
+    writeln!(stdout, "{line}")
+        .and_then(|()| stdout.flush())
+        .map_err(|err| format!("cannot write to stdout: {err}"))
+}
+
 async fn serve(options: Options) -> Result<(), String> {
     let socket = connect(&options).await?;
     let mut driver = Driver {
@@ -243,7 +251,7 @@ async fn serve(options: Options) -> Result<(), String> {
         next_id: 0,
         sent_at: HashMap::new(),
     };
-    println!("ready");
+    say("ready")?;
     for line in std::io::stdin().lock().lines() {
         let line = line.map_err(|err| err.to_string())?;
         match line.split_whitespace().next() {
@@ -252,7 +260,7 @@ async fn serve(options: Options) -> Result<(), String> {
                 let report = driver
                     .run(in_flight, warmup, measured, options.cpu_pid)
                     .await?;
-                println!("{report}");
+                say(&report.to_string())?;
             }
             Some("quit") | None => break,
             Some(other) => return Err(format!("unknown command {other}")),
