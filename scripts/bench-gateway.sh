@@ -26,6 +26,8 @@
 #   WARMUP=1          seconds of the same load before each measured run
 #   BIN_DIR=dir       take copilot-bridge and rpc-load from dir (e.g. a build
 #                     of another commit) instead of building them
+#   DAEMON_ENV="NAME=value ..."  extra environment of the daemon, e.g.
+#                     TOKIO_WORKER_THREADS=2 (default: half the CPUs, min 1)
 #
 # Columns: calls/s; p50 and p99 latency of a call as its caller sees it (µs);
 # gateway CPU per call: user + system time of the daemon's process (A) or of
@@ -103,7 +105,7 @@ has_more_lines() { [ "$(lines_in "$1")" -gt "$2" ]; }
 
 # --- A: the daemon, its provider, its client ------------------------------
 (cd "$RUN/workspace" && exec env -i PATH="$PATH" HOME="$RUN/home" \
-  COPILOT_BRIDGE_HOME="$RUN/bridge-home" "$BIN/copilot-bridge" serve --port 0) \
+  COPILOT_BRIDGE_HOME="$RUN/bridge-home" ${DAEMON_ENV:-} "$BIN/copilot-bridge" serve --port 0) \
   >"$RUN/daemon.log" 2>&1 &
 DAEMON_PID=$!
 PIDS+=("$DAEMON_PID")
