@@ -23,6 +23,13 @@ const SUBSCRIBER_BACKLOG: usize = 4096;
 /// an unbounded buffer.
 const MAX_BATCH_EVENTS: usize = 8192;
 
+/// Batches of at most this many events are encoded and written on the
+/// writer task itself: a loop's step appends a few events at a time, and
+/// handing each such batch to the blocking pool cost more thread switches
+/// than the write (one `write(2)` of a few KiB to the page cache). Bursts
+/// go to the blocking pool.
+const INLINE_BATCH_EVENTS: usize = 16;
+
 /// What is kept of an event's `data` that would make its line longer than
 /// [`MAX_LINE_BYTES`].
 const OVERSIZED_PREVIEW_BYTES: usize = 64 * 1024;
@@ -314,7 +321,8 @@ fn replay_for_resume(path: &Path, id: &str) -> Result<(File, Replayed), LogError
 }
 
 /// The writer task: drains the queue in batches, one `write(2)` per batch
-/// done on the blocking pool, syncs on flush and close. Ends when closed or
+/// (small batches on the task itself, bursts on the blocking pool), syncs
+/// on flush and close. Ends when closed or
 /// when every [`EventLog`] clone is gone.
 async fn write_loop(
     file: Arc<File>,
@@ -346,8 +354,12 @@ async fn write_loop(
                 batch.clear();
             } else {
                 let events = std::mem::take(&mut batch);
-                let (returned, result) =
-                    write_batch(Arc::clone(&file), events, std::mem::take(&mut buffer)).await;
+                let buffer_in = std::mem::take(&mut buffer);
+                let (returned, result) = if events.len() <= INLINE_BATCH_EVENTS {
+                    encode_and_write(&file, events, buffer_in)
+                } else {
+                    write_batch(Arc::clone(&file), events, buffer_in).await
+                };
                 buffer = returned;
                 if let Err(err) = result {
                     tracing::error!(session = %session_id, path = %path.display(), error = %err,
@@ -405,19 +417,9 @@ async fn sync(file: Arc<File>, path: &Path) -> Result<(), LogError> {
 async fn write_batch(
     file: Arc<File>,
     events: Vec<LoggedEvent>,
-    mut buffer: Vec<u8>,
+    buffer: Vec<u8>,
 ) -> (Vec<u8>, std::io::Result<()>) {
-    let work = move || {
-        buffer.clear();
-        for event in events {
-            encode_line(event, &mut buffer);
-        }
-        let result = (&*file).write_all(&buffer);
-        if buffer.capacity() > 4 * MAX_LINE_BYTES {
-            buffer = Vec::new();
-        }
-        (buffer, result)
-    };
+    let work = move || encode_and_write(&file, events, buffer);
     match tokio::task::spawn_blocking(work).await {
         Ok(done) => done,
         Err(err) => (
@@ -427,6 +429,25 @@ async fn write_batch(
             ))),
         ),
     }
+}
+
+/// Serializes `events` into `buffer` and writes it with one call; returns
+/// the buffer for reuse.
+fn encode_and_write(
+    file: &File,
+    events: Vec<LoggedEvent>,
+    mut buffer: Vec<u8>,
+) -> (Vec<u8>, std::io::Result<()>) {
+    buffer.clear();
+    for event in events {
+        encode_line(event, &mut buffer);
+    }
+    let mut out = file;
+    let result = out.write_all(&buffer);
+    if buffer.capacity() > 4 * MAX_LINE_BYTES {
+        buffer = Vec::new();
+    }
+    (buffer, result)
 }
 
 /// Appends `event` as one line, secrets redacted, its data cut down if the
