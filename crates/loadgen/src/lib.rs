@@ -16,6 +16,9 @@
 //! The crate's second binary, `floor-proxy` (`src/bin/floor-proxy.rs`), is
 //! the benchmark's floor: a proxy that only forwards bytes, on the bridge's
 //! own HTTP stack.
+//! The third, `rpc-load` (`src/bin/rpc-load.rs`), is side A of
+//! `scripts/bench-gateway.sh`: N provider tool calls in flight on one `/rpc`
+//! WebSocket.
 //!
 //! It is a measuring tool: never a runtime dependency of the bridge, and it
 //! only loads servers on this machine (it refuses non-loopback targets).
