@@ -6,15 +6,10 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use bridge_testkit::ProviderClient;
-use futures::{SinkExt, StreamExt};
 use serde_json::{Value, json};
-use tokio_tungstenite::tungstenite::Message;
-use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 
 use crate::support::TestDaemon;
-
-type RpcSocket =
-    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+use crate::toolbus::Bus;
 
 /// A provider bound to the default session with one tool, `echo`.
 async fn echo_provider(daemon: &TestDaemon) -> ProviderClient {
@@ -34,47 +29,34 @@ async fn next_call(provider: &mut ProviderClient) -> Value {
     provider.expect_skipping("tool.call").await.unwrap().0
 }
 
-async fn rpc_socket(daemon: &TestDaemon) -> RpcSocket {
-    let mut request = daemon.ws_url("/rpc").into_client_request().unwrap();
-    request.headers_mut().insert(
-        "authorization",
-        format!("Bearer {}", daemon.token).parse().unwrap(),
-    );
-    tokio_tungstenite::connect_async(request).await.unwrap().0
+fn echo_call(id: u64) -> String {
+    json!({"jsonrpc": "2.0", "id": id, "method": "session.tools.call",
+           "params": {"session": "default", "name": "echo", "arguments": {"n": id}}})
+    .to_string()
 }
 
-fn echo_call(id: u64) -> Message {
-    Message::text(
-        json!({"jsonrpc": "2.0", "id": id, "method": "session.tools.call",
-               "params": {"session": "default", "name": "echo", "arguments": {"n": id}}})
-        .to_string(),
-    )
+async fn answer(provider: &mut ProviderClient, call: &Value, data: Value) {
+    provider
+        .send(json!({"type": "tool.result", "id": call["id"], "data": data}))
+        .await
+        .unwrap();
 }
 
-async fn next_json(socket: &mut RpcSocket) -> Value {
-    loop {
-        let frame = tokio::time::timeout(Duration::from_secs(10), socket.next())
-            .await
-            .expect("an answer within 10 s")
-            .expect("the socket is open")
-            .unwrap();
-        if let Message::Text(text) = frame {
-            return serde_json::from_str(text.as_str()).unwrap();
-        }
-    }
+/// The next answer on the bus: its id and its tool result.
+async fn next_result(bus: &mut Bus) -> (u64, Value) {
+    let answer = bus.recv().await;
+    let id = answer["id"].as_u64().unwrap_or_else(|| panic!("{answer}"));
+    (id, answer["result"]["result"].clone())
 }
 
 #[tokio::test]
 async fn a_hundred_calls_sent_at_once_are_all_answered_in_the_order_the_tool_finishes() {
     let daemon = TestDaemon::start().await;
     let mut provider = echo_provider(&daemon).await;
-    let mut socket = rpc_socket(&daemon).await;
+    let mut bus = Bus::connect(&daemon).await;
     // One burst, more than a connection may have in flight (32): the rest
     // wait for room, none is lost.
-    for id in 1..=100 {
-        socket.feed(echo_call(id)).await.unwrap();
-    }
-    socket.flush().await.unwrap();
+    bus.send_all((1..=100).map(echo_call)).await;
 
     let mut answers = BTreeMap::new();
     while answers.len() < 100 {
@@ -91,16 +73,12 @@ async fn a_hundred_calls_sent_at_once_are_all_answered_in_the_order_the_tool_fin
             held.len()
         );
         for call in held.iter().rev() {
-            provider
-                .send(json!({"type": "tool.result", "id": call["id"], "data": call["args"]}))
-                .await
-                .unwrap();
+            answer(&mut provider, call, call["args"].clone()).await;
         }
         for _ in 0..held.len() {
-            let answer = next_json(&mut socket).await;
-            let id = answer["id"].as_u64().unwrap_or_else(|| panic!("{answer}"));
-            assert_eq!(answer["result"]["result"], json!({"n": id}), "{answer}");
-            assert!(answers.insert(id, answer).is_none(), "answered twice: {id}");
+            let (id, result) = next_result(&mut bus).await;
+            assert_eq!(result, json!({"n": id}));
+            assert!(answers.insert(id, result).is_none(), "answered twice: {id}");
         }
     }
     assert_eq!(
@@ -113,53 +91,35 @@ async fn a_hundred_calls_sent_at_once_are_all_answered_in_the_order_the_tool_fin
 async fn a_slow_call_does_not_hold_up_the_next_one() {
     let daemon = TestDaemon::start().await;
     let mut provider = echo_provider(&daemon).await;
-    let mut socket = rpc_socket(&daemon).await;
-    socket.send(echo_call(1)).await.unwrap();
+    let mut bus = Bus::connect(&daemon).await;
+    bus.send_text(echo_call(1)).await;
     let slow = next_call(&mut provider).await;
-    socket.send(echo_call(2)).await.unwrap();
+    bus.send_text(echo_call(2)).await;
     let quick = next_call(&mut provider).await;
     assert_eq!(quick["args"], json!({"n": 2}));
-    provider
-        .send(json!({"type": "tool.result", "id": quick["id"], "data": "quick"}))
-        .await
-        .unwrap();
-    let first = next_json(&mut socket).await;
-    assert_eq!(
-        (first["id"].as_u64(), &first["result"]["result"]),
-        (Some(2), &json!("quick"))
-    );
-    provider
-        .send(json!({"type": "tool.result", "id": slow["id"], "data": "slow"}))
-        .await
-        .unwrap();
-    let second = next_json(&mut socket).await;
-    assert_eq!(
-        (second["id"].as_u64(), &second["result"]["result"]),
-        (Some(1), &json!("slow"))
-    );
+    answer(&mut provider, &quick, json!("quick")).await;
+    assert_eq!(next_result(&mut bus).await, (2, json!("quick")));
+    answer(&mut provider, &slow, json!("slow")).await;
+    assert_eq!(next_result(&mut bus).await, (1, json!("slow")));
 }
 
 #[tokio::test]
 async fn a_client_that_hangs_up_cancels_its_calls_at_the_provider() {
     let daemon = TestDaemon::start().await;
     let mut provider = echo_provider(&daemon).await;
-    let mut socket = rpc_socket(&daemon).await;
-    socket.send(echo_call(1)).await.unwrap();
+    let mut bus = Bus::connect(&daemon).await;
+    bus.send_text(echo_call(1)).await;
     let call = next_call(&mut provider).await;
-    socket.close(None).await.unwrap();
-    drop(socket);
+    bus.close().await;
     let cancel = provider
         .expect_within("tool.cancel", Duration::from_secs(5))
         .await
         .unwrap();
     assert_eq!(cancel["id"], call["id"]);
     // The daemon serves the next client as before.
-    let mut socket = rpc_socket(&daemon).await;
-    socket.send(echo_call(2)).await.unwrap();
+    let mut bus = Bus::connect(&daemon).await;
+    bus.send_text(echo_call(2)).await;
     let call = next_call(&mut provider).await;
-    provider
-        .send(json!({"type": "tool.result", "id": call["id"], "data": "after"}))
-        .await
-        .unwrap();
-    assert_eq!(next_json(&mut socket).await["result"]["result"], "after");
+    answer(&mut provider, &call, json!("after")).await;
+    assert_eq!(next_result(&mut bus).await, (2, json!("after")));
 }

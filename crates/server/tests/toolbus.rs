@@ -40,6 +40,19 @@ impl Bus {
         self.ws.send(Message::text(text)).await.unwrap();
     }
 
+    /// Several requests written together, with one flush.
+    pub async fn send_all(&mut self, texts: impl IntoIterator<Item = String>) {
+        for text in texts {
+            self.ws.feed(Message::text(text)).await.unwrap();
+        }
+        self.ws.flush().await.unwrap();
+    }
+
+    /// Closes the connection (the close handshake, then the socket).
+    pub async fn close(mut self) {
+        self.ws.close(None).await.unwrap();
+    }
+
     pub async fn send_binary(&mut self, bytes: Vec<u8>) {
         self.ws.send(Message::binary(bytes)).await.unwrap();
     }
