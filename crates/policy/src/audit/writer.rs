@@ -195,8 +195,8 @@ impl Writer {
         queue.accepted += 1;
         queue.urgent |= urgent;
         let window_full = queue.items.len() == BATCH_WAKE_ITEMS;
-        let wake = std::mem::take(&mut queue.writer_idle)
-            || (queue.batching && (urgent || window_full));
+        let wake =
+            std::mem::take(&mut queue.writer_idle) || (queue.batching && (urgent || window_full));
         drop(queue);
         if wake {
             shared.work.notify_one();
