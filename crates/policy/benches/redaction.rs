@@ -239,6 +239,25 @@ fn bench_redaction(c: &mut Criterion) {
             criterion::BatchSize::SmallInput,
         )
     });
+    // What the writer of the audit log redacts for one ordinary tool call:
+    // the short header strings and small argument and result records.
+    let call_strings = [
+        "s-8f14e45fceea167a",
+        "toolCall:rpc",
+        "echo",
+        "allow",
+        "hello from the bench",
+        "src/main.rs",
+    ];
+    group.throughput(Throughput::Elements(call_strings.len() as u64));
+    group.bench_function("short_strings_of_a_call", |b| {
+        b.iter(|| {
+            call_strings
+                .iter()
+                .map(|text| redact(black_box(text)).len())
+                .sum::<usize>()
+        })
+    });
     let hits = search_result(16_000);
     group.throughput(Throughput::Elements(16_000));
     group.bench_function("redact_value_16k_search_hits", |b| {

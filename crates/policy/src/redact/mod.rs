@@ -19,6 +19,7 @@ mod rules;
 mod values;
 
 use std::borrow::Cow;
+use std::cell::RefCell;
 use std::sync::LazyLock;
 
 use regex::bytes::{CaptureLocations, Regex, RegexBuilder};
@@ -127,7 +128,33 @@ pub fn redact(text: &str) -> Cow<'_, str> {
 /// when the rules do not compile.
 fn secret_spans(text: &str) -> Option<Vec<(usize, usize)>> {
     let engine = ENGINE.as_ref().ok()?;
-    let mut locations = engine.regex.capture_locations();
+    CAPTURE_SLOTS.with(|slots| match slots.try_borrow_mut() {
+        Ok(mut kept) => {
+            let locations = kept.get_or_insert_with(|| engine.regex.capture_locations());
+            Some(spans_with(engine, text, locations))
+        }
+        // Never reentered today; a fresh set keeps that from being a panic.
+        Err(_) => Some(spans_with(
+            engine,
+            text,
+            &mut engine.regex.capture_locations(),
+        )),
+    })
+}
+
+thread_local! {
+    /// The capture slots of the combined regex, two per group of every
+    /// rule, kept per thread: allocating and clearing them for each string
+    /// cost more than scanning a short one (a tool call redacts a dozen
+    /// short strings). Each search overwrites what it reports.
+    static CAPTURE_SLOTS: RefCell<Option<CaptureLocations>> = const { RefCell::new(None) };
+}
+
+fn spans_with(
+    engine: &Engine,
+    text: &str,
+    locations: &mut CaptureLocations,
+) -> Vec<(usize, usize)> {
     let mut spans = Vec::new();
     let mut state = ScanState::default();
     let scan = Scan {
@@ -136,7 +163,7 @@ fn secret_spans(text: &str) -> Option<Vec<(usize, usize)>> {
         from: 0,
         depth: MAX_NESTING,
     };
-    collect_spans(&scan, &mut locations, &mut spans, &mut state);
+    collect_spans(&scan, locations, &mut spans, &mut state);
     // Spans found inside a match's context come before it, and a resumed
     // search may overlap an earlier one.
     spans.sort_unstable();
@@ -145,7 +172,7 @@ fn secret_spans(text: &str) -> Option<Vec<(usize, usize)>> {
         spans.extend(body_lines);
         spans.sort_unstable();
     }
-    Some(spans)
+    spans
 }
 
 /// What one scan has learned about the text so far.
