@@ -3,8 +3,8 @@
 
 use std::time::Instant;
 
-use bridge_policy::audit::summarize_for_audit;
-use bridge_policy::{AuditEntry, redact_value};
+use bridge_policy::AuditEntry;
+use bridge_policy::audit::{Redacted, redact_result};
 use bridge_protocol::{Decision, FailureKind};
 use serde::Serialize;
 use serde_json::{Value, json};
@@ -116,29 +116,9 @@ struct Ran {
     decision: Decision,
     outcome: Result<Value, ToolFailure>,
     context: Vec<String>,
-    /// The arguments as the audit entry and the event record them
-    /// (redacted, then summarized), when either will be written.
-    recorded_args: Option<Value>,
-}
-
-/// Redacts a result, except the payload of a file reference
-/// (`{"file": {...}, "base64": "..."}` from a provider's persistDir): that is
-/// binary data, and a rule matching by chance inside its encoding would
-/// corrupt the file. Everything around it is redacted as usual.
-fn redact_result(value: &mut Value) {
-    let is_file = value.as_object().is_some_and(|map| {
-        map.get("file").is_some_and(Value::is_object)
-            && map.get("base64").is_some_and(Value::is_string)
-    });
-    let payload = if is_file {
-        value.as_object_mut().and_then(|map| map.remove("base64"))
-    } else {
-        None
-    };
-    redact_value(value);
-    if let (Some(payload), Some(map)) = (payload, value.as_object_mut()) {
-        map.insert("base64".to_owned(), payload);
-    }
+    /// The arguments as the audit entry and the event record them, when
+    /// either will be written.
+    recorded_args: Option<Redacted>,
 }
 
 impl Session {
@@ -161,25 +141,21 @@ impl Session {
             context,
             recorded_args,
         } = self.decide_and_run(name, &call_id, args).await;
-        if let Ok(value) = &mut outcome {
-            redact_result(value);
-        }
+        let output = match &mut outcome {
+            Ok(value) => redact_result(value, self.keeps_records()),
+            Err(_) => None,
+        };
         let outcome = outcome.map_err(|mut err| {
             err.message = bridge_policy::redact(&err.message).into_owned();
             err
         });
         let elapsed_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
-        let output = if self.keeps_records() {
-            outcome.as_ref().ok().map(summarize_for_audit)
-        } else {
-            None
-        };
-        let recorded_args = recorded_args.unwrap_or_default();
+        let recorded_args = recorded_args.unwrap_or_else(|| Redacted::new(json!({})));
         if self.audit().is_some() {
-            let output = match (&outcome, output.as_ref()) {
+            let audited_output = match (&outcome, output.as_ref()) {
                 (Ok(_), Some(output)) => output.clone(),
-                (Ok(value), None) => summarize_for_audit(value),
-                (Err(err), _) => summarize_for_audit(&json!({"error": err})),
+                (Ok(value), None) => Redacted::record_of(value),
+                (Err(err), _) => Redacted::record_of(&json!({"error": err})),
             };
             self.audit_entry(
                 "toolCall",
@@ -187,22 +163,25 @@ impl Session {
                 name,
                 recorded_args.clone(),
                 &decision,
-                output,
+                audited_output,
                 elapsed_ms,
             );
         }
         if let Some(owner) = owner.as_ref().filter(|_| self.has_event_subscribers()) {
-            let result = match (&outcome, output) {
-                (Ok(_), Some(output)) => json!({"type": "success", "output": output}),
-                (Ok(value), None) => {
-                    json!({"type": "success", "output": summarize_for_audit(value)})
-                }
-                (Err(err), _) => json!({"type": "failure", "output": err.to_string()}),
+            let (kind, output) = match (&outcome, output) {
+                (Ok(_), Some(output)) => ("success", output.into_value()),
+                (Ok(value), None) => ("success", Redacted::record_of(value).into_value()),
+                (Err(err), _) => ("failure", Value::String(err.to_string())),
             };
+            // Built by hand: `json!` would copy the output through serde.
+            let result = Value::Object(serde_json::Map::from_iter([
+                ("type".to_owned(), Value::from(kind)),
+                ("output".to_owned(), output),
+            ]));
             self.emit(SessionEvent::ToolExecutionComplete {
                 tool: name.to_owned(),
                 provider: owner.provider_name().map(str::to_owned),
-                args: recorded_args,
+                args: recorded_args.into_value(),
                 result,
                 duration_ms: elapsed_ms,
             });
@@ -216,7 +195,7 @@ impl Session {
 
     async fn decide_and_run(&self, name: &str, call_id: &str, args: Value) -> Ran {
         let ended = |owner: Option<ToolOwner>, decision, failure, context| Ran {
-            recorded_args: self.keeps_records().then(|| record_of_args(&args)),
+            recorded_args: self.keeps_records().then(|| Redacted::record_of(&args)),
             owner,
             decision,
             outcome: Err(failure),
@@ -261,7 +240,7 @@ impl Session {
             );
         }
         // The record is taken before the tool gets the arguments by value.
-        let recorded = self.keeps_records().then(|| record_of_args(&args));
+        let recorded = self.keeps_records().then(|| Redacted::record_of(&args));
         let invocation = ToolInvocation {
             session_id: self.id_arc().clone(),
             call_id: call_id.to_owned(),
@@ -284,17 +263,17 @@ impl Session {
 
     /// One audit entry: `event` (`toolCall`, `preToolUse`, ...) at `door`
     /// (`rpc`, `copilot-cli`, ...) decided `decision` about `tool`; `input`
-    /// is the record of the arguments (see [`record_of_args`]), `output`
-    /// the summarized result or the reason.
+    /// is the record of the arguments (see [`Redacted::record_of`]),
+    /// `output` the summarized result or the reason.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn audit_entry(
         &self,
         event: &str,
         door: &str,
         tool: &str,
-        input: Value,
+        input: Redacted,
         decision: &Decision,
-        output: Value,
+        output: Redacted,
         elapsed_ms: u64,
     ) {
         let Some(audit) = self.audit() else { return };
@@ -310,18 +289,10 @@ impl Session {
             decision: decision.decision.as_str().to_owned(),
             elapsed_ms,
         };
-        if let Err(err) = audit.append_owned(entry) {
+        if let Err(err) = audit.append_redacted(entry) {
             tracing::error!(tool, error = %err, "audit log append failed");
         }
     }
-}
-
-/// The arguments as records keep them: redacted first (a secret cut in
-/// half by the summary would no longer match its rule), then bounded.
-pub(crate) fn record_of_args(args: &Value) -> Value {
-    let mut copy = args.clone();
-    redact_value(&mut copy);
-    summarize_for_audit(&copy)
 }
 
 #[cfg(test)]

@@ -18,10 +18,11 @@ use std::time::Instant;
 
 use bridge_policy::Access;
 use bridge_policy::agent_tools::Agent;
+use bridge_policy::audit::Redacted;
 use bridge_protocol::{Decision, DecisionKind};
 use serde_json::{Value, json};
 
-use crate::call::{ToolFailure, record_of_args};
+use crate::call::ToolFailure;
 use crate::hooks;
 use crate::session::Session;
 use crate::tools::ToolOwner;
@@ -136,9 +137,9 @@ impl Session {
                 hook,
                 agent.name(),
                 tool,
-                record_of_args(args),
+                Redacted::record_of(args),
                 &verdict.decision,
-                json!({"reason": verdict.reason()}),
+                Redacted::new(json!({"reason": verdict.reason()})),
                 u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
             );
         }
@@ -156,25 +157,26 @@ impl Session {
         args: &Value,
         output: Option<&Value>,
     ) {
+        let recorded_args = Redacted::record_of(args);
         if self.keeps_records() {
             self.audit_entry(
                 hook,
                 agent.name(),
                 tool,
-                record_of_args(args),
+                recorded_args.clone(),
                 &Decision::allow(),
-                json!({"reason": "ran"}),
+                Redacted::new(json!({"reason": "ran"})),
                 0,
             );
         }
         let mut result = json!({"type": "success"});
         if let Some(output) = output {
-            result["output"] = record_of_args(output);
+            result["output"] = Redacted::record_of(output).into_value();
         }
         self.emit(crate::SessionEvent::ToolExecutionComplete {
             tool: tool.to_owned(),
             provider: None,
-            args: record_of_args(args),
+            args: recorded_args.into_value(),
             result,
             duration_ms: 0,
         });

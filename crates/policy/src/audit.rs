@@ -25,6 +25,7 @@
 //! that skips destructors.
 
 mod file;
+mod record;
 mod writer;
 
 use std::path::{Path, PathBuf};
@@ -36,11 +37,15 @@ use serde_json::Value;
 
 use crate::PolicyError;
 use crate::redact::redact_and_cut;
+pub use record::{Redacted, redact_result};
 use writer::{Item, Writer};
 
+/// One line of the audit log. `Tree` is what `input` and `output` are:
+/// any JSON ([`AuditLog::append`] redacts it), or [`Redacted`] records
+/// ([`AuditLog::append_redacted`] takes them as they are).
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct AuditEntry {
+pub struct AuditEntry<Tree = Value> {
     /// RFC 3339. Empty (or anything that does not parse) means "the time of
     /// the append call": the log stamps it then, and formats it off the
     /// caller's thread.
@@ -48,8 +53,8 @@ pub struct AuditEntry {
     pub session_id: String,
     pub hook: String,
     pub tool: String,
-    pub input: Value,
-    pub output: Value,
+    pub input: Tree,
+    pub output: Tree,
     pub decision: String,
     pub elapsed_ms: u64,
 }
@@ -149,12 +154,37 @@ impl AuditLog {
 
     /// [`AuditLog::append`] of an entry the caller no longer needs (no copy).
     pub fn append_owned(&self, entry: AuditEntry) -> Result<(), PolicyError> {
+        self.submit(entry, false)
+    }
+
+    /// [`AuditLog::append_owned`] of an entry whose input and output are
+    /// already redacted records: the log redacts only its short fields
+    /// (tool, session id, hook, decision), not the records a second time.
+    pub fn append_redacted(&self, entry: AuditEntry<Redacted>) -> Result<(), PolicyError> {
+        let entry = AuditEntry {
+            timestamp: entry.timestamp,
+            session_id: entry.session_id,
+            hook: entry.hook,
+            tool: entry.tool,
+            input: entry.input.into_value(),
+            output: entry.output.into_value(),
+            decision: entry.decision,
+            elapsed_ms: entry.elapsed_ms,
+        };
+        self.submit(entry, true)
+    }
+
+    fn submit(&self, entry: AuditEntry, redacted: bool) -> Result<(), PolicyError> {
         let called_at = Utc::now();
         if !self.writer.is_healthy() {
             let date = entry_instant(&entry.timestamp).unwrap_or(called_at);
             self.writer.probe(date.date_naive())?;
         }
-        self.writer.submit(Item::Entry { entry, called_at })
+        self.writer.submit(Item::Entry {
+            entry,
+            called_at,
+            redacted,
+        })
     }
 
     /// Checks that today's file can be appended to, creating it if needed.

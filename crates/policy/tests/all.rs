@@ -1,6 +1,7 @@
 //! Integration tests of bridge-policy, one binary (see ARCHITECTURE.md).
 
 mod audit;
+mod audit_records;
 mod audit_writer;
 mod beneath;
 mod errors;

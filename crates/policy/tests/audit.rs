@@ -31,7 +31,7 @@ fn date(text: &str) -> NaiveDate {
 }
 
 /// Every line of `path`, parsed; panics on a line that is not JSON.
-fn read_lines(path: &Path) -> Vec<Value> {
+pub(crate) fn read_lines(path: &Path) -> Vec<Value> {
     let text = fs::read_to_string(path).unwrap();
     assert!(text.ends_with('\n'), "file does not end with a newline");
     text.lines()
@@ -344,7 +344,7 @@ fn a_file_removed_or_rotated_under_an_open_log_is_recreated_not_written_blind() 
 }
 
 /// A GitHub token assembled at run time.
-fn token(seed: char) -> String {
+pub(crate) fn token(seed: char) -> String {
     format!(
         "ghp_{}",
         seed.to_string().repeat(12) + "aB3dE5gH7jK9mN1pQ2sT4vW6"

@@ -25,11 +25,13 @@ use batch::Lines;
 
 /// What callers hand the writer.
 pub(super) enum Item {
-    /// An entry as the caller gave it, and when it was appended (its
-    /// timestamp when it has none).
+    /// An entry as the caller gave it, when it was appended (its
+    /// timestamp when it has none), and whether its input and output are
+    /// [`Redacted`](super::Redacted) records already.
     Entry {
         entry: AuditEntry,
         called_at: DateTime<Utc>,
+        redacted: bool,
     },
     /// Open (or check) the file of `date` now and say whether it worked.
     Probe {

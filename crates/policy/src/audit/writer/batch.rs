@@ -71,8 +71,12 @@ impl Lines {
         for item in items.drain(..) {
             self.done += 1;
             match item {
-                Item::Entry { entry, called_at } => {
-                    let (date, record) = render(entry, called_at);
+                Item::Entry {
+                    entry,
+                    called_at,
+                    redacted,
+                } => {
+                    let (date, record) = render(entry, called_at, redacted);
                     if self.pending_date.is_some_and(|pending| pending != date) {
                         self.write_pending(shared, &mut lost);
                     }
@@ -198,9 +202,14 @@ impl Lines {
 }
 
 /// The entry as it goes to disk, and the UTC day it is filed under: every
-/// field that can carry a caller's text redacted, stamped with `called_at`
-/// when its timestamp does not parse.
-fn render(mut record: AuditEntry, called_at: DateTime<Utc>) -> (NaiveDate, AuditEntry) {
+/// field that can carry a caller's text redacted (input and output unless
+/// they are `redacted` records already), stamped with `called_at` when its
+/// timestamp does not parse.
+fn render(
+    mut record: AuditEntry,
+    called_at: DateTime<Utc>,
+    redacted: bool,
+) -> (NaiveDate, AuditEntry) {
     for text in [
         &mut record.session_id,
         &mut record.hook,
@@ -211,8 +220,10 @@ fn render(mut record: AuditEntry, called_at: DateTime<Utc>) -> (NaiveDate, Audit
             *text = redacted;
         }
     }
-    redact_value(&mut record.input);
-    redact_value(&mut record.output);
+    if !redacted {
+        redact_value(&mut record.input);
+        redact_value(&mut record.output);
+    }
     let instant = match entry_instant(&record.timestamp) {
         Some(instant) => instant,
         None => {
