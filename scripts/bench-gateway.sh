@@ -32,7 +32,10 @@
 # Columns: calls/s; p50 and p99 latency of a call as its caller sees it (µs);
 # gateway CPU per call: user + system time of the daemon's process (A) or of
 # the Node process holding tap's gateway and its caller (B) over the measured
-# window, divided by the calls answered in it.
+# window, divided by the calls answered in it. A second table adds every
+# process of a side: A's daemon + provider + caller (rpc-load), B's gateway
+# with its caller + provider; on a machine the processes keep busy, calls/s
+# follow that total.
 #
 # Output: the table and the verdicts on stdout; the raw JSON lines in
 # target/bench-gateway/results.jsonl. Needs Node >= 22 (the project's
@@ -123,12 +126,13 @@ console.log(`${answer.result.token} ${answer.result.session}`);
 EOF
 )
 "$NODE" "$WORK/provider.mjs" "ws://127.0.0.1:$port/" "$provider_token" "$session" >"$RUN/provider-a.log" 2>&1 &
-PIDS+=("$!")
+PROVIDER_PID=$!
+PIDS+=("$PROVIDER_PID")
 wait_for 20 has_line "$RUN/provider-a.log" '^bound' || die "the provider did not bind to copilot-bridge: $(cat "$RUN/provider-a.log")"
 
 mkfifo "$RUN/a.in" "$RUN/b.in"
 "$BIN/rpc-load" --url "ws://127.0.0.1:$port/rpc" --token "$token" --session "$session" \
-  --cpu-pid "$DAEMON_PID" <"$RUN/a.in" >"$RUN/a.out" 2>"$RUN/a.err" &
+  --cpu-pid "$DAEMON_PID" --provider-pid "$PROVIDER_PID" <"$RUN/a.in" >"$RUN/a.out" 2>"$RUN/a.err" &
 PIDS+=("$!")
 exec 5>"$RUN/a.in"
 wait_for 20 has_line "$RUN/a.out" '^ready' || die "rpc-load did not connect: $(cat "$RUN/a.err")"
@@ -192,6 +196,15 @@ for (const level of levels) {
   if (level === 1) {
     verdicts.push(`1 in flight: p50 A ${int(pa)} µs vs B ${int(pb)} µs (target A <= B): ${pa <= pb ? "met" : "NOT met"}`);
   }
+}
+console.log("\nCPU of every process of a side, µs a call (median):\n");
+console.log("| in flight | A: daemon + provider + caller = total | B: gateway and caller + provider = total |");
+console.log("|---|---|---|");
+const f1 = (x) => x.toFixed(1);
+for (const level of levels) {
+  const [ad, ap, ac] = ["cpuUsPerCall", "providerCpuUsPerCall", "callerCpuUsPerCall"].map((k) => pick("A", level, k) ?? 0);
+  const [bg, bp] = ["cpuUsPerCall", "providerCpuUsPerCall"].map((k) => pick("B", level, k) ?? 0);
+  console.log(`| ${level} | ${f1(ad)} + ${f1(ap)} + ${f1(ac)} = ${f1(ad + ap + ac)} | ${f1(bg)} + ${f1(bp)} = ${f1(bg + bp)} |`);
 }
 const errors = rows.reduce((n, r) => n + r.result.errors, 0);
 console.log("");

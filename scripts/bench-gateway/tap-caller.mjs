@@ -10,8 +10,11 @@
 // commands on stdin, one per line:
 //   run <in-flight> <warm-up seconds> <measured seconds>
 // and answers each with one JSON line: {calls, seconds, callsPerSec, p50Us,
-// p99Us, cpuUsPerCall, errors}. CPU is this process's (gateway and caller).
+// p99Us, cpuUsPerCall, providerCpuUsPerCall, callerCpuUsPerCall, errors}.
+// cpuUsPerCall is this process's (gateway and caller), providerCpuUsPerCall
+// the provider's.
 import { spawn } from "node:child_process";
+import { readFileSync } from "node:fs";
 import { createInterface } from "node:readline";
 import { pathToFileURL } from "node:url";
 import path from "node:path";
@@ -64,6 +67,14 @@ function callOnce() {
   return tool.handler({ text: "hello" }, invocation);
 }
 
+// User + system clock ticks (10 ms) of a process so far, from /proc, as
+// rpc-load reads the daemon's and its provider's.
+function cpuTicks(pid) {
+  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  return Number(fields[11]) + Number(fields[12]);
+}
+
 async function run(inFlight, warmupSecs, measuredSecs) {
   let measuring = false;
   let stop = false;
@@ -83,12 +94,14 @@ async function run(inFlight, warmupSecs, measuredSecs) {
   const workers = Array.from({ length: inFlight }, worker);
   await new Promise((r) => setTimeout(r, warmupSecs * 1000));
   const cpuStart = process.cpuUsage();
+  const providerStart = cpuTicks(provider.pid);
   const wallStart = process.hrtime.bigint();
   measuring = true;
   await new Promise((r) => setTimeout(r, measuredSecs * 1000));
   measuring = false;
   const seconds = Number(process.hrtime.bigint() - wallStart) / 1e9;
   const cpu = process.cpuUsage(cpuStart);
+  const providerTicks = cpuTicks(provider.pid) - providerStart;
   stop = true;
   await Promise.all(workers);
   samples.sort((a, b) => a - b);
@@ -100,6 +113,9 @@ async function run(inFlight, warmupSecs, measuredSecs) {
     p50Us: at(0.5),
     p99Us: at(0.99),
     cpuUsPerCall: samples.length ? (cpu.user + cpu.system) / samples.length : 0,
+    providerCpuUsPerCall: samples.length ? (providerTicks * 1e4) / samples.length : 0,
+    // The caller runs in the gateway's process: its CPU is in cpuUsPerCall.
+    callerCpuUsPerCall: 0,
     errors,
   };
 }

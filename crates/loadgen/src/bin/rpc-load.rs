@@ -3,13 +3,16 @@
 //! `session.tools.call`, N calls in flight on one persistent connection, as a
 //! user's program drives the hub from outside.
 //!
-//! `rpc-load --url ws://127.0.0.1:PORT/rpc --token T --session S --cpu-pid PID`
-//! connects, prints `ready`, then reads commands on stdin, one per line:
-//! `run <in-flight> <warm-up seconds> <measured seconds>`, answered by one
-//! JSON line `{calls, seconds, callsPerSec, p50Us, p99Us, cpuUsPerCall,
-//! errors}` (the same shape as side B's `scripts/bench-gateway/tap-caller.mjs`).
+//! `rpc-load --url ws://127.0.0.1:PORT/rpc --token T --session S --cpu-pid PID
+//! [--provider-pid PID]` connects, prints `ready`, then reads commands on
+//! stdin, one per line: `run <in-flight> <warm-up seconds> <measured
+//! seconds>`, answered by one JSON line `{calls, seconds, callsPerSec, p50Us,
+//! p99Us, cpuUsPerCall, providerCpuUsPerCall, callerCpuUsPerCall, errors}`
+//! (the same shape as side B's `scripts/bench-gateway/tap-caller.mjs`).
 //! `cpuUsPerCall` is the user + system time of process `--cpu-pid` (the
-//! daemon) over the measured window, divided by the calls answered in it.
+//! daemon) over the measured window, divided by the calls answered in it;
+//! `providerCpuUsPerCall` the same of `--provider-pid`, `callerCpuUsPerCall`
+//! of this process.
 //!
 //! Like a careful client it writes every request it has ready before one
 //! flush (answers that arrive together are replaced together).
@@ -35,24 +38,27 @@ struct Options {
     token: String,
     session: String,
     cpu_pid: Option<u32>,
+    provider_pid: Option<u32>,
+}
+
+fn parse_pid(flag: &str, value: &str) -> Result<u32, String> {
+    value
+        .parse()
+        .map_err(|_| format!("{flag} {value:?} is not a pid"))
 }
 
 fn parse_options() -> Result<Options, String> {
     let mut args = std::env::args().skip(1);
-    let (mut url, mut token, mut session, mut cpu_pid) = (None, None, None, None);
+    let (mut url, mut token, mut session) = (None, None, None);
+    let (mut cpu_pid, mut provider_pid) = (None, None);
     while let Some(flag) = args.next() {
         let value = args.next().ok_or_else(|| format!("{flag} needs a value"))?;
         match flag.as_str() {
             "--url" => url = Some(value),
             "--token" => token = Some(value),
             "--session" => session = Some(value),
-            "--cpu-pid" => {
-                cpu_pid = Some(
-                    value
-                        .parse()
-                        .map_err(|_| format!("--cpu-pid {value:?} is not a pid"))?,
-                );
-            }
+            "--cpu-pid" => cpu_pid = Some(parse_pid(&flag, &value)?),
+            "--provider-pid" => provider_pid = Some(parse_pid(&flag, &value)?),
             other => return Err(format!("unknown flag {other}")),
         }
     }
@@ -61,6 +67,7 @@ fn parse_options() -> Result<Options, String> {
         token: token.ok_or("--token is required")?,
         session: session.ok_or("--session is required")?,
         cpu_pid,
+        provider_pid,
     })
 }
 
@@ -74,6 +81,28 @@ fn cpu_time(pid: u32) -> Option<Duration> {
     let utime: u64 = fields.get(11)?.parse().ok()?;
     let stime: u64 = fields.get(12)?.parse().ok()?;
     Some(Duration::from_millis((utime + stime) * 10))
+}
+
+/// The CPU time so far of the daemon, the provider and this process.
+#[derive(Clone, Copy)]
+struct CpuTimes([Option<Duration>; 3]);
+
+impl CpuTimes {
+    fn now(daemon: Option<u32>, provider: Option<u32>) -> Self {
+        Self([
+            daemon.and_then(cpu_time),
+            provider.and_then(cpu_time),
+            cpu_time(std::process::id()),
+        ])
+    }
+
+    /// Microseconds a call of each since `start`, over `calls` calls.
+    fn per_call_since(&self, start: &Self, calls: u64) -> [f64; 3] {
+        std::array::from_fn(|index| match (start.0[index], self.0[index]) {
+            (Some(a), Some(b)) if calls > 0 => (b - a).as_secs_f64() * 1e6 / calls as f64,
+            _ => 0.0,
+        })
+    }
 }
 
 #[derive(Deserialize)]
@@ -119,8 +148,9 @@ impl Driver {
         in_flight: usize,
         warmup: Duration,
         measured: Duration,
-        cpu_pid: Option<u32>,
+        pids: (Option<u32>, Option<u32>),
     ) -> Result<serde_json::Value, String> {
+        let cpu_now = || CpuTimes::now(pids.0, pids.1);
         let mut latency =
             Histogram::<u64>::new_with_bounds(1, 60_000_000, 3).map_err(|err| err.to_string())?;
         let (mut calls, mut errors) = (0u64, 0u64);
@@ -132,7 +162,7 @@ impl Driver {
         let begin = Instant::now();
         let measure_from = begin + warmup;
         let measure_until = measure_from + measured;
-        let mut window: Option<(Instant, Option<Duration>)> = None;
+        let mut window: Option<(Instant, CpuTimes)> = None;
         let mut finished_at = None;
         while !self.sent_at.is_empty() {
             let mut frame = self.socket.next().await;
@@ -152,11 +182,11 @@ impl Driver {
                 let (took, failed) = self.settle(&message)?;
                 let now = Instant::now();
                 if window.is_none() && now >= measure_from {
-                    window = Some((now, cpu_pid.and_then(cpu_time)));
+                    window = Some((now, cpu_now()));
                 }
                 if window.is_some() && finished_at.is_none() {
                     if now >= measure_until {
-                        finished_at = Some((now, cpu_pid.and_then(cpu_time)));
+                        finished_at = Some((now, cpu_now()));
                     } else if failed {
                         errors += 1;
                     } else {
@@ -179,17 +209,16 @@ impl Driver {
             return Err("the run ended before its measured window".into());
         };
         let seconds = end.duration_since(start).as_secs_f64();
-        let cpu_per_call = match (cpu_start, cpu_end) {
-            (Some(a), Some(b)) if calls > 0 => (b - a).as_secs_f64() * 1e6 / calls as f64,
-            _ => 0.0,
-        };
+        let [daemon_cpu, provider_cpu, caller_cpu] = cpu_end.per_call_since(&cpu_start, calls);
         Ok(serde_json::json!({
             "calls": calls,
             "seconds": seconds,
             "callsPerSec": calls as f64 / seconds,
             "p50Us": latency.value_at_quantile(0.5),
             "p99Us": latency.value_at_quantile(0.99),
-            "cpuUsPerCall": cpu_per_call,
+            "cpuUsPerCall": daemon_cpu,
+            "providerCpuUsPerCall": provider_cpu,
+            "callerCpuUsPerCall": caller_cpu,
             "errors": errors,
         }))
     }
@@ -258,7 +287,12 @@ async fn serve(options: Options) -> Result<(), String> {
             Some("run") => {
                 let (in_flight, warmup, measured) = parse_run(&line)?;
                 let report = driver
-                    .run(in_flight, warmup, measured, options.cpu_pid)
+                    .run(
+                        in_flight,
+                        warmup,
+                        measured,
+                        (options.cpu_pid, options.provider_pid),
+                    )
                     .await?;
                 say(&report.to_string())?;
             }
