@@ -150,7 +150,8 @@ impl Session {
             err
         });
         let elapsed_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
-        let recorded_args = recorded_args.unwrap_or_else(|| Redacted::new(json!({})));
+        // None when nobody kept records as the call began (a subscriber since).
+        let recorded_args = recorded_args.unwrap_or_else(|| Redacted::new(Value::Null));
         if self.audit().is_some() {
             let audited_output = match (&outcome, output.as_ref()) {
                 (Ok(_), Some(output)) => output.clone(),
