@@ -121,15 +121,26 @@ struct Ran {
     recorded_args: Option<Redacted>,
 }
 
+/// A record for the audit entry: a copy when the event needs it too
+/// (`shared`), else moved out.
+fn for_audit(record: &mut Option<Redacted>, shared: bool) -> Option<Redacted> {
+    if shared {
+        record.clone()
+    } else {
+        record.take()
+    }
+}
+
 impl Session {
     /// Calls `name` the way every door must: the permission policy (and, for
     /// workspace tools, path containment), approval when the policy asks,
     /// the provider hook rules and gates, the tool, then secret redaction,
     /// one audit entry and a `tool.execution_complete` event.
     ///
-    /// Hot path: the arguments are copied once (for the redacted record the
-    /// audit entry and the event share) and moved into the tool; the result
-    /// is redacted once and summarized once for both records.
+    /// Hot path: the arguments are copied once (for their redacted record)
+    /// and moved into the tool; the result is redacted once and summarized
+    /// once; the records are copied only when both the audit entry and the
+    /// event are written, and the log does not redact them again.
     pub async fn call_tool(&self, name: &str, args: Value, origin: CallOrigin) -> CallOutcome {
         let started = Instant::now();
         let call_id = ids::unique_id("c");
@@ -139,9 +150,9 @@ impl Session {
             decision,
             mut outcome,
             context,
-            recorded_args,
+            mut recorded_args,
         } = self.decide_and_run(name, &call_id, args).await;
-        let output = match &mut outcome {
+        let mut output = match &mut outcome {
             Ok(value) => redact_result(value, self.keeps_records()),
             Err(_) => None,
         };
@@ -150,25 +161,29 @@ impl Session {
             err
         });
         let elapsed_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
-        // None when nobody kept records as the call began (a subscriber since).
-        let recorded_args = recorded_args.unwrap_or_else(|| Redacted::new(Value::Null));
+        let event_owner = owner.as_ref().filter(|_| self.has_event_subscribers());
         if self.audit().is_some() {
-            let audited_output = match (&outcome, output.as_ref()) {
-                (Ok(_), Some(output)) => output.clone(),
-                (Ok(value), None) => Redacted::record_of(value),
-                (Err(err), _) => Redacted::record_of(&json!({"error": err})),
+            let shared = event_owner.is_some();
+            // None when nobody kept records as the call began (a subscriber since).
+            let input =
+                for_audit(&mut recorded_args, shared).unwrap_or_else(|| Redacted::new(Value::Null));
+            let audited_output = match &outcome {
+                Ok(value) => {
+                    for_audit(&mut output, shared).unwrap_or_else(|| Redacted::record_of(value))
+                }
+                Err(err) => Redacted::record_of(&json!({"error": err})),
             };
             self.audit_entry(
                 "toolCall",
                 origin.as_str(),
                 name,
-                recorded_args.clone(),
+                input,
                 &decision,
                 audited_output,
                 elapsed_ms,
             );
         }
-        if let Some(owner) = owner.as_ref().filter(|_| self.has_event_subscribers()) {
+        if let Some(owner) = event_owner {
             let (kind, output) = match (&outcome, output) {
                 (Ok(_), Some(output)) => ("success", output.into_value()),
                 (Ok(value), None) => ("success", Redacted::record_of(value).into_value()),
@@ -182,7 +197,7 @@ impl Session {
             self.emit(SessionEvent::ToolExecutionComplete {
                 tool: name.to_owned(),
                 provider: owner.provider_name().map(str::to_owned),
-                args: recorded_args.into_value(),
+                args: recorded_args.map_or(Value::Null, Redacted::into_value),
                 result,
                 duration_ms: elapsed_ms,
             });
