@@ -23,6 +23,14 @@ async fn echo_provider(daemon: &TestDaemon) -> ProviderClient {
     client
 }
 
+/// A daemon, its `echo` provider, and a client on its `/rpc` WebSocket.
+async fn daemon_with_echo_and_client() -> (TestDaemon, ProviderClient, Bus) {
+    let daemon = TestDaemon::start().await;
+    let provider = echo_provider(&daemon).await;
+    let bus = Bus::connect(&daemon).await;
+    (daemon, provider, bus)
+}
+
 /// The next `tool.call` the provider gets (other messages, such as session
 /// updates, are not part of these tests).
 async fn next_call(provider: &mut ProviderClient) -> Value {
@@ -51,9 +59,7 @@ async fn next_result(bus: &mut Bus) -> (u64, Value) {
 
 #[tokio::test]
 async fn a_hundred_calls_sent_at_once_are_all_answered_in_the_order_the_tool_finishes() {
-    let daemon = TestDaemon::start().await;
-    let mut provider = echo_provider(&daemon).await;
-    let mut bus = Bus::connect(&daemon).await;
+    let (_daemon, mut provider, mut bus) = daemon_with_echo_and_client().await;
     // One burst, more than a connection may have in flight (32): the rest
     // wait for room, none is lost.
     bus.send_all((1..=100).map(echo_call)).await;
@@ -89,9 +95,7 @@ async fn a_hundred_calls_sent_at_once_are_all_answered_in_the_order_the_tool_fin
 
 #[tokio::test]
 async fn a_slow_call_does_not_hold_up_the_next_one() {
-    let daemon = TestDaemon::start().await;
-    let mut provider = echo_provider(&daemon).await;
-    let mut bus = Bus::connect(&daemon).await;
+    let (_daemon, mut provider, mut bus) = daemon_with_echo_and_client().await;
     bus.send_text(echo_call(1)).await;
     let slow = next_call(&mut provider).await;
     bus.send_text(echo_call(2)).await;
@@ -105,9 +109,7 @@ async fn a_slow_call_does_not_hold_up_the_next_one() {
 
 #[tokio::test]
 async fn a_client_that_hangs_up_cancels_its_calls_at_the_provider() {
-    let daemon = TestDaemon::start().await;
-    let mut provider = echo_provider(&daemon).await;
-    let mut bus = Bus::connect(&daemon).await;
+    let (daemon, mut provider, mut bus) = daemon_with_echo_and_client().await;
     bus.send_text(echo_call(1)).await;
     let call = next_call(&mut provider).await;
     bus.close().await;
