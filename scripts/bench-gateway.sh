@@ -14,10 +14,13 @@
 #    calls `session.tools.call` on one persistent `/rpc` WebSocket.
 # B  copilot-tap-extension's gateway, called in-process the way the Copilot
 #    SDK calls an extension's tool (scripts/bench-gateway/tap-caller.mjs).
+# C  the same gateway with its caller in another process, like A's: a second
+#    `rpc-load` calls a JSON-RPC WebSocket front that tap-caller.mjs serves in
+#    tap's process (one more hop than B, as many processes as A).
 # Both gateways serve the same provider program (scripts/bench-gateway/
 # provider.mjs, Node + `ws`), which answers every `tool.call` at once. Each
 # round runs every level on A and on B back to back (the side going first
-# alternates between rounds); the table shows the median over the rounds.
+# alternates between rounds); the tables show the median over the rounds.
 #
 # Knobs (environment):
 #   ROUNDS=3          rounds
@@ -89,7 +92,7 @@ fi
 
 PIDS=()
 cleanup() {
-  exec 5>&- 6>&- 2>/dev/null || true
+  exec 5>&- 6>&- 7>&- 2>/dev/null || true
   for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
   wait 2>/dev/null || true
 }
@@ -130,7 +133,7 @@ PROVIDER_PID=$!
 PIDS+=("$PROVIDER_PID")
 wait_for 20 has_line "$RUN/provider-a.log" '^bound' || die "the provider did not bind to copilot-bridge: $(cat "$RUN/provider-a.log")"
 
-mkfifo "$RUN/a.in" "$RUN/b.in"
+mkfifo "$RUN/a.in" "$RUN/b.in" "$RUN/c.in"
 "$BIN/rpc-load" --url "ws://127.0.0.1:$port/rpc" --token "$token" --session "$session" \
   --cpu-pid "$DAEMON_PID" --provider-pid "$PROVIDER_PID" <"$RUN/a.in" >"$RUN/a.out" 2>"$RUN/a.err" &
 PIDS+=("$!")
@@ -140,9 +143,18 @@ wait_for 20 has_line "$RUN/a.out" '^ready' || die "rpc-load did not connect: $(c
 # --- B: tap's gateway and its in-process caller, with the same provider ----
 (cd "$WORK" && exec "$NODE" "$WORK/tap-caller.mjs" "$WORK/tap" "$WORK/provider.mjs") \
   <"$RUN/b.in" >"$RUN/b.out" 2>"$RUN/b.err" &
-PIDS+=("$!")
+TAP_PID=$!
+PIDS+=("$TAP_PID")
 exec 6>"$RUN/b.in"
 wait_for 20 has_line "$RUN/b.out" '^ready' || die "tap's gateway did not get the provider's tool: $(cat "$RUN/b.err")"
+
+# --- C: the same gateway, its caller in another process (rpc-load) ----------
+read -r _ front_port tap_provider_pid < <(grep -m1 '^rpc ' "$RUN/b.out")
+"$BIN/rpc-load" --url "ws://127.0.0.1:$front_port/rpc" --token unused --session bench-session \
+  --cpu-pid "$TAP_PID" --provider-pid "$tap_provider_pid" <"$RUN/c.in" >"$RUN/c.out" 2>"$RUN/c.err" &
+PIDS+=("$!")
+exec 7>"$RUN/c.in"
+wait_for 20 has_line "$RUN/c.out" '^ready' || die "rpc-load did not connect to tap's front: $(cat "$RUN/c.err")"
 
 # --- the rounds ---------------------------------------------------------------
 RESULTS="$WORK/results.jsonl"
@@ -152,7 +164,7 @@ measure() { # side fd out round level
   before=$(lines_in "$out")
   echo "run $5 $WARMUP $DURATION" >&"$fd"
   wait_for $((WARMUP + DURATION + 60)) has_more_lines "$out" "$before" \
-    || die "side $side gave no result: $(tail -3 "$RUN/$(echo "$side" | tr AB ab).err")"
+    || die "side $side gave no result: $(tail -3 "$RUN/$(echo "$side" | tr ABC abc).err")"
   local result
   result=$(tail -1 "$out")
   echo "{\"side\":\"$side\",\"round\":$4,\"inFlight\":$5,\"loadavg\":\"$(cut -d' ' -f1-3 /proc/loadavg)\",\"result\":$result}" >>"$RESULTS"
@@ -163,7 +175,9 @@ for round in $(seq 1 "$ROUNDS"); do
     if [ $((round % 2)) -eq 1 ]; then
       measure A 5 "$RUN/a.out" "$round" "$level"
       measure B 6 "$RUN/b.out" "$round" "$level"
+      measure C 7 "$RUN/c.out" "$round" "$level"
     else
+      measure C 7 "$RUN/c.out" "$round" "$level"
       measure B 6 "$RUN/b.out" "$round" "$level"
       measure A 5 "$RUN/a.out" "$round" "$level"
     fi
@@ -205,6 +219,19 @@ for (const level of levels) {
   const [ad, ap, ac] = ["cpuUsPerCall", "providerCpuUsPerCall", "callerCpuUsPerCall"].map((k) => pick("A", level, k) ?? 0);
   const [bg, bp] = ["cpuUsPerCall", "providerCpuUsPerCall"].map((k) => pick("B", level, k) ?? 0);
   console.log(`| ${level} | ${f1(ad)} + ${f1(ap)} + ${f1(ac)} = ${f1(ad + ap + ac)} | ${f1(bg)} + ${f1(bp)} = ${f1(bg + bp)} |`);
+}
+if (rows.some((r) => r.side === "C")) {
+  console.log("\nLike for like, the caller in another process on both sides (C: rpc-load → a JSON-RPC WebSocket front in tap's process → its gateway → the provider):\n");
+  console.log("| in flight | calls/s A / C | p50 µs A / C | p99 µs A / C | gateway CPU µs/call A / C | every process A / C |");
+  console.log("|---|---|---|---|---|---|");
+  const total = (side, level) => ["cpuUsPerCall", "providerCpuUsPerCall", "callerCpuUsPerCall"].reduce((n, k) => n + (pick(side, level, k) ?? 0), 0);
+  for (const level of levels) {
+    const [ca, cc] = [pick("A", level, "callsPerSec"), pick("C", level, "callsPerSec")];
+    const [pa, pc] = [pick("A", level, "p50Us"), pick("C", level, "p50Us")];
+    const [qa, qc] = [pick("A", level, "p99Us"), pick("C", level, "p99Us")];
+    const [ua, uc] = [pick("A", level, "cpuUsPerCall"), pick("C", level, "cpuUsPerCall")];
+    console.log(`| ${level} | ${int(ca)} / ${int(cc)} (${(ca / cc).toFixed(2)}×) | ${int(pa)} / ${int(pc)} | ${int(qa)} / ${int(qc)} | ${f1(ua)} / ${f1(uc)} | ${f1(total("A", level))} / ${f1(total("C", level))} |`);
+  }
 }
 const errors = rows.reduce((n, r) => n + r.result.errors, 0);
 console.log("");

@@ -13,11 +13,17 @@
 // p99Us, cpuUsPerCall, providerCpuUsPerCall, callerCpuUsPerCall, errors}.
 // cpuUsPerCall is this process's (gateway and caller), providerCpuUsPerCall
 // the provider's.
+//
+// For side C (the same gateway with its caller in another process, as the
+// daemon's callers are) it also serves `session.tools.call` JSON-RPC on a
+// WebSocket, answering each with the tool's handler as above; before `ready`
+// it prints `rpc <port> <provider pid>` for the script's `rpc-load`.
 import { spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { createInterface } from "node:readline";
 import { pathToFileURL } from "node:url";
 import path from "node:path";
+import { WebSocketServer } from "ws";
 
 const [tapDir, providerProgram] = process.argv.slice(2);
 if (!tapDir || !providerProgram) {
@@ -53,6 +59,29 @@ provider.on("exit", (code) => {
   process.exit(1);
 });
 const tool = await echo;
+
+const front = new WebSocketServer({ host: "127.0.0.1", port: 0, perMessageDeflate: false });
+front.on("connection", (socket) => {
+  socket.on("message", async (raw) => {
+    let request;
+    try {
+      request = JSON.parse(raw);
+    } catch {
+      socket.send(JSON.stringify({ jsonrpc: "2.0", id: null, error: { code: -32700, message: "parse error" } }));
+      return;
+    }
+    const args = request.params?.arguments ?? {};
+    const invocation = { sessionId: SESSION.id, toolCallId: `rpc-${request.id}`, toolName: tool.name, arguments: args };
+    try {
+      const data = await tool.handler(args, invocation);
+      socket.send(JSON.stringify({ jsonrpc: "2.0", id: request.id, result: { result: data } }));
+    } catch (err) {
+      socket.send(JSON.stringify({ jsonrpc: "2.0", id: request.id, error: { code: -32000, message: String(err?.message ?? err) } }));
+    }
+  });
+});
+await new Promise((resolve) => front.once("listening", resolve));
+console.log(`rpc ${front.address().port} ${provider.pid}`);
 console.log("ready");
 
 let callCounter = 0;
@@ -134,5 +163,6 @@ for await (const line of commands) {
 }
 provider.removeAllListeners("exit");
 provider.kill();
+front.close();
 gateway.stop();
 process.exit(0);
