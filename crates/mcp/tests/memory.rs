@@ -76,6 +76,13 @@ fn workspace() -> tempfile::TempDir {
         "memory/2026-01-10.md",
         "# 2026-01-10\n\n## Deploys\nstaging deploy failed on helm upgrade\nrolled back\n",
     );
+    write_fix_and_topic_notes(root);
+    dir
+}
+
+/// The day note that fixed the staging deploy and the Rust topic note,
+/// which the memory tests search for.
+pub(crate) fn write_fix_and_topic_notes(root: &Path) {
     write(
         root,
         "memory/2026-01-11.md",
@@ -86,7 +93,6 @@ fn workspace() -> tempfile::TempDir {
         "memory/topics/rust.md",
         "# Rust\nasync runtimes: tokio\n",
     );
-    dir
 }
 
 pub(crate) fn server_for(dir: &Path) -> MemoryServer {

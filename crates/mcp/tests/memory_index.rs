@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use bridge_mcp::memory::{MemoryLayout, MemoryServer, SearchOutcome};
 use bridge_testkit::memory_corpus::{Filler, note_path};
 
-use crate::memory::write;
+use crate::memory::{write, write_fix_and_topic_notes};
 
 const QUERIES: [&str; 6] = [
     "staging deploy",
@@ -44,16 +44,7 @@ impl Memory {
             let planted = (n % 41 == 0).then_some((2, "quokka"));
             write(root, &note_path(n), &filler.note_with(6, planted));
         }
-        write(
-            root,
-            "memory/2026-01-11.md",
-            "# 2026-01-11\n\nfixed the staging deploy: helm chart values\n",
-        );
-        write(
-            root,
-            "memory/topics/rust.md",
-            "# Rust\nasync runtimes: tokio\n",
-        );
+        write_fix_and_topic_notes(root);
         write(root, "memory/.hidden.md", "secret hidden tokio\n");
         write(outside.path(), "leak.md", "secret outside tokio\n");
         std::os::unix::fs::symlink(outside.path().join("leak.md"), root.join("memory/leak.md"))
@@ -94,6 +85,14 @@ fn settle() {
     std::thread::sleep(Duration::from_millis(2_100));
 }
 
+/// A fresh workspace, settled, and an empty state directory for its index.
+fn settled_memory() -> (Memory, tempfile::TempDir) {
+    let memory = Memory::new();
+    let state = tempfile::tempdir().unwrap();
+    settle();
+    (memory, state)
+}
+
 /// Every query's answer, without `notes_read`.
 fn answers(server: &MemoryServer) -> Vec<SearchOutcome> {
     QUERIES
@@ -121,9 +120,7 @@ fn first_reads(memory: &Memory, state: &Path) -> usize {
 
 #[test]
 fn a_kept_index_answers_as_a_full_read_without_reading_a_note() {
-    let memory = Memory::new();
-    let state = tempfile::tempdir().unwrap();
-    settle();
+    let (memory, state) = settled_memory();
     let all = memory.server(None).search_blocking("deploy", 5).notes_read;
     assert!(all > 300, "{all}");
     let file = saved_index(&memory, state.path());
@@ -148,9 +145,7 @@ fn a_kept_index_answers_as_a_full_read_without_reading_a_note() {
 
 #[test]
 fn notes_edited_added_or_removed_between_processes_are_seen() {
-    let memory = Memory::new();
-    let state = tempfile::tempdir().unwrap();
-    settle();
+    let (memory, state) = settled_memory();
     saved_index(&memory, state.path());
     let root = memory.root();
     // Same size, new words.
@@ -178,9 +173,7 @@ fn notes_edited_added_or_removed_between_processes_are_seen() {
 
 #[test]
 fn a_note_read_too_soon_after_its_change_is_read_again() {
-    let memory = Memory::new();
-    let state = tempfile::tempdir().unwrap();
-    settle();
+    let (memory, state) = settled_memory();
     // Written just before the index is: its stamp cannot vouch for it.
     write(memory.root(), "memory/topics/fresh.md", "just written\n");
     saved_index(&memory, state.path());
@@ -193,9 +186,7 @@ fn a_note_read_too_soon_after_its_change_is_read_again() {
 
 #[test]
 fn a_damaged_index_is_ignored_and_rebuilt() {
-    let memory = Memory::new();
-    let state = tempfile::tempdir().unwrap();
-    settle();
+    let (memory, state) = settled_memory();
     let file = saved_index(&memory, state.path());
     let good = std::fs::read(&file).unwrap();
     let all = memory.server(None).search_blocking("deploy", 5).notes_read;
@@ -230,10 +221,8 @@ fn a_damaged_index_is_ignored_and_rebuilt() {
 
 #[test]
 fn a_symlink_in_place_of_the_index_is_neither_read_nor_written_through() {
-    let memory = Memory::new();
-    let state = tempfile::tempdir().unwrap();
+    let (memory, state) = settled_memory();
     let elsewhere = tempfile::tempdir().unwrap();
-    settle();
     let file = saved_index(&memory, state.path());
     // A valid index, moved away and linked back: not read through the link.
     let moved = elsewhere.path().join("index");
@@ -259,9 +248,7 @@ fn a_symlink_in_place_of_the_index_is_neither_read_nor_written_through() {
 
 #[test]
 fn an_index_directory_others_may_write_is_not_trusted() {
-    let memory = Memory::new();
-    let state = tempfile::tempdir().unwrap();
-    settle();
+    let (memory, state) = settled_memory();
     let file = saved_index(&memory, state.path());
     let dir = file.parent().unwrap();
     std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o777)).unwrap();
