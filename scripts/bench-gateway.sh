@@ -19,8 +19,8 @@
 #    tap's process (one more hop than B, as many processes as A).
 # Both gateways serve the same provider program (scripts/bench-gateway/
 # provider.mjs, Node + `ws`), which answers every `tool.call` at once. Each
-# round runs every level on A and on B back to back (the side going first
-# alternates between rounds); the tables show the median over the rounds.
+# round runs every level on A, B and C back to back (A, B, C, then C, B, A
+# in the next round); the tables show the median over the rounds.
 #
 # Knobs (environment):
 #   ROUNDS=3          rounds

@@ -32,8 +32,9 @@ fn main() -> ExitCode {
 /// The daemon's async worker threads: half the CPUs, at least one; `None`
 /// leaves tokio's choice (one per CPU, or `TOKIO_WORKER_THREADS` when set).
 ///
-/// Its async work is short (sockets, JSON, policy; file work runs on the
-/// blocking pool), and it shares the machine with the agents, providers and
+/// Its async work is short (sockets, JSON, policy; large file work runs on
+/// the blocking pool, only a session log's small appends on the worker), and
+/// it shares the machine with the agents, providers and
 /// model servers it connects. Workers that have little to do wake each other
 /// to steal it, and on a busy machine each wake-up costs more than the work:
 /// with one worker instead of two on 2 CPUs, a provider tool call over

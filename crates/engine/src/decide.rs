@@ -132,7 +132,7 @@ impl Session {
                 &format!("denied {tool}: {}", verdict.reason()),
             );
         }
-        if self.keeps_records() {
+        if self.audit().is_some() {
             self.audit_entry(
                 hook,
                 agent.name(),
@@ -158,7 +158,7 @@ impl Session {
         output: Option<&Value>,
     ) {
         let recorded_args = Redacted::record_of(args);
-        if self.keeps_records() {
+        if self.audit().is_some() {
             self.audit_entry(
                 hook,
                 agent.name(),

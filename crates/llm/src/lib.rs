@@ -68,9 +68,9 @@ pub trait ChatBackend: Send + Sync {
     /// upstream connection with it.
     ///
     /// The request is borrowed: an agent loop keeps one request whose
-    /// conversation grows turn by turn and asks with it each turn, so a
-    /// turn costs the same however long the conversation is (retries
-    /// reuse it too). The stream must not borrow it: take what it needs
+    /// conversation grows turn by turn and asks with it each turn, so no
+    /// turn copies the conversation (retries reuse it too); the backend
+    /// still serializes it whole into its body. The stream must not borrow it: take what it needs
     /// before returning.
     async fn stream(&self, request: &ChatRequest) -> Result<ChatStream, LlmError>;
 

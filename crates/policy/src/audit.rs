@@ -59,6 +59,22 @@ pub struct AuditEntry<Tree = Value> {
     pub elapsed_ms: u64,
 }
 
+impl AuditEntry<Redacted> {
+    /// The same entry with its records as plain JSON.
+    fn into_values(self) -> AuditEntry {
+        AuditEntry {
+            timestamp: self.timestamp,
+            session_id: self.session_id,
+            hook: self.hook,
+            tool: self.tool,
+            input: self.input.into_value(),
+            output: self.output.into_value(),
+            decision: self.decision,
+            elapsed_ms: self.elapsed_ms,
+        }
+    }
+}
+
 /// The current time in the format audit entries use (RFC 3339, UTC, ms).
 pub fn now_timestamp() -> String {
     Utc::now().to_rfc3339_opts(SecondsFormat::Millis, true)
@@ -81,7 +97,8 @@ pub const AUDIT_QUEUE_CAPACITY: usize = 256;
 ///
 /// A string that is cut is redacted first ([`redact_and_cut`]): a secret cut
 /// in half no longer matches its rule. Strings kept whole are not redacted
-/// here; [`AuditLog::append`] redacts the whole entry.
+/// here: [`Redacted::record_of`] redacts before summarizing, and
+/// [`AuditLog::append`] redacts the whole entry.
 pub fn summarize_for_audit(value: &Value) -> Value {
     match value {
         Value::String(text) if text.len() > AUDIT_MAX_STRING_BYTES => {
@@ -161,17 +178,7 @@ impl AuditLog {
     /// already redacted records: the log redacts only its short fields
     /// (tool, session id, hook, decision), not the records a second time.
     pub fn append_redacted(&self, entry: AuditEntry<Redacted>) -> Result<(), PolicyError> {
-        let entry = AuditEntry {
-            timestamp: entry.timestamp,
-            session_id: entry.session_id,
-            hook: entry.hook,
-            tool: entry.tool,
-            input: entry.input.into_value(),
-            output: entry.output.into_value(),
-            decision: entry.decision,
-            elapsed_ms: entry.elapsed_ms,
-        };
-        self.submit(entry, true)
+        self.submit(entry.into_values(), true)
     }
 
     fn submit(&self, entry: AuditEntry, redacted: bool) -> Result<(), PolicyError> {

@@ -29,6 +29,10 @@ const MAX_BATCH_EVENTS: usize = 8192;
 /// than the write (one `write(2)` of a few KiB to the page cache). Bursts
 /// go to the blocking pool.
 const INLINE_BATCH_EVENTS: usize = 16;
+/// Text (strings and keys of the events' data) above which even a small
+/// batch goes to the blocking pool: redacting and writing a large tool
+/// result would hold up the runtime's worker.
+const INLINE_BATCH_TEXT_BYTES: usize = 64 * 1024;
 
 /// What is kept of an event's `data` that would make its line longer than
 /// [`MAX_LINE_BYTES`].
@@ -355,7 +359,9 @@ async fn write_loop(
             } else {
                 let events = std::mem::take(&mut batch);
                 let buffer_in = std::mem::take(&mut buffer);
-                let (returned, result) = if events.len() <= INLINE_BATCH_EVENTS {
+                let inline = events.len() <= INLINE_BATCH_EVENTS
+                    && text_within(&events, INLINE_BATCH_TEXT_BYTES);
+                let (returned, result) = if inline {
                     encode_and_write(&file, events, buffer_in)
                 } else {
                     write_batch(Arc::clone(&file), events, buffer_in).await
@@ -431,6 +437,30 @@ async fn write_batch(
     }
 }
 
+/// Whether the events' data holds at most about `limit` bytes of text
+/// (stops counting past it).
+fn text_within(events: &[LoggedEvent], limit: usize) -> bool {
+    let mut total = 0;
+    let mut pending: Vec<&Value> = events.iter().map(|event| &event.data).collect();
+    while let Some(value) = pending.pop() {
+        match value {
+            Value::String(text) => total += text.len(),
+            Value::Array(items) => pending.extend(items),
+            Value::Object(map) => {
+                for (key, inner) in map {
+                    total += key.len();
+                    pending.push(inner);
+                }
+            }
+            Value::Null | Value::Bool(_) | Value::Number(_) => total += 8,
+        }
+        if total > limit {
+            return false;
+        }
+    }
+    true
+}
+
 /// Serializes `events` into `buffer` and writes it with one call; returns
 /// the buffer for reuse.
 fn encode_and_write(
@@ -473,4 +503,36 @@ fn encode_line(mut event: LoggedEvent, buffer: &mut Vec<u8>) {
         let _ = serde_json::to_writer(&mut *buffer, &event);
     }
     buffer.push(b'\n');
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use serde_json::{Value, json};
+
+    use super::{LoggedEvent, text_within};
+
+    fn event(data: Value) -> LoggedEvent {
+        LoggedEvent {
+            seq: 1,
+            id: "e-1".into(),
+            parent_id: None,
+            timestamp: "2026-11-26T00:00:00.000Z".into(),
+            kind: "tool.result".into(),
+            data,
+        }
+    }
+
+    /// A loop step's few small events stay on the worker; one large tool
+    /// result, or a deep pile of small values, goes to the blocking pool.
+    #[test]
+    fn only_small_batches_are_written_on_the_worker() {
+        let small = vec![event(json!({"text": "hello", "n": 1})); 16];
+        assert!(text_within(&small, 64 * 1024));
+        let large = vec![event(json!({"output": "x".repeat(70 * 1024)}))];
+        assert!(!text_within(&large, 64 * 1024));
+        let many = vec![event(json!({"items": vec![1; 10_000]}))];
+        assert!(!text_within(&many, 64 * 1024));
+    }
 }

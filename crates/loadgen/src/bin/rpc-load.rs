@@ -99,7 +99,10 @@ impl CpuTimes {
     /// Microseconds a call of each since `start`, over `calls` calls.
     fn per_call_since(&self, start: &Self, calls: u64) -> [f64; 3] {
         std::array::from_fn(|index| match (start.0[index], self.0[index]) {
-            (Some(a), Some(b)) if calls > 0 => (b - a).as_secs_f64() * 1e6 / calls as f64,
+            // A pid that died and was reused reads lower: no panic, 0.
+            (Some(a), Some(b)) if calls > 0 => {
+                b.saturating_sub(a).as_secs_f64() * 1e6 / calls as f64
+            }
             _ => 0.0,
         })
     }

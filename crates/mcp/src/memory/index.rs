@@ -143,9 +143,9 @@ pub struct Index {
     watcher: Option<Watcher>,
     /// Every directory of the last walk is watched: no event means no change.
     fully_watched: bool,
-    /// Where the index is kept between processes; taken by the first
-    /// refresh, which loads it.
+    /// Where the index is kept between processes (and saved to).
     file: Option<Arc<IndexFile>>,
+    /// The file is still to be loaded, by the first refresh.
     unloaded: bool,
     /// The memory root as the last walk found it (canonical).
     root: Option<WorkspaceRoot>,

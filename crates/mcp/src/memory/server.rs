@@ -157,11 +157,13 @@ impl MemoryServer {
     /// `Ok(None)` when there is nothing to save yet (no state directory,
     /// no search so far); else the file written.
     pub fn save_index(&self) -> std::io::Result<Option<PathBuf>> {
-        let job = bridge_policy::sync::lock(&self.default.index).take_save(true);
-        let Some(job) = job else {
+        let Some(saver) = self.default.saver.as_ref() else {
             return Ok(None);
         };
-        job.run()?;
+        let Some((job, saved)) = saver.save_now(&self.default.index) else {
+            return Ok(None);
+        };
+        saved?;
         job.file.path_for(&job.root).map(Some)
     }
 

@@ -245,6 +245,9 @@ impl SaveJob {
 #[derive(Debug, Default)]
 pub struct Saver {
     state: Mutex<SaverState>,
+    /// Held from taking a save job to the end of its write, so a forced
+    /// save ([`Saver::save_now`]) and the thread's never write out of order.
+    writing: Mutex<()>,
 }
 
 #[derive(Debug, Default)]
@@ -274,13 +277,25 @@ impl Saver {
         state.running = spawned.is_ok();
     }
 
+    /// Saves `index` now, changed or not, on the calling thread; `None`
+    /// when it has no file or nothing searched yet.
+    pub fn save_now(&self, index: &Mutex<Index>) -> Option<(SaveJob, io::Result<()>)> {
+        let _writing = lock(&self.writing);
+        let job = lock(index).take_save(true)?;
+        let saved = job.run();
+        Some((job, saved))
+    }
+
     fn run(&self, index: &Mutex<Index>, mut wait: Duration) {
         loop {
             std::thread::sleep(wait);
-            let job = lock(index).take_save(false);
-            if let Some(job) = job {
-                let _ = job.run();
-                lock(&self.state).last = Some(Instant::now());
+            {
+                let _writing = lock(&self.writing);
+                let job = lock(index).take_save(false);
+                if let Some(job) = job {
+                    let _ = job.run();
+                    lock(&self.state).last = Some(Instant::now());
+                }
             }
             // The state's lock first, as `schedule` takes it: a change
             // noted after this look schedules a thread of its own.

@@ -41,8 +41,8 @@ pub(super) enum Item {
 }
 
 /// How long the writer, woken by an entry, waits for more before it
-/// writes. Entries written this much later are not at more risk: what a
-/// crash can lose is bounded by the queue's capacity, not by time.
+/// writes. What a crash can lose is still bounded by the queue's capacity;
+/// within that bound it may now include the entries of the last window.
 const BATCH_WINDOW: Duration = Duration::from_millis(5);
 /// Entries that end the window early (well below the queue's capacity, so
 /// appenders never wait for a writer that is only batching).

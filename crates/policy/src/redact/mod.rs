@@ -128,18 +128,18 @@ pub fn redact(text: &str) -> Cow<'_, str> {
 /// when the rules do not compile.
 fn secret_spans(text: &str) -> Option<Vec<(usize, usize)>> {
     let engine = ENGINE.as_ref().ok()?;
-    CAPTURE_SLOTS.with(|slots| match slots.try_borrow_mut() {
-        Ok(mut kept) => {
-            let locations = kept.get_or_insert_with(|| engine.regex.capture_locations());
-            Some(spans_with(engine, text, locations))
-        }
-        // Never reentered today; a fresh set keeps that from being a panic.
-        Err(_) => Some(spans_with(
-            engine,
-            text,
-            &mut engine.regex.capture_locations(),
-        )),
-    })
+    let kept = CAPTURE_SLOTS.try_with(|slots| {
+        let mut kept = slots.try_borrow_mut().ok()?;
+        let locations = kept.get_or_insert_with(|| engine.regex.capture_locations());
+        Some(spans_with(engine, text, locations))
+    });
+    // A fresh set when the thread's is in use (never reentered today) or
+    // already destroyed (a log line from a thread-local destructor).
+    Some(
+        kept.ok()
+            .flatten()
+            .unwrap_or_else(|| spans_with(engine, text, &mut engine.regex.capture_locations())),
+    )
 }
 
 thread_local! {

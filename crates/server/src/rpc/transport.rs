@@ -1,7 +1,9 @@
 //! `/rpc` over HTTP `POST` and over WebSocket. Both check the bearer token
 //! first and then feed text to the dispatcher; a WebSocket connection
-//! serves requests concurrently, so a slow tool call does not hold up the
-//! next request, and survives any garbage a client sends.
+//! serves requests concurrently, so a tool call waiting on its tool does not
+//! hold up the next request, and survives any garbage a client sends.
+//! Concurrent, not parallel: a connection's requests share its task, so
+//! their CPU work (policy, redaction) runs one step at a time.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -68,9 +70,9 @@ pub async fn websocket(
 }
 
 /// Serves one WebSocket connection on its own task: requests in flight are
-/// futures polled here (not tasks of their own, so an answer does not
-/// cross to another worker thread and back), and their answers go to a
-/// writer that sends everything ready with one flush.
+/// futures polled here (not tasks of their own, which woke another worker
+/// thread to steal each one), and their answers go to a writer task that
+/// sends everything ready with one flush.
 async fn serve(state: RpcState, socket: WebSocket) {
     let (sink, mut stream) = socket.split();
     let (tx, rx) = mpsc::channel::<Message>(OUTBOUND_QUEUE);

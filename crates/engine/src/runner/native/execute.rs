@@ -4,7 +4,7 @@
 use std::time::Instant;
 
 use bridge_llm::ToolCall;
-use bridge_policy::audit::summarize_for_audit;
+use bridge_policy::audit::{Redacted, summarize_for_audit};
 use bridge_policy::errors::RecoveryAction;
 use bridge_protocol::{ToolEffect, json_kind};
 use futures::StreamExt;
@@ -126,11 +126,7 @@ fn parse_arguments(text: &str) -> Result<Value, String> {
 /// The arguments as logs and reports keep them: redacted, bounded.
 fn recorded_arguments(planned: &Planned<'_>) -> Value {
     match &planned.args {
-        Ok(args) => {
-            let mut copy = args.clone();
-            bridge_policy::redact_value(&mut copy);
-            summarize_for_audit(&copy)
-        }
+        Ok(args) => Redacted::record_of(args).into_value(),
         Err(_) => summarize_for_audit(&Value::String(
             bridge_policy::redact(&planned.call.arguments).into_owned(),
         )),

@@ -143,8 +143,8 @@ async fn run_turns(
         .append(types::USER_MESSAGE, types::user_message(&prompt.text), None);
     messages.push(Message::text(Role::User, prompt.text));
     // One request for the whole run: the conversation is the request's own
-    // messages, grown in place, and each turn lends it to the backend, so a
-    // turn costs the same however long the task has run.
+    // messages, grown in place, and each turn lends it to the backend, so no
+    // turn copies the conversation (the backend still serializes it whole).
     let system = Message::text(Role::System, system_prompt(cx.session).await);
     messages.insert(0, system);
     let mut chat = ChatRequest {
