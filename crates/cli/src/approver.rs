@@ -37,7 +37,7 @@ impl TerminalApprover {
     }
 
     fn ask(&self, tool: &str, args: &Value, reason: &str) -> bool {
-        let _turn = bridge_policy::sync::lock(&self.one_at_a_time);
+        let _turn = bridge_util::sync::lock(&self.one_at_a_time);
         self.asking.store(true, Ordering::SeqCst);
         let mut shown = args.clone();
         bridge_policy::redact_value(&mut shown);

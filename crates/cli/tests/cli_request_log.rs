@@ -134,3 +134,52 @@ async fn every_request_and_every_refusal_leaves_one_line() {
     let mode = std::fs::metadata(&journal).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode, 0o600);
 }
+
+#[tokio::test]
+async fn a_symlink_planted_at_the_request_log_disables_it_and_nothing_is_written_through_it() {
+    let mock = MockLlm::start(vec![MockReply::text("Hi!")]).await;
+    let bridge = crate::support::Bridge::new();
+    let victim = tempfile::tempdir().unwrap();
+    let target = victim.path().join("elsewhere.txt");
+    std::fs::write(&target, "untouched").unwrap();
+    std::os::unix::fs::symlink(&target, bridge.state.path().join("requests.jsonl")).unwrap();
+    let served = crate::agents::serve_in(
+        &mock,
+        bridge,
+        TempWorkspace::new(),
+        &[("COPILOT_BRIDGE_REQUEST_LOG", "true")],
+    );
+    // The daemon serves: a request is answered.
+    let answered = reqwest::Client::new()
+        .post(served.url("/v1/chat/completions"))
+        .bearer_auth(&served.token)
+        .json(&json!({"model": "gpt-x", "messages": [{"role": "user", "content": "hi"}]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answered.status(), 200);
+    answered.text().await.unwrap();
+    // The refusal is logged, and status says the request log is disabled, and why.
+    let log = served.log();
+    assert!(
+        log.contains("ERROR") && log.contains("requests.jsonl") && log.contains("symbolic link"),
+        "{log}"
+    );
+    let status = served.cli().args(["status"]).output().await.unwrap();
+    let shown = String::from_utf8_lossy(&status.stdout);
+    assert!(status.status.success(), "{shown}");
+    assert!(
+        shown.contains("request log: disabled:") && shown.contains("symbolic link"),
+        "{shown}"
+    );
+    let status = served.rpc_raw("bridge.status", json!({})).await;
+    assert_eq!(status["result"]["requestLog"]["enabled"], false, "{status}");
+    // Nothing went through the link.
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "untouched");
+    assert!(
+        std::fs::symlink_metadata(served.state().join("requests.jsonl"))
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+}

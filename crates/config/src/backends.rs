@@ -18,7 +18,7 @@ use serde_json::{Value, json};
 use bridge_llm::BackendKind;
 
 use crate::ConfigError;
-use bridge_policy::Secret;
+use bridge_util::Secret;
 
 /// The longest backend name: it prefixes model ids (`NAME/MODEL`).
 pub const MAX_BACKEND_NAME_CHARS: usize = 64;

@@ -25,8 +25,9 @@ mod value;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use bridge_policy::{PermissionRules, Secret};
+use bridge_policy::PermissionRules;
 use bridge_tools::ToolSettings;
+use bridge_util::Secret;
 
 pub use backends::{BackendConfig, BackendStyle};
 pub use bridge_llm::BackendKind;
@@ -165,8 +166,8 @@ impl BridgeConfig {
     }
 
     /// The error-recovery policy these settings describe.
-    pub fn error_policy(&self) -> bridge_policy::ErrorPolicy {
-        bridge_policy::ErrorPolicy {
+    pub fn error_policy(&self) -> bridge_util::ErrorPolicy {
+        bridge_util::ErrorPolicy {
             max_retries: self.max_retries,
             transient_retries: self.transient_retries,
         }

@@ -10,7 +10,7 @@ use crate::file::{
 use crate::keys::{self, KeySpec};
 use crate::value::{self, LogLevel};
 use crate::{BridgeConfig, ByokConfig, ConfigError, Source};
-use bridge_policy::Secret;
+use bridge_util::Secret;
 
 /// Settings a `.env` in the working directory may not set: it comes with the
 /// repository, and these choose which program runs (`COPILOT_CLI_PATH`),

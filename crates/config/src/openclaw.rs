@@ -8,7 +8,7 @@
 
 use std::path::PathBuf;
 
-use bridge_policy::Secret;
+use bridge_util::Secret;
 
 /// OpenClaw's default gateway port.
 pub const DEFAULT_GATEWAY_PORT: u16 = 18789;

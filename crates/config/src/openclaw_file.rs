@@ -13,7 +13,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use bridge_policy::Secret;
+use bridge_util::Secret;
 use serde_json::{Map, Value};
 
 use crate::file::read_small_file;

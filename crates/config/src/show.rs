@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 
 use crate::BridgeConfig;
 use crate::keys::{self, KEYS};
-use bridge_policy::Secret;
+use bridge_util::Secret;
 
 /// One row of `config show`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

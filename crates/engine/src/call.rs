@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use crate::events::SessionEvent;
 use crate::session::Session;
 use crate::tools::{ToolInvocation, ToolOwner};
-use bridge_policy::ids;
+use bridge_util::ids;
 
 /// Which door a call came through (recorded in the audit log).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -14,7 +14,7 @@ use tokio::sync::oneshot;
 use crate::session::{Session, SessionInfo, SessionParts, lock};
 use crate::tools::{ToolEntry, ToolOwner, read_lock, write_lock};
 use crate::workspace::WorkspaceTool;
-use bridge_policy::ids;
+use bridge_util::ids;
 
 /// Timeouts the sessions apply.
 #[derive(Debug, Clone)]
@@ -219,7 +219,7 @@ impl SessionRegistry {
                 label: spec.label,
                 cwd,
                 foreground: spec.foreground,
-                created_at: bridge_policy::audit::now_timestamp(),
+                created_at: bridge_util::time::now_timestamp(),
             },
             guard: guard.clone(),
             approver,

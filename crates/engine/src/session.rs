@@ -369,7 +369,7 @@ impl Session {
                 timeline.pop_front();
             }
             timeline.push_back(TimelineEntry {
-                ts: bridge_policy::audit::now_timestamp(),
+                ts: bridge_util::time::now_timestamp(),
                 source: source.to_owned(),
                 text: text.clone(),
             });
@@ -469,5 +469,5 @@ fn set_owned(list: &Mutex<Vec<(String, String)>>, owner: &str, text: Option<Stri
     }
 }
 
-/// The crate's locks tolerate a panicked holder (see `bridge_policy::sync`).
-pub(crate) use bridge_policy::sync::lock;
+/// The crate's locks tolerate a panicked holder (see `bridge_util::sync`).
+pub(crate) use bridge_util::sync::lock;

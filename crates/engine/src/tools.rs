@@ -197,4 +197,4 @@ fn check_conflicts(
 
 // The table is left consistent by every change (a single insert or
 // retain), so a panicked writer does not stop the reading.
-pub(crate) use bridge_policy::sync::{read as read_lock, write as write_lock};
+pub(crate) use bridge_util::sync::{read as read_lock, write as write_lock};

@@ -4,11 +4,11 @@
 
 use std::time::{Duration, Instant};
 
-use bridge_policy::ids;
 use bridge_protocol::excerpt;
 use bridge_protocol::provider::{
     Auth, AuthConfirm, AuthPairing, ErrorCode, ErrorMessage, GatewayMessage,
 };
+use bridge_util::ids;
 
 use crate::GatewayError;
 use crate::connection::{ConnState, Connection, Flow};
@@ -19,6 +19,9 @@ use crate::state::{ExternalToken, GatewayInner, PairingInfo, PendingPairing, Pro
 const PAIRING_WINDOW: Duration = Duration::from_secs(60);
 
 const PAIRING_PROMPT: &str = "Enter the pairing code shown in your copilot-bridge session";
+
+/// Characters of a provider-chosen name a pairing prompt shows.
+const PROVIDER_NAME_CHARS: usize = 64;
 
 pub(crate) fn on_auth(conn: &mut Connection, auth: Auth) -> Flow {
     match (auth.token.as_deref(), auth.mode.as_deref()) {
@@ -133,7 +136,11 @@ fn begin_pairing(conn: &mut Connection, auth: &Auth) -> Flow {
         }
     };
     let who = match &auth.name {
-        Some(name) => format!("Provider '{}' ({})", clean(name), conn.peer),
+        Some(name) => format!(
+            "Provider '{}' ({})",
+            bridge_policy::redact::printable(name, PROVIDER_NAME_CHARS),
+            conn.peer
+        ),
         None => format!("A provider ({})", conn.peer),
     };
     {
@@ -323,9 +330,4 @@ pub(crate) fn pending_pairings(gw: &GatewayInner) -> Vec<PairingInfo> {
         .collect();
     list.sort_by_key(|p| p.age_secs);
     list
-}
-
-/// A provider-chosen name, fit for a log line.
-fn clean(name: &str) -> String {
-    name.chars().filter(|c| !c.is_control()).take(64).collect()
 }

@@ -255,13 +255,6 @@ fn disconnected() -> ChatFailure {
     }
 }
 
-/// A provider's own words as they may be shown: no control characters,
-/// redacted, cut.
-fn printable(text: &str, max_chars: usize) -> String {
-    let text: String = text.chars().filter(|c| !c.is_control()).collect();
-    bridge_policy::redact::preview(&text, max_chars)
-}
-
 fn describe(offer: &Offer) -> ChatOffer {
     ChatOffer {
         provider_id: offer.provider.as_ref().map(|p| p.id.clone()),
@@ -429,7 +422,9 @@ pub(crate) fn on_models(conn: &mut Connection, offer: ChatModels) -> Flow {
         );
     }
     let mut offer = offer;
-    offer.reason = offer.reason.map(|r| printable(&r, REASON_MAX_CHARS));
+    offer.reason = offer
+        .reason
+        .map(|r| bridge_policy::redact::printable(&r, REASON_MAX_CHARS));
     for model in &mut offer.models {
         for field in [
             &mut model.name,
@@ -437,7 +432,9 @@ pub(crate) fn on_models(conn: &mut Connection, offer: ChatModels) -> Flow {
             &mut model.family,
             &mut model.version,
         ] {
-            *field = field.take().map(|text| printable(&text, NAME_MAX_CHARS));
+            *field = field
+                .take()
+                .map(|text| bridge_policy::redact::printable(&text, NAME_MAX_CHARS));
         }
     }
     let entry = Offer {

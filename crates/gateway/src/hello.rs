@@ -238,7 +238,7 @@ fn bind_claimed(
         pending_gates: Default::default(),
         pending_transforms: Default::default(),
         last_active: AtomicU64::new(gw.tick()),
-        reconnect_token: std::sync::Mutex::new(bridge_policy::ids::token("tok")),
+        reconnect_token: std::sync::Mutex::new(bridge_util::ids::token("tok")),
         revisions: std::sync::Mutex::new(claim.revisions.clone()),
         forwarders: Default::default(),
         subscribe: template.subscribe.clone(),
@@ -504,11 +504,11 @@ fn restore_binding(gw: &GatewayInner, trust: &Trust, binding: &Binding) -> Resol
 }
 
 fn persist_dir(gw: &GatewayInner, name: &str) -> Result<std::path::PathBuf, ErrorMessage> {
-    let dir = gw.state_dir.join("providers").join(name);
-    let created = std::fs::create_dir_all(&dir).and_then(|()| {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700))
-    });
+    let providers = gw.state_dir.join("providers");
+    let dir = providers.join(name);
+    // A symlink planted at either level is refused, not followed.
+    let created = bridge_util::owner_only::ensure_private_subdir(&providers)
+        .and_then(|()| bridge_util::owner_only::ensure_private_subdir(&dir));
     created.map(|()| dir.clone()).map_err(|err| {
         tracing::error!(dir = %dir.display(), error = %err, "cannot create a provider's persistDir");
         ErrorMessage::new(

@@ -438,5 +438,5 @@ impl ProviderHandle {
     }
 }
 
-/// The crate's locks tolerate a panicked holder (see `bridge_policy::sync`).
-pub(crate) use bridge_policy::sync::lock;
+/// The crate's locks tolerate a panicked holder (see `bridge_util::sync`).
+pub(crate) use bridge_util::sync::lock;

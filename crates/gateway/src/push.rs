@@ -277,7 +277,7 @@ fn push_to(
             &key,
             &provider.name,
             NewEvent {
-                ts: bridge_policy::audit::now_timestamp(),
+                ts: bridge_util::time::now_timestamp(),
                 event: push.stored_text.to_owned(),
                 level,
                 metadata: push.metadata.cloned(),

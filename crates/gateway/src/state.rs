@@ -196,7 +196,7 @@ impl GatewayInner {
     pub(crate) fn lock(&self) -> std::sync::MutexGuard<'_, GatewayState> {
         // Every critical section leaves the state consistent (single inserts
         // and removals), so a panic elsewhere must not wedge the gateway.
-        bridge_policy::sync::lock(&self.state)
+        bridge_util::sync::lock(&self.state)
     }
 
     pub(crate) fn next_connection_id(&self) -> u64 {

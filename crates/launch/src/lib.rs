@@ -196,7 +196,7 @@ async fn keep_tail(
         if text.is_empty() || lines == 0 {
             continue;
         }
-        let mut tail = bridge_policy::sync::lock(&tail);
+        let mut tail = bridge_util::sync::lock(&tail);
         if tail.len() == lines {
             tail.pop_front();
         }
@@ -243,7 +243,7 @@ impl Child {
     /// The kept stderr lines, joined with ` | ` (with [`Stderr::Tail`]).
     pub fn stderr_tail(&self) -> Option<String> {
         let tail = self.tail.as_ref()?;
-        let lines = bridge_policy::sync::lock(tail);
+        let lines = bridge_util::sync::lock(tail);
         (!lines.is_empty()).then(|| lines.iter().cloned().collect::<Vec<_>>().join(" | "))
     }
 

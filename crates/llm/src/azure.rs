@@ -3,7 +3,7 @@
 //! with an `api-version` query parameter and an `api-key` header instead of
 //! a bearer token.
 
-use bridge_policy::Secret;
+use bridge_util::Secret;
 use std::time::Duration;
 
 use async_trait::async_trait;

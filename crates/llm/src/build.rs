@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use bridge_policy::Secret;
+use bridge_util::Secret;
 
 use crate::kind::{AZURE_DEFAULT_API_VERSION, BackendKind};
 use crate::{

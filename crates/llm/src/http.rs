@@ -9,7 +9,7 @@ use futures::{Stream, StreamExt};
 use reqwest::header::{HeaderMap, RETRY_AFTER};
 use reqwest::{Response, StatusCode};
 
-use bridge_policy::Secret;
+use bridge_util::Secret;
 use reqwest::header::{ACCEPT, HeaderName, HeaderValue};
 
 use crate::LlmError;

@@ -1,7 +1,7 @@
 //! Retries of failed requests around any [`ChatBackend`].
 //!
 //! Failures are classified with the policy crate's error classification
-//! (`bridge_policy::errors`): rate limits and transient failures (408, 5xx,
+//! (`bridge_util::recovery`): rate limits and transient failures (408, 5xx,
 //! timeouts, unreachable upstream) are retried within the budgets of an
 //! [`ErrorPolicy`]; everything else (authorization, configuration, other
 //! 4xx, malformed answers) is returned at once.
@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use bridge_policy::errors::{Backoff, ErrorClass, ErrorPolicy, RecoveryAction, classify};
+use bridge_util::recovery::{Backoff, ErrorClass, ErrorPolicy, RecoveryAction, classify};
 use futures::StreamExt;
 
 use crate::{ChatBackend, ChatRequest, ChatResponse, ChatStream, LlmError};

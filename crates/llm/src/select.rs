@@ -11,7 +11,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use bridge_policy::Secret;
+use bridge_util::Secret;
 
 use crate::build::{BackendSpec, build};
 use crate::copilot::GH_TOKEN_TIMEOUT;

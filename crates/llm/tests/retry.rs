@@ -6,8 +6,8 @@ use std::time::{Duration, Instant};
 use bridge_llm::{
     ChatBackend, ChatEvent, LlmError, OpenAiBackend, RetryConfig, RetryingBackend, collect,
 };
-use bridge_policy::ErrorPolicy;
 use bridge_testkit::{MockLlm, MockReply};
+use bridge_util::ErrorPolicy;
 use futures::StreamExt;
 
 use crate::support::{ask, backend, texts};

@@ -3,9 +3,9 @@
 
 use bridge_llm::select::NOTHING_CONFIGURED;
 use bridge_llm::{BackendKind, BackendSettings, LlmError, select_backend};
-use bridge_policy::Secret;
 use bridge_testkit::MockLlm;
 use bridge_testkit::mock_llm::MOCK_OLLAMA_MODELS;
+use bridge_util::Secret;
 
 /// A URL where nothing listens: the port was free a moment ago.
 fn dead_url() -> String {

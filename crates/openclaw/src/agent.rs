@@ -55,7 +55,7 @@ impl Gateway {
     pub async fn ask_agent(&self, ask: AgentAsk) -> Result<AgentReply, GatewayError> {
         // Subscribed before the run starts, so no final chat event is missed.
         let mut events = self.subscribe();
-        let idempotency_key = bridge_policy::ids::unique_id("copilot-bridge-agent");
+        let idempotency_key = bridge_util::ids::unique_id("copilot-bridge-agent");
         let mut params = json!({
             "message": ask.message,
             "idempotencyKey": idempotency_key,

@@ -5,8 +5,8 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use bridge_policy::Backoff;
 use bridge_policy::redact::shorten;
+use bridge_util::Backoff;
 use futures::{SinkExt, StreamExt};
 use tokio::sync::mpsc;
 use tokio_tungstenite::tungstenite::Message;
@@ -248,11 +248,11 @@ async fn attempt(
     let token = device_token.as_ref().or(settings.token.as_ref());
     let params = handshake::connect_params(
         &settings.client_version,
-        token.map(bridge_policy::Secret::expose),
+        token.map(bridge_util::Secret::expose),
         identity.as_ref(),
         &challenge,
     );
-    let id = bridge_policy::ids::unique_id("connect");
+    let id = bridge_util::ids::unique_id("connect");
     if let Err(err) = sink
         .send(Message::text(frame::request(&id, "connect", params)))
         .await

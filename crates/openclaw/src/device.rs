@@ -7,12 +7,12 @@
 //! crash never leaves half a key behind.
 
 use std::fs;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use bridge_policy::Secret;
+use bridge_util::Secret;
+use bridge_util::owner_only::{self, Replace};
 use ed25519_dalek::{Signature, Signer, SigningKey, Verifier, VerifyingKey};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -76,7 +76,7 @@ fn normalize_metadata(value: &str) -> String {
 
 /// The device id of a raw 32-byte public key: its SHA-256 as lowercase hex.
 pub fn device_id_of(public_key: &[u8; 32]) -> String {
-    bridge_policy::ids::hex(&Sha256::digest(public_key))
+    bridge_util::ids::hex(&Sha256::digest(public_key))
 }
 
 /// Whether `signature` (base64url) is `public_key`'s (base64url, raw 32
@@ -265,44 +265,9 @@ impl DeviceIdentity {
             path: self.path.display().to_string(),
             reason: err.to_string(),
         })?;
-        write_atomically(&self.path, text.as_bytes())
+        owner_only::write_atomically(&self.path, text.as_bytes(), Replace::Private)
+            .map_err(|source| io_error(&self.path, source))
     }
-}
-
-/// Writes `bytes` to a new temporary file (mode 0600) beside `path`, syncs
-/// it and renames it over `path`.
-fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), IdentityError> {
-    let parent = match path.parent() {
-        Some(parent) if !parent.as_os_str().is_empty() => parent.to_owned(),
-        _ => PathBuf::from("."),
-    };
-    if !parent.exists() {
-        let mut builder = fs::DirBuilder::new();
-        builder.recursive(true);
-        #[cfg(unix)]
-        std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
-        builder
-            .create(&parent)
-            .map_err(|source| io_error(&parent, source))?;
-    }
-    let name = path
-        .file_name()
-        .map(|name| name.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "identity".to_owned());
-    let temporary = parent.join(format!(".{name}.{}.tmp", bridge_policy::ids::random_hex(6)));
-    let mut options = fs::OpenOptions::new();
-    options.write(true).create_new(true);
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-    let written = options.open(&temporary).and_then(|mut file| {
-        file.write_all(bytes)?;
-        file.sync_all()
-    });
-    if let Err(source) = written.and_then(|()| fs::rename(&temporary, path)) {
-        let _ = fs::remove_file(&temporary);
-        return Err(io_error(path, source));
-    }
-    Ok(())
 }
 
 /// An identity file readable by others is set back to 0600.

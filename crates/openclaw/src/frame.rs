@@ -152,7 +152,7 @@ pub struct HelloAuth {
     pub scopes: Vec<String>,
     /// A token for this device, to present on the next connect.
     #[serde(default, deserialize_with = "secret")]
-    pub device_token: Option<bridge_policy::Secret>,
+    pub device_token: Option<bridge_util::Secret>,
     #[serde(default)]
     pub issued_at_ms: Option<u64>,
 }
@@ -170,11 +170,11 @@ impl std::fmt::Debug for HelloAuth {
 
 fn secret<'de, D: serde::Deserializer<'de>>(
     deserializer: D,
-) -> Result<Option<bridge_policy::Secret>, D::Error> {
+) -> Result<Option<bridge_util::Secret>, D::Error> {
     let token: Option<String> = Option::deserialize(deserializer)?;
     Ok(token
         .filter(|token| !token.trim().is_empty())
-        .map(bridge_policy::Secret::new))
+        .map(bridge_util::Secret::new))
 }
 
 /// Limits the gateway set for this connection.

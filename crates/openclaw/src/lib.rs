@@ -27,8 +27,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use bridge_policy::Secret;
-use bridge_policy::sync::lock;
+use bridge_util::Secret;
+use bridge_util::sync::lock;
 use serde_json::Value;
 use tokio::sync::{broadcast, oneshot};
 use tokio_tungstenite::tungstenite::Message;
@@ -145,7 +145,7 @@ impl Gateway {
                 url: shared.url.clone(),
                 reason: shared.not_connected_reason(),
             })?;
-        let id = bridge_policy::ids::unique_id("req");
+        let id = bridge_util::ids::unique_id("req");
         let text = frame::request(&id, method, params);
         if u64::try_from(text.len()).unwrap_or(u64::MAX) > link.max_payload {
             return Err(GatewayError::TooLarge {

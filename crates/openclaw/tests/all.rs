@@ -14,7 +14,7 @@ mod requests;
 use std::time::Duration;
 
 use bridge_openclaw::{Gateway, GatewaySettings};
-use bridge_policy::Secret;
+use bridge_util::Secret;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
 /// The token the recorded transcripts used.

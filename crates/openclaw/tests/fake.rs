@@ -389,5 +389,5 @@ fn now_ms() -> u64 {
 }
 
 fn rand_suffix() -> String {
-    bridge_policy::ids::random_hex(8)
+    bridge_util::ids::random_hex(8)
 }

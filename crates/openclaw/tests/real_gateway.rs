@@ -6,9 +6,9 @@
 use std::time::{Duration, Instant};
 
 use bridge_openclaw::{AgentAsk, ConnectionState, GatewaySettings};
-use bridge_policy::Secret;
 use bridge_testkit::openclaw::OpenClawGateway;
 use bridge_testkit::{MockLlm, MockReply};
+use bridge_util::Secret;
 use serde_json::json;
 
 use crate::start;

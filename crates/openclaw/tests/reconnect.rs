@@ -5,7 +5,7 @@
 use std::time::{Duration, Instant};
 
 use bridge_openclaw::{ConnectionState, GatewayError, TICK_TIMEOUT_CLOSE};
-use bridge_policy::Secret;
+use bridge_util::Secret;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 

@@ -31,7 +31,7 @@ mod writer;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use chrono::{DateTime, Datelike, NaiveDate, SecondsFormat, Utc};
+use chrono::{DateTime, Datelike, NaiveDate, Utc};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -73,11 +73,6 @@ impl AuditEntry<Redacted> {
             elapsed_ms: self.elapsed_ms,
         }
     }
-}
-
-/// The current time in the format audit entries use (RFC 3339, UTC, ms).
-pub fn now_timestamp() -> String {
-    Utc::now().to_rfc3339_opts(SecondsFormat::Millis, true)
 }
 
 /// Longest string kept whole in an audit entry.

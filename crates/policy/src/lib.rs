@@ -2,7 +2,7 @@
 //!
 //! Pure decision logic plus the audit file: permission rules, path containment,
 //! the workspace policy file (`.agent-policy.yaml`), secret redaction, shell
-//! command analysis, error classification, and [`Guard`], which composes them.
+//! command analysis, the audit log, and [`Guard`], which composes them.
 //! This crate must not execute tools, talk to the network or hold sessions; and
 //! every function here fails closed — when in doubt, it denies.
 
@@ -10,26 +10,20 @@ pub mod access;
 pub mod agent_tools;
 pub mod approve;
 pub mod audit;
-pub mod errors;
 pub mod guard;
-pub mod ids;
 pub mod paths;
 pub mod permission;
 pub mod redact;
-pub mod secret;
 pub mod shell;
-pub mod sync;
 pub mod workspace_policy;
 
 pub use access::Access;
 pub use approve::{AgentAsks, Approver, DenyAll};
 pub use audit::{AuditEntry, AuditLog};
-pub use errors::{Backoff, ErrorClass, ErrorPolicy, RecoveryAction};
 pub use guard::Guard;
 pub use paths::{PathError, WorkspaceRoot};
 pub use permission::{PermissionPolicy, PermissionRules};
 pub use redact::{redact, redact_value};
-pub use secret::Secret;
 pub use shell::{ShellAnalysis, ShellVerdict};
 pub use workspace_policy::WorkspacePolicy;
 

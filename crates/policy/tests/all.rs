@@ -4,7 +4,6 @@ mod audit;
 mod audit_records;
 mod audit_writer;
 mod beneath;
-mod errors;
 mod guard;
 mod paths;
 mod permission;

@@ -8,8 +8,8 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::Arc;
 
-use bridge_policy::audit::now_timestamp;
 use bridge_policy::{AuditEntry, AuditLog};
+use bridge_util::time::now_timestamp;
 use chrono::NaiveDate;
 use serde_json::{Value, json};
 

@@ -76,8 +76,11 @@ pub struct ServerParts {
     pub responses: Arc<crate::facade::store::ResponseStore>,
     /// The agent sessions registered by their hooks (`agent.hook`).
     pub agent_sessions: Arc<crate::rpc::agent_hook::AgentSessions>,
-    /// `requests.jsonl`, when `request_log` is on.
+    /// `requests.jsonl`, when `request_log` is on and its file could be
+    /// opened.
     pub request_journal: Option<Arc<crate::facade::request_log::RequestJournal>>,
+    /// Why `request_log` is on but no journal is written (`status` shows it).
+    pub request_log_refused: Option<String>,
     /// The plans `orchestrate.*` and `copilot_orchestrate` started.
     pub orchestrations: Arc<crate::orchestrations::Orchestrations>,
     /// The OpenClaw gateway connection, when configured (crate::openclaw).

@@ -27,7 +27,7 @@ use bridge_llm::{
     BackendSettings, BackendSpec, ChatBackend, ChatRequest, ChatStream, CopilotAccountType,
     LlmError, RetryConfig, Selected, select_backend,
 };
-use bridge_policy::Secret;
+use bridge_util::Secret;
 
 use crate::facade::backends::{BackendEntry, Backends, PromptStyle};
 

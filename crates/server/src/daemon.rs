@@ -23,8 +23,9 @@ use tokio_util::sync::CancellationToken;
 use crate::app::{DaemonFacts, ServerContext, ServerParts};
 use crate::client::find_running;
 use crate::http::ConnectionLimits;
-use crate::state_file::{GatewayFile, ensure_private_dir};
+use crate::state_file::GatewayFile;
 use crate::{process, rpc};
+use bridge_util::owner_only::ensure_private_dir;
 
 /// How long open connections get to finish once the daemon stops.
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(5);
@@ -103,6 +104,36 @@ fn state_dir_error(home: &Path, err: impl std::fmt::Display) -> DaemonError {
     DaemonError::StateDir {
         path: home.to_path_buf(),
         reason: err.to_string(),
+    }
+}
+
+/// `requests.jsonl` when `request_log` is on; a journal that cannot be
+/// opened (a symlink planted at its path, a foreign file) leaves the daemon
+/// serving without one, saying why in the log and in `status`.
+async fn open_request_journal(
+    config: &BridgeConfig,
+    home: &Path,
+) -> (
+    Option<Arc<crate::facade::request_log::RequestJournal>>,
+    Option<String>,
+) {
+    if !config.request_log {
+        return (None, None);
+    }
+    let home = home.to_path_buf();
+    let opened = tokio::task::spawn_blocking(move || {
+        crate::facade::request_log::RequestJournal::open(&home)
+    })
+    .await
+    .unwrap_or_else(|err| Err(format!("request log: {err}")));
+    match opened {
+        Ok(journal) => (Some(Arc::new(journal)), None),
+        Err(reason) => {
+            tracing::error!(
+                "{reason}; the request log is off until this is fixed and the daemon restarted"
+            );
+            (None, Some(reason))
+        }
     }
 }
 
@@ -257,7 +288,7 @@ impl Daemon {
         let provider_token = gateway
             .issue_project_token(default_session.id())
             .map_err(|err| state_dir_error(&home, err))?;
-        let started_at = bridge_policy::audit::now_timestamp();
+        let started_at = bridge_util::time::now_timestamp();
         let pid = process::own_pid();
         let file = GatewayFile {
             port,
@@ -267,7 +298,7 @@ impl Daemon {
                 Some(token) => token.expose().to_owned(),
                 None => crate::state_file::kept_token(&home)
                     .map_err(|err| DaemonError::Config(err.to_string()))?
-                    .unwrap_or_else(|| bridge_policy::ids::token("btk")),
+                    .unwrap_or_else(|| bridge_util::ids::token("btk")),
             },
             provider_token,
             default_session: default_session.id().to_owned(),
@@ -284,6 +315,7 @@ impl Daemon {
                     state_dir_error(&config.home, format!("cannot write gateway.json: {err}"))
                 })?;
         }
+        let (request_journal, request_log_refused) = open_request_journal(config, &home).await;
         let ctx = ServerContext::new(ServerParts {
             gateway,
             token: Arc::from(file.token.as_str()),
@@ -296,9 +328,8 @@ impl Daemon {
             orchestrations: Arc::new(crate::orchestrations::Orchestrations::new(Arc::new(
                 config.clone(),
             ))),
-            request_journal: config
-                .request_log
-                .then(|| Arc::new(crate::facade::request_log::RequestJournal::new(&home))),
+            request_journal,
+            request_log_refused,
             responses: Arc::new(crate::facade::store::ResponseStore::new(
                 home.join("responses"),
                 crate::facade::store::StoreLimits::default(),

@@ -78,7 +78,7 @@ impl SessionSource for DaemonSessions {
             return Err(format!("the workspace {shown} is not a directory"));
         }
         let digest = sha2::Sha256::digest(canonical.as_os_str().as_encoded_bytes());
-        let id = format!("workspace-{}", bridge_policy::ids::hex(&digest[..6]));
+        let id = format!("workspace-{}", bridge_util::ids::hex(&digest[..6]));
         if let Some(session) = self.ctx.registry().get(&id) {
             self.ctx.agent_sessions.touch(&id);
             return Ok(session);

@@ -26,7 +26,7 @@ pub(crate) fn routes(ctx: ServerContext) -> Router {
 
 async fn require_token(State(ctx): State<ServerContext>, request: Request, next: Next) -> Response {
     let valid = crate::guard::presented_token(request.headers(), None)
-        .is_some_and(|token| bridge_policy::ids::constant_time_eq(token, &ctx.token));
+        .is_some_and(|token| bridge_util::ids::constant_time_eq(token, &ctx.token));
     if valid {
         next.run(request).await
     } else {

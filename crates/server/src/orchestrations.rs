@@ -60,7 +60,7 @@ impl RunningPlan {
     }
 
     pub fn result(&self) -> Option<OrchestratedResult> {
-        bridge_policy::sync::lock(&self.state).result.clone()
+        bridge_util::sync::lock(&self.state).result.clone()
     }
 
     /// Waits for the plan to end; its result.
@@ -95,7 +95,7 @@ impl RunningPlan {
         loop {
             changed.borrow_and_update();
             {
-                let state = bridge_policy::sync::lock(&self.state);
+                let state = bridge_util::sync::lock(&self.state);
                 let events = newer(&state);
                 if !events.is_empty() || state.result.is_some() {
                     return (events, state.result.clone());
@@ -123,14 +123,14 @@ impl Orchestrations {
     }
 
     pub fn get(&self, id: &str) -> Option<Arc<RunningPlan>> {
-        bridge_policy::sync::lock(&self.plans)
+        bridge_util::sync::lock(&self.plans)
             .iter()
             .find(|p| p.id == id)
             .cloned()
     }
 
     pub fn list(&self) -> Vec<Arc<RunningPlan>> {
-        bridge_policy::sync::lock(&self.plans)
+        bridge_util::sync::lock(&self.plans)
             .iter()
             .cloned()
             .collect()
@@ -192,7 +192,7 @@ impl Orchestrations {
                 loop {
                     match events.recv().await {
                         Ok(event) => {
-                            let mut state = bridge_policy::sync::lock(&running.state);
+                            let mut state = bridge_util::sync::lock(&running.state);
                             if state.events.len() == KEPT_EVENTS {
                                 state.events.pop_front();
                             }
@@ -222,7 +222,7 @@ impl Orchestrations {
                 if let Some(forward) = forward {
                     let _ = forward.await;
                 }
-                bridge_policy::sync::lock(&running.state).result = Some(result);
+                bridge_util::sync::lock(&running.state).result = Some(result);
                 running.changed.send_modify(|n| *n += 1);
             }
         });
@@ -232,7 +232,7 @@ impl Orchestrations {
     /// Keeps `running`, forgetting the oldest finished plans past
     /// [`KEPT_FINISHED`].
     fn remember(&self, running: Arc<RunningPlan>) {
-        let mut plans = bridge_policy::sync::lock(&self.plans);
+        let mut plans = bridge_util::sync::lock(&self.plans);
         plans.push_back(running);
         let finished = plans.iter().filter(|p| p.result().is_some()).count();
         if finished > KEPT_FINISHED

@@ -4,9 +4,11 @@
 //! removed on shutdown only by the daemon it describes.
 
 use std::fs;
-use std::io::{Read, Write};
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::io::Write;
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
+
+use bridge_util::owner_only::{self, Replace};
 
 use serde::{Deserialize, Serialize};
 
@@ -74,7 +76,7 @@ impl GatewayFile {
     /// point the CLI (and its bearer token) at someone else's port.
     pub fn read(home: &Path) -> Option<Self> {
         let path = Self::path(home);
-        let text = match read_private_file(&path) {
+        let text = match owner_only::read(&path, MAX_FILE_BYTES) {
             Ok(text) => text,
             Err(err) if err.kind() == std::io::ErrorKind::NotFound => return None,
             Err(err) => {
@@ -94,33 +96,10 @@ impl GatewayFile {
     /// Replaces the file atomically: a reader sees the old file or the new
     /// one, never half of one, and never a moment with looser permissions.
     pub fn write(&self, home: &Path) -> std::io::Result<()> {
-        ensure_private_dir(home)?;
-        let path = Self::path(home);
-        let temp = home.join(format!(".{FILE_NAME}.{}.tmp", std::process::id()));
-        let json = serde_json::to_vec_pretty(self).map_err(std::io::Error::other)?;
-        // Whatever sits at the temp path (a leftover of a crashed daemon with
-        // our pid, or a symlink planted while the directory was not yet
-        // private) is removed, never written through: the file is created
-        // fresh, refusing symlinks.
-        let mut file = match create_private(&temp) {
-            Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => {
-                fs::remove_file(&temp)?;
-                create_private(&temp)?
-            }
-            other => other?,
-        };
-        let written = (|| {
-            file.write_all(&json)?;
-            file.write_all(b"\n")?;
-            file.sync_all()?;
-            // `rename` replaces whatever is at `path` (a symlink included)
-            // instead of following it.
-            fs::rename(&temp, &path)
-        })();
-        if written.is_err() {
-            let _ = fs::remove_file(&temp);
-        }
-        written
+        owner_only::ensure_private_dir(home)?;
+        let mut json = serde_json::to_vec_pretty(self).map_err(std::io::Error::other)?;
+        json.push(b'\n');
+        owner_only::write_atomically(&Self::path(home), &json, Replace::Private)
     }
 
     /// Removes the file if it still describes process `pid` (a newer daemon
@@ -146,7 +125,7 @@ pub const TOKEN_FILE: &str = "token";
 /// file is an error (the daemon must not silently fall back to another).
 pub fn kept_token(home: &Path) -> std::io::Result<Option<String>> {
     let path = home.join(TOKEN_FILE);
-    let bytes = match read_private_file(&path) {
+    let bytes = match owner_only::read(&path, MAX_FILE_BYTES) {
         Ok(bytes) => bytes,
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(err) => {
@@ -182,9 +161,9 @@ pub fn keep_token(home: &Path, current: Option<&str>) -> std::io::Result<String>
     if let Some(token) = kept_token(home)? {
         return Ok(token);
     }
-    ensure_private_dir(home)?;
-    let token = current.map_or_else(|| bridge_policy::ids::token("btk"), str::to_owned);
-    let mut file = match create_private(&home.join(TOKEN_FILE)) {
+    owner_only::ensure_private_dir(home)?;
+    let token = current.map_or_else(|| bridge_util::ids::token("btk"), str::to_owned);
+    let mut file = match owner_only::create_new(&home.join(TOKEN_FILE)) {
         Ok(file) => file,
         // Another `register` kept one meanwhile: that is the token.
         Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => {
@@ -197,115 +176,14 @@ pub fn keep_token(home: &Path, current: Option<&str>) -> std::io::Result<String>
     Ok(token)
 }
 
-/// Largest `gateway.json` worth reading (it is a few hundred bytes).
+/// Largest `gateway.json` or token file worth reading (a few hundred bytes).
 const MAX_FILE_BYTES: u64 = 64 * 1024;
 
-/// A new file, mode 0600, that must not exist yet and is never a symlink.
-fn create_private(path: &Path) -> std::io::Result<fs::File> {
-    fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW)
-        .open(path)
-}
-
 /// Opens (creating it, mode 0600) a log file in the state directory for
-/// appending. Never through a symlink, and only a regular file of this
-/// user: the log would otherwise land wherever a planted link points.
+/// appending (`daemon.log`): never through a symlink, only a regular file
+/// of this user.
 pub fn open_private_log(path: &Path) -> std::io::Result<fs::File> {
-    let file = fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-        .open(path)?;
-    let meta = file.metadata()?;
-    let me = rustix::process::geteuid().as_raw();
-    if !meta.file_type().is_file() || meta.uid() != me {
-        return Err(std::io::Error::other(
-            "not a regular file of this user; remove it",
-        ));
-    }
-    file.set_permissions(fs::Permissions::from_mode(0o600))?;
-    Ok(file)
-}
-
-/// Reads `path` if it is a regular file owned by this user, without
-/// following a symlink or blocking on a FIFO.
-fn read_private_file(path: &Path) -> std::io::Result<Vec<u8>> {
-    let file = fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-        .open(path)?;
-    let meta = file.metadata()?;
-    if !meta.file_type().is_file() {
-        return Err(std::io::Error::other("not a regular file"));
-    }
-    let me = rustix::process::geteuid().as_raw();
-    if meta.uid() != me {
-        return Err(std::io::Error::other(format!(
-            "owned by uid {}, not by this user (uid {me})",
-            meta.uid()
-        )));
-    }
-    if meta.len() > MAX_FILE_BYTES {
-        return Err(std::io::Error::other(format!(
-            "{} bytes, too large for a gateway.json",
-            meta.len()
-        )));
-    }
-    let mut text = Vec::new();
-    file.take(MAX_FILE_BYTES).read_to_end(&mut text)?;
-    Ok(text)
-}
-
-/// Creates `dir` (and parents) and makes it private to the user.
-///
-/// An existing directory must belong to this user and must not be writable
-/// by everyone: files planted there before it was tightened (a symlink
-/// named `gateway.json`, say) would survive a `chmod`, and tightening `/tmp`
-/// or another shared directory that a careless `--home` named would break it
-/// for everyone else. Anything looser than 0700 short of that is tightened.
-pub fn ensure_private_dir(dir: &Path) -> std::io::Result<()> {
-    match fs::metadata(dir) {
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
-            fs::DirBuilder::new()
-                .recursive(true)
-                .mode(0o700)
-                .create(dir)?;
-            return fs::set_permissions(dir, fs::Permissions::from_mode(0o700));
-        }
-        Err(err) => return Err(err),
-        Ok(meta) => check_existing_dir(dir, &meta)?,
-    }
-    fs::set_permissions(dir, fs::Permissions::from_mode(0o700))
-}
-
-fn check_existing_dir(dir: &Path, meta: &fs::Metadata) -> std::io::Result<()> {
-    if !meta.is_dir() {
-        return Err(std::io::Error::other(format!(
-            "{} is not a directory",
-            dir.display()
-        )));
-    }
-    let me = rustix::process::geteuid().as_raw();
-    if meta.uid() != me {
-        return Err(std::io::Error::other(format!(
-            "{} belongs to uid {}, not to this user (uid {me}); choose a state directory of your own with --home or COPILOT_BRIDGE_HOME",
-            dir.display(),
-            meta.uid()
-        )));
-    }
-    let mode = meta.permissions().mode();
-    if mode & 0o002 != 0 || mode & 0o1000 != 0 {
-        return Err(std::io::Error::other(format!(
-            "{} is writable by every user (mode {:o}); the state directory holds secrets, so choose a private one with --home or COPILOT_BRIDGE_HOME",
-            dir.display(),
-            mode & 0o7777
-        )));
-    }
-    Ok(())
+    owner_only::open_append(path)
 }
 
 #[cfg(test)]
@@ -376,21 +254,24 @@ mod tests {
     }
 
     #[test]
-    fn a_symlink_planted_at_the_temp_path_is_replaced_not_written_through() {
+    fn a_symlink_planted_at_gateway_json_is_replaced_not_written_through() {
         let dir = tempfile::tempdir().unwrap();
         let home = dir.path().join("state");
-        ensure_private_dir(&home).unwrap();
+        owner_only::ensure_private_dir(&home).unwrap();
         let target = dir.path().join("victim");
         fs::write(&target, "untouched").unwrap();
-        let temp = home.join(format!(".{FILE_NAME}.{}.tmp", std::process::id()));
-        std::os::unix::fs::symlink(&target, &temp).unwrap();
         std::os::unix::fs::symlink(&target, GatewayFile::path(&home)).unwrap();
         // A symlink at gateway.json is not read through either.
         assert_eq!(GatewayFile::read(&home), None);
         sample(7).write(&home).unwrap();
         assert_eq!(fs::read_to_string(&target).unwrap(), "untouched");
         assert_eq!(GatewayFile::read(&home), Some(sample(7)));
-        assert!(!temp.exists());
+        let left: Vec<_> = fs::read_dir(&home)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name())
+            .collect();
+        assert_eq!(left, [FILE_NAME], "no temporary file is left behind");
     }
 
     #[test]

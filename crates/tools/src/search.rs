@@ -385,7 +385,7 @@ impl Worker<'_, '_> {
 
 impl Drop for Worker<'_, '_> {
     fn drop(&mut self) {
-        let mut hits = bridge_policy::sync::lock(&self.shared.hits);
+        let mut hits = bridge_util::sync::lock(&self.shared.hits);
         hits.append(&mut self.rendered);
         self.shared
             .files_searched

@@ -12,8 +12,9 @@ use std::process::{Command, ExitCode, Stdio};
 use std::time::{Duration, Instant};
 
 use bridge_config::BridgeConfig;
-use bridge_server::state_file::{GatewayFile, ensure_private_dir, open_private_log};
+use bridge_server::state_file::{GatewayFile, open_private_log};
 use bridge_server::{GatewayClient, find_running, process};
+use bridge_util::owner_only::ensure_private_dir;
 use serde_json::json;
 
 use super::remote::call_failure;

@@ -130,9 +130,21 @@ fn table(status: &Value) -> String {
         "policy: {mode}; workspace policy: {}\n",
         policy["workspacePolicy"].as_str().unwrap_or("none"),
     ));
+    out.push_str(&request_log_line(&status["requestLog"]));
     out.push_str(&openclaw_line(&status["openclaw"]));
     out.push_str(&vscode_line(&status["vscode"]));
     bridge_policy::redact(&out).into_owned()
+}
+
+/// `request_log` (docs/facade.md, "The request log"), one line when it is on
+/// or was refused.
+fn request_log_line(log: &Value) -> String {
+    match (log["enabled"].as_bool(), log["error"].as_str()) {
+        (Some(true), None) => format!("request log: {}\n", text(&log["path"])),
+        (Some(true), Some(error)) => format!("request log: failing: {error}\n"),
+        (_, Some(error)) => format!("request log: disabled: {error}\n"),
+        _ => String::new(),
+    }
 }
 
 /// The VS Code windows offering chat models (docs/vscode.md), one line.

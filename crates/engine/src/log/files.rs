@@ -1,38 +1,28 @@
 //! Opening session files safely: private modes, no symlinks followed, and
 //! never a blocking open of a FIFO or device someone put at a session path.
 
-use std::fs::{DirBuilder, File, OpenOptions, TryLockError};
+use std::fs::{File, TryLockError};
 use std::io::ErrorKind;
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::Path;
 
-use super::LogError;
+use bridge_util::owner_only;
 
-/// `O_NOFOLLOW`: a symlink at a session path is refused, not followed out of
-/// the private directory. `O_NONBLOCK`: opening a FIFO returns at once (and is
-/// then refused as not a regular file) instead of waiting for a writer; it
-/// has no effect on regular files.
-const OPEN_FLAGS: i32 = libc::O_NOFOLLOW | libc::O_NONBLOCK;
+use super::LogError;
 
 /// Creates `dir` and its missing parents with mode 0700: session logs hold
 /// prompts and tool output.
 pub(crate) fn create_private_dir(dir: &Path) -> Result<(), LogError> {
-    DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)
-        .map_err(|err| LogError::io(dir, err))
+    owner_only::create_dir(dir).map_err(|err| LogError::io(dir, err))
 }
 
 /// Creates the new session file `path` (mode 0600, append-only), refusing
 /// to reuse an existing one.
 pub(crate) fn create_session_file(path: &Path, id: &str) -> Result<File, LogError> {
-    let file = OpenOptions::new()
+    // Never through a symlink at a session path, never blocking on a FIFO.
+    let file = owner_only::open_options()
         .read(true)
         .append(true)
         .create_new(true)
-        .mode(0o600)
-        .custom_flags(OPEN_FLAGS)
         .open(path)
         .map_err(|err| match err.kind() {
             ErrorKind::AlreadyExists => LogError::Exists(id.to_owned()),
@@ -45,10 +35,9 @@ pub(crate) fn create_session_file(path: &Path, id: &str) -> Result<File, LogErro
 /// Opens an existing session file, for reading or (with `append`) for
 /// reading and appending.
 pub(crate) fn open_session_file(path: &Path, id: &str, append: bool) -> Result<File, LogError> {
-    let file = OpenOptions::new()
+    let file = owner_only::open_options()
         .read(true)
         .append(append)
-        .custom_flags(OPEN_FLAGS)
         .open(path)
         .map_err(|err| match err.raw_os_error() {
             _ if err.kind() == ErrorKind::NotFound => LogError::NotFound(id.to_owned()),

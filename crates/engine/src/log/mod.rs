@@ -181,11 +181,11 @@ pub(crate) fn plain_name_problem(name: &str, max_len: usize) -> Option<&'static 
 /// A fresh session id such as `20261121-153012-3fa91c`: sorts by creation
 /// time, and is short enough to type.
 pub fn new_session_id() -> String {
-    let now = bridge_policy::audit::now_timestamp();
+    let now = bridge_util::time::now_timestamp();
     // "2026-11-21T15:30:12.123Z" → "20261121-153012"
     let digits: String = now.chars().take(19).filter(char::is_ascii_digit).collect();
     let (date, time) = digits.split_at(digits.len().min(8));
-    format!("{date}-{time}-{}", bridge_policy::ids::random_hex(3))
+    format!("{date}-{time}-{}", bridge_util::ids::random_hex(3))
 }
 
 #[cfg(test)]

@@ -255,16 +255,16 @@ impl EventLog {
     fn lock_order(&self) -> MutexGuard<'_, Order> {
         // A panic while numbering an event leaves the counter consistent:
         // keep going rather than poison every later append.
-        bridge_policy::sync::lock(&self.shared.order)
+        bridge_util::sync::lock(&self.shared.order)
     }
 }
 
 fn new_event(seq: u64, kind: &str, data: Value, parent_id: Option<&str>) -> LoggedEvent {
     LoggedEvent {
         seq,
-        id: bridge_policy::ids::unique_id("ev"),
+        id: bridge_util::ids::unique_id("ev"),
         parent_id: parent_id.map(str::to_owned),
-        timestamp: bridge_policy::audit::now_timestamp(),
+        timestamp: bridge_util::time::now_timestamp(),
         kind: kind.to_owned(),
         data,
     }

@@ -80,7 +80,7 @@ impl Default for McpOptions {
 impl McpOptions {
     /// The wait before restart number `failures` (1-based).
     pub fn backoff(&self, failures: u32) -> Duration {
-        bridge_policy::Backoff::new(self.initial_backoff, self.max_backoff)
+        bridge_util::Backoff::new(self.initial_backoff, self.max_backoff)
             .delay(failures.saturating_sub(1))
     }
 }

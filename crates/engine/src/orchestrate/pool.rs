@@ -55,7 +55,7 @@ impl SessionPool {
             .await
             .map_err(|_| "the session pool is closed".to_owned())?;
         let reused = {
-            let mut idle = bridge_policy::sync::lock(&self.idle);
+            let mut idle = bridge_util::sync::lock(&self.idle);
             idle.iter()
                 .position(|(dir, ro, _)| dir == cwd && *ro == read_only)
                 .map(|at| idle.swap_remove(at).2)
@@ -92,13 +92,13 @@ impl SessionPool {
             return;
         }
         let cwd = lease.session.cwd().to_path_buf();
-        bridge_policy::sync::lock(&self.idle).push((cwd, lease.read_only, lease.session));
+        bridge_util::sync::lock(&self.idle).push((cwd, lease.read_only, lease.session));
     }
 
     /// Waits until no sub-task holds a session, then ends the idle ones.
     pub async fn drain(&self) {
         let all = self.permits.acquire_many(self.max).await;
-        let idle: Vec<_> = std::mem::take(&mut *bridge_policy::sync::lock(&self.idle));
+        let idle: Vec<_> = std::mem::take(&mut *bridge_util::sync::lock(&self.idle));
         for (_, _, session) in idle {
             self.end(&session).await;
         }

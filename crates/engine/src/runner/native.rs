@@ -11,7 +11,7 @@
 //! providers' hook rules and gates), the tool, redaction and the audit
 //! entry. The loop adds `onPostToolUse` (results over
 //! [`TOOL_RESULT_LIMIT`] are cut for the model, saying how much) and
-//! `onErrorOccurred` (retry, skip or abort, per `bridge_policy::errors`).
+//! `onErrorOccurred` (retry, skip or abort, per `bridge_util::recovery`).
 //!
 //! Several calls in one answer run in order-preserving batches: a run of
 //! consecutive read-only calls runs in parallel (at most
@@ -37,7 +37,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use bridge_llm::ChatBackend;
-use bridge_policy::ErrorPolicy;
+use bridge_util::ErrorPolicy;
 
 pub use history::messages_from_replayed;
 pub use lifecycle::{TOOL_RESULT_LIMIT, truncate_for_model};

@@ -167,7 +167,6 @@ impl SpillDir {
             return Ok(value.to_owned());
         }
         use std::io::Write;
-        use std::os::unix::fs::OpenOptionsExt;
         self.count += 1;
         let safe: String = name
             .chars()
@@ -175,11 +174,7 @@ impl SpillDir {
             .take(40)
             .collect();
         let file = self.dir.path().join(format!("{}-{safe}.txt", self.count));
-        let mut out = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&file)
+        let mut out = bridge_util::owner_only::create_new(&file)
             .map_err(|err| NestedError::Spill(format!("{}: {err}", file.display())))?;
         out.write_all(value.as_bytes())
             .map_err(|err| NestedError::Spill(format!("{}: {err}", file.display())))?;

@@ -7,9 +7,9 @@ use std::time::Duration;
 use bridge_engine::runner::native::{NativeRunner, NativeSettings};
 use bridge_engine::runner::{RunStatus, Runner};
 use bridge_llm::{RetryConfig, RetryingBackend};
-use bridge_policy::ErrorPolicy;
 use bridge_protocol::ToolEffect;
 use bridge_testkit::{MockLlm, MockReply, MockToolCall, TempWorkspace};
+use bridge_util::ErrorPolicy;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 

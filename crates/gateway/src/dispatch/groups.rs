@@ -64,11 +64,11 @@ pub(crate) struct Route {
 
 impl InstanceGroup {
     fn read(&self) -> std::sync::RwLockReadGuard<'_, Vec<Member>> {
-        bridge_policy::sync::read(&self.members)
+        bridge_util::sync::read(&self.members)
     }
 
     fn write(&self) -> std::sync::RwLockWriteGuard<'_, Vec<Member>> {
-        bridge_policy::sync::write(&self.members)
+        bridge_util::sync::write(&self.members)
     }
 
     /// Multi-instance: calls take `target`.

@@ -8,10 +8,10 @@ use std::sync::{Arc, Mutex, Weak};
 
 use async_trait::async_trait;
 use bridge_engine::{GateHandler, GateRequest, GateVerdict, TransformHandler};
-use bridge_policy::ids;
 use bridge_protocol::provider::{
     GateCheck, GateDecision, GateResult, GatewayMessage, TransformRequest,
 };
+use bridge_util::ids;
 use tokio::sync::oneshot;
 
 use crate::provider::{ProviderHandle, lock};

@@ -5,9 +5,9 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Instant;
 
-use bridge_policy::ids;
 use bridge_protocol::excerpt;
 use bridge_protocol::provider::{ErrorCode, ErrorMessage, tool_error_code};
+use bridge_util::ids;
 
 use crate::connection::{Connection, close_code};
 use crate::provider::{DetachedProvider, ProviderHandle, lock};

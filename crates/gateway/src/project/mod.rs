@@ -42,7 +42,7 @@ pub(crate) struct SpawnedProviders {
 
 impl SpawnedProviders {
     fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Arc<SessionProviders>>> {
-        bridge_policy::sync::lock(&self.sessions)
+        bridge_util::sync::lock(&self.sessions)
     }
 
     fn of_session(&self, session_id: &str) -> Vec<Arc<SessionProviders>> {

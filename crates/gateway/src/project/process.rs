@@ -190,11 +190,14 @@ impl Supervisor {
                     Ok(0) | Err(_) => break,
                     Ok(_) => {}
                 }
-                let text = printable(&line);
+                let line = String::from_utf8_lossy(&line);
+                let text = bridge_policy::redact::printable(
+                    line.trim_end_matches(['\n', '\r']),
+                    MAX_LINE_BYTES,
+                );
                 if text.is_empty() {
                     continue;
                 }
-                let text = bridge_policy::redact(&text);
                 tracing::info!(session = %session, provider = %provider, stream, "{text}");
             }
         })
@@ -251,14 +254,4 @@ impl Drop for Running {
             });
         }
     }
-}
-
-/// A line of output without its line ending and without control
-/// characters (which could rewrite a terminal showing the log).
-fn printable(line: &[u8]) -> String {
-    String::from_utf8_lossy(line)
-        .trim_end_matches(['\n', '\r'])
-        .chars()
-        .filter(|c| !c.is_control() || *c == '\t')
-        .collect()
 }

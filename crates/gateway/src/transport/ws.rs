@@ -13,6 +13,7 @@ use axum::http::HeaderMap;
 use axum::response::Response;
 use axum::routing::get;
 use bridge_protocol::provider::{ErrorCode, ErrorMessage, GatewayMessage};
+use bridge_util::batch::{Outgoing, send_batched};
 use futures::stream::{SplitSink, SplitStream};
 use futures::{SinkExt, StreamExt};
 use tokio::sync::mpsc;
@@ -288,64 +289,27 @@ async fn write_frames(mut sink: SplitSink<WebSocket, Message>, queue: OutboundQu
     }
 }
 
-/// Everything already queued is fed before one flush, so a burst costs one
-/// write system call, not one per message; a close frame goes out after
-/// everything queued before it.
-///
-/// Before flushing, the writer yields once: the callers woken by the same
-/// burst of results are usually runnable right now, and their next
-/// `tool.call`s then share this flush. On loopback a `send` costs more than
-/// anything else in a round trip (the kernel delivers the segment inside
-/// the call); in the round-trip bench at 10 calls in flight this cut the
-/// `send`s per call from 0.62 to 0.23. Alone, it costs one scheduler pass.
+/// Sends the queue's frames through the one batched writer
+/// (`bridge_util::batch`: one flush per burst, a yield before it so the
+/// callers the burst woke share it).
 async fn deliver(
     sink: &mut SplitSink<WebSocket, Message>,
     rx: &mut mpsc::Receiver<OutFrame>,
     bytes: Option<&QueuedBytes>,
 ) {
-    while let Some(first) = rx.recv().await {
-        let mut next = Some(first);
-        let mut yielded = false;
-        loop {
-            while let Some(frame) = next.take() {
-                let message = match frame {
-                    OutFrame::Text(text) => {
-                        if let Some(bytes) = bytes {
-                            bytes.release(text.len());
-                        }
-                        Message::Text(text.into())
-                    }
-                    OutFrame::Message(message) => Message::Text(message.to_json().into()),
-                    OutFrame::Ping => Message::Ping(Default::default()),
-                    OutFrame::Close { code, reason } => {
-                        // `send` flushes what was fed before the close frame.
-                        let _ = sink
-                            .send(Message::Close(Some(CloseFrame {
-                                code,
-                                reason: reason.into(),
-                            })))
-                            .await;
-                        return;
-                    }
-                };
-                if sink.feed(message).await.is_err() {
-                    return;
-                }
-                next = rx.try_recv().ok();
+    send_batched(sink, rx, |frame| match frame {
+        OutFrame::Text(text) => {
+            if let Some(bytes) = bytes {
+                bytes.release(text.len());
             }
-            if yielded {
-                break;
-            }
-            yielded = true;
-            tokio::task::yield_now().await;
-            next = rx.try_recv().ok();
-            if next.is_none() {
-                break;
-            }
+            Outgoing::Feed(Message::Text(text.into()))
         }
-        if sink.flush().await.is_err() {
-            return;
-        }
-    }
-    let _ = sink.close().await;
+        OutFrame::Message(message) => Outgoing::Feed(Message::Text(message.to_json().into())),
+        OutFrame::Ping => Outgoing::Feed(Message::Ping(Default::default())),
+        OutFrame::Close { code, reason } => Outgoing::Last(Message::Close(Some(CloseFrame {
+            code,
+            reason: reason.into(),
+        }))),
+    })
+    .await;
 }

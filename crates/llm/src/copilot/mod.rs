@@ -6,7 +6,7 @@
 mod gh;
 mod token;
 
-use bridge_policy::Secret;
+use bridge_util::Secret;
 use std::fmt;
 use std::time::Duration;
 

@@ -6,7 +6,7 @@ mod completion;
 mod stream;
 mod wire;
 
-use bridge_policy::Secret;
+use bridge_util::Secret;
 use std::time::Duration;
 
 use async_trait::async_trait;

@@ -79,7 +79,7 @@ impl TaskQueue {
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Line> {
         // The line stays consistent across a panic: every edit is one call.
-        bridge_policy::sync::lock(&self.inner.line)
+        bridge_util::sync::lock(&self.inner.line)
     }
 
     fn ahead_of(&self, ticket: u64) -> usize {

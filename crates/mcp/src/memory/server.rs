@@ -147,7 +147,7 @@ impl MemoryServer {
     #[must_use]
     pub fn with_state_dir(mut self, state_dir: &Path) -> Self {
         self.default = Memory::new(MemoryLayout::clone(&self.default.layout), Some(state_dir));
-        bridge_policy::sync::lock(&self.agents).clear();
+        bridge_util::sync::lock(&self.agents).clear();
         self.state_dir = Some(Arc::from(state_dir));
         self
     }
@@ -208,7 +208,7 @@ impl MemoryServer {
         }
         // By the id as validated (lowercased): `Work` and `work` share one.
         let key = layout.agent_id.clone().unwrap_or_default();
-        let mut agents = bridge_policy::sync::lock(&self.agents);
+        let mut agents = bridge_util::sync::lock(&self.agents);
         if let Some(memory) = agents.get(&key).filter(|memory| *memory.layout == layout) {
             return Ok(memory.clone());
         }

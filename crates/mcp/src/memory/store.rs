@@ -16,14 +16,14 @@
 
 use std::io::{self, Read};
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use bridge_policy::WorkspaceRoot;
 use bridge_policy::paths::ContainedDir;
-use bridge_policy::sync::lock;
+use bridge_util::sync::lock;
 
 use super::format::{Identity, checksum, decode, encode};
 use super::index::{Cache, Doc, Index, Snapshot, Vocabulary};
@@ -181,10 +181,7 @@ impl IndexFile {
 
     /// Writes `job` atomically, mode 0600 (the directory created 0700).
     pub fn save(&self, job: &SaveJob) -> io::Result<()> {
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(&self.dir)?;
+        bridge_util::owner_only::create_dir(&self.dir)?;
         let dir = self.open_dir()?;
         let bytes = encode(&self.identity(&job.root), &job.vocabulary, &job.docs);
         if bytes.len() as u64 > MAX_FILE_BYTES {
@@ -197,7 +194,9 @@ impl IndexFile {
         dir.stage(
             name.as_ref(),
             &bytes,
-            Some(std::fs::Permissions::from_mode(0o600)),
+            Some(std::fs::Permissions::from_mode(
+                bridge_util::owner_only::FILE_MODE,
+            )),
         )?
         .commit()?;
         self.sweep(&dir);

@@ -130,7 +130,7 @@ impl Inner {
     /// Tells the agent that the list changed.
     async fn announce(&self) {
         let _ = self.changes.send(());
-        let peer = bridge_policy::sync::lock(&self.downstream).clone();
+        let peer = bridge_util::sync::lock(&self.downstream).clone();
         if let Some(peer) = peer
             && let Err(err) = peer.notify_tool_list_changed().await
         {
@@ -280,7 +280,7 @@ impl ServerHandler for SessionProxy {
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
-        *bridge_policy::sync::lock(&self.inner.downstream) = Some(context.peer.clone());
+        *bridge_util::sync::lock(&self.inner.downstream) = Some(context.peer.clone());
         // Connect now, so list changes reach the agent before its first call
         // and the first call does not wait for the daemon to start.
         let inner = self.inner.clone();

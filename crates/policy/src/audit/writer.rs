@@ -18,7 +18,7 @@ use chrono::{DateTime, Datelike, NaiveDate, Utc};
 
 use super::{AUDIT_QUEUE_CAPACITY, AuditEntry};
 use crate::PolicyError;
-use crate::sync::lock;
+use bridge_util::sync::lock;
 
 mod batch;
 use batch::Lines;

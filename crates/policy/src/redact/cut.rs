@@ -64,6 +64,23 @@ pub fn preview(text: &str, max_chars: usize) -> String {
     shown
 }
 
+/// A peer's own words as they may be shown (a provider's name or reason, a
+/// line of a child's output): control characters dropped (they could
+/// rewrite the terminal that shows the log; tabs stay), then redacted and
+/// cut to `max_chars` characters like [`preview`].
+pub fn printable(text: &str, max_chars: usize) -> String {
+    let visible: Cow<'_, str> = if text.chars().any(|c| c.is_control() && c != '\t') {
+        Cow::Owned(
+            text.chars()
+                .filter(|c| !c.is_control() || *c == '\t')
+                .collect(),
+        )
+    } else {
+        Cow::Borrowed(text)
+    };
+    preview(&visible, max_chars)
+}
+
 /// The byte offset of the character `max_chars` of `text` (its length when
 /// it is shorter).
 pub fn char_offset(text: &str, max_chars: usize) -> usize {

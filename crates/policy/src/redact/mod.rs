@@ -26,7 +26,8 @@ use regex::bytes::{CaptureLocations, Regex, RegexBuilder};
 use serde_json::Value;
 
 pub use cut::{
-    CUT_CONTEXT_BYTES, Cut, char_offset, preview, redact_and_cut, redact_excerpt, shorten,
+    CUT_CONTEXT_BYTES, Cut, char_offset, preview, printable, redact_and_cut, redact_excerpt,
+    shorten,
 };
 pub use keys::is_secret_key;
 use rules::Kind;

@@ -110,3 +110,19 @@ fn preview_counts_characters_and_marks_the_cut_without_a_size() {
     let token = format!("ghp_{}", "A1b2C3d4".repeat(5));
     assert_eq!(preview(&format!("use {token}"), 10), "use [REDACTED]…");
 }
+
+#[test]
+fn printable_drops_what_could_rewrite_a_terminal_then_redacts_and_cuts() {
+    use bridge_policy::redact::printable;
+    // An escape sequence that would clear the screen, a carriage return that
+    // would overwrite the line, a bell: gone; tabs stay.
+    assert_eq!(
+        printable("my\x1b[2J provider\r\x07\tok", 40),
+        "my[2J provider\tok"
+    );
+    assert_eq!(printable("a\nb", 40), "ab", "one line stays one line");
+    assert_eq!(printable("plain", 40), "plain");
+    let token = format!("ghp_{}", "A1b2C3d4".repeat(5));
+    assert_eq!(printable(&format!("name\x1b {token}"), 60), "name [REDACTED]");
+    assert_eq!(printable(&"x".repeat(70), 64), format!("{}…", "x".repeat(64)));
+}

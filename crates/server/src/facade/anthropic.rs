@@ -106,7 +106,7 @@ async fn answer(
         "anthropic facade: messages"
     );
 
-    let message_id = format!("msg_{}", bridge_policy::ids::opaque_hex());
+    let message_id = format!("msg_{}", bridge_util::ids::opaque_hex());
     if !inbound.stream {
         let answer = ctx
             .backends

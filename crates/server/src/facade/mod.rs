@@ -57,7 +57,7 @@ fn presented_key(request: &Request) -> Option<&str> {
 
 async fn require_token(State(ctx): State<ServerContext>, request: Request, next: Next) -> Response {
     let valid = presented_key(&request)
-        .is_some_and(|key| bridge_policy::ids::constant_time_eq(key, &ctx.token));
+        .is_some_and(|key| bridge_util::ids::constant_time_eq(key, &ctx.token));
     if valid {
         return next.run(request).await;
     }

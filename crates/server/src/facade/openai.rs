@@ -87,7 +87,7 @@ async fn answer(
         .or_else(|| request.model.clone())
         .or_else(|| entry.default_model.clone())
         .unwrap_or_default();
-    let id = format!("chatcmpl-{}", bridge_policy::ids::opaque_hex());
+    let id = format!("chatcmpl-{}", bridge_util::ids::opaque_hex());
     let created = super::timing::unix_now();
     if !stream {
         let whole = ctx

@@ -21,6 +21,7 @@ use axum::http::header;
 use axum::middleware::Next;
 use axum::response::Response;
 use bridge_llm::Usage;
+use bridge_util::owner_only;
 
 use super::errors::FacadeError;
 use super::timing::Overhead;
@@ -43,7 +44,7 @@ impl RequestNote {
     /// The requested model, the model sent, the backend and the rule of
     /// [`super::backends::Backends::route_request`] that chose them.
     pub fn route(&self, requested: Option<&str>, routed: Option<&str>, backend: &str, rule: &str) {
-        let mut noted = bridge_policy::sync::lock(&self.0);
+        let mut noted = bridge_util::sync::lock(&self.0);
         noted.requested = requested.map(str::to_owned);
         noted.routed = routed.map(str::to_owned);
         noted.backend = Some(backend.to_owned());
@@ -51,13 +52,12 @@ impl RequestNote {
     }
 
     pub fn usage(&self, usage: Usage) {
-        bridge_policy::sync::lock(&self.0).usage = Some(usage);
+        bridge_util::sync::lock(&self.0).usage = Some(usage);
     }
 
     /// Why the request failed (an error answer, or a stream that broke).
     pub fn reason(&self, reason: &str) {
-        bridge_policy::sync::lock(&self.0).reason =
-            Some(bridge_policy::redact::shorten(reason, 300));
+        bridge_util::sync::lock(&self.0).reason = Some(bridge_policy::redact::shorten(reason, 300));
     }
 }
 
@@ -81,34 +81,84 @@ pub fn finish(
 pub const JOURNAL_MAX_BYTES: u64 = 10 * 1024 * 1024;
 
 /// `requests.jsonl`: one JSON object per facade request (mode 0600).
+///
+/// Opened when the daemon starts, through the owner-only opener: a symlink
+/// or a foreign file at its path disables the journal (the daemon still
+/// serves; the error is logged and `status` shows it) instead of writing
+/// wherever the link points. A later failure (the rotation's new file
+/// refused, a full disk) is kept for `status` too.
 #[derive(Debug)]
 pub struct RequestJournal {
     path: std::path::PathBuf,
     max_bytes: u64,
     file: Mutex<Option<(std::fs::File, u64)>>,
+    /// Why the journal is not being written, when it is not.
+    failure: Mutex<Option<String>>,
 }
 
 impl RequestJournal {
-    pub fn new(state_dir: &std::path::Path) -> Self {
-        Self {
+    /// The journal of `state_dir`, its file opened now; `Err` says why the
+    /// journal cannot be kept (the caller runs without one).
+    pub fn open(state_dir: &std::path::Path) -> Result<Self, String> {
+        let journal = Self {
             path: state_dir.join("requests.jsonl"),
             max_bytes: JOURNAL_MAX_BYTES,
             file: Mutex::new(None),
-        }
+            failure: Mutex::new(None),
+        };
+        let mut slot = bridge_util::sync::lock(&journal.file);
+        journal
+            .reopen(&mut slot)
+            .map_err(|err| journal.refusal(&err))?;
+        drop(slot);
+        Ok(journal)
+    }
+
+    pub fn path(&self) -> &std::path::Path {
+        &self.path
+    }
+
+    /// Why the last write failed, if it did.
+    pub fn failure(&self) -> Option<String> {
+        bridge_util::sync::lock(&self.failure).clone()
+    }
+
+    fn refusal(&self, err: &std::io::Error) -> String {
+        let planted = if owner_only::is_planted(err) {
+            " (a symbolic link or special file is in its place; remove it)"
+        } else {
+            ""
+        };
+        format!("request log {}: {err}{planted}", self.path.display())
     }
 
     fn append(&self, line: &serde_json::Value) {
         let mut text = line.to_string();
         text.push('\n');
-        let mut slot = bridge_policy::sync::lock(&self.file);
-        if let Err(err) = self.write(&mut slot, text.as_bytes()) {
-            tracing::warn!("request journal {}: {err}", self.path.display());
+        let mut slot = bridge_util::sync::lock(&self.file);
+        let written = self.write(&mut slot, text.as_bytes());
+        let mut failure = bridge_util::sync::lock(&self.failure);
+        match written {
+            Ok(()) => *failure = None,
+            Err(err) => {
+                let reason = self.refusal(&err);
+                if failure.as_deref() != Some(reason.as_str()) {
+                    tracing::error!("{reason}");
+                }
+                *failure = Some(reason);
+            }
         }
+    }
+
+    fn reopen(&self, slot: &mut Option<(std::fs::File, u64)>) -> std::io::Result<()> {
+        let file = owner_only::open_append(&self.path)?;
+        let size = file.metadata()?.len();
+        *slot = Some((file, size));
+        Ok(())
     }
 
     fn write(&self, slot: &mut Option<(std::fs::File, u64)>, bytes: &[u8]) -> std::io::Result<()> {
         use std::io::Write as _;
-        use std::os::unix::fs::OpenOptionsExt as _;
         if slot
             .as_ref()
             .is_some_and(|(_, size)| *size >= self.max_bytes)
@@ -117,13 +167,7 @@ impl RequestJournal {
             std::fs::rename(&self.path, self.path.with_extension("jsonl.1"))?;
         }
         if slot.is_none() {
-            let file = std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .mode(0o600)
-                .open(&self.path)?;
-            let size = file.metadata()?.len();
-            *slot = Some((file, size));
+            self.reopen(slot)?;
         }
         if let Some((file, size)) = slot.as_mut() {
             file.write_all(bytes)?;
@@ -210,7 +254,7 @@ struct Line {
 
 impl Drop for Line {
     fn drop(&mut self) {
-        let noted = bridge_policy::sync::lock(&self.note.0);
+        let noted = bridge_util::sync::lock(&self.note.0);
         let requested = noted.requested.as_deref().unwrap_or("-");
         let routed = noted.routed.as_deref().unwrap_or("(default)");
         let backend = noted.backend.as_deref().unwrap_or("-");
@@ -222,7 +266,7 @@ impl Drop for Line {
         let total_ms = elapsed_ms(self.started);
         if let Some(journal) = &self.journal {
             journal.append(&serde_json::json!({
-                "at": bridge_policy::audit::now_timestamp(),
+                "at": bridge_util::time::now_timestamp(),
                 "method": self.method,
                 "path": self.path,
                 "status": self.status,
@@ -261,7 +305,7 @@ mod tests {
     #[test]
     fn the_journal_rotates_and_keeps_one_old_file() {
         let dir = tempfile::tempdir().unwrap();
-        let mut journal = RequestJournal::new(dir.path());
+        let mut journal = RequestJournal::open(dir.path()).unwrap();
         journal.max_bytes = 100;
         for n in 0..12 {
             journal.append(&serde_json::json!({"n": n, "pad": "x".repeat(20)}));

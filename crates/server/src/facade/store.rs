@@ -5,11 +5,11 @@
 //! renamed into place; bounded in count, size and age, the oldest going
 //! first. It survives a restart of the daemon.
 
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
 use bridge_llm::Message;
+use bridge_util::owner_only::{self, Replace};
 
 /// How much the store keeps.
 #[derive(Debug, Clone, Copy)]
@@ -62,7 +62,7 @@ pub fn is_response_id(id: &str) -> bool {
 }
 
 pub fn new_response_id() -> String {
-    format!("resp_{}", bridge_policy::ids::random_hex(12))
+    format!("resp_{}", bridge_util::ids::random_hex(12))
 }
 
 impl ResponseStore {
@@ -77,7 +77,8 @@ impl ResponseStore {
             return Ok(None);
         }
         let path = self.path_of(id);
-        let metadata = match std::fs::metadata(&path) {
+        // Never through a symlink planted in the store, nor another user's file.
+        let metadata = match std::fs::symlink_metadata(&path) {
             Ok(metadata) => metadata,
             Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(source) => return Err(io("cannot read", &path, source)),
@@ -85,7 +86,8 @@ impl ResponseStore {
         if self.expired(&metadata) {
             return Ok(None);
         }
-        let bytes = std::fs::read(&path).map_err(|source| io("cannot read", &path, source))?;
+        let bytes = owner_only::read(&path, self.limits.max_response_bytes)
+            .map_err(|source| io("cannot read", &path, source))?;
         serde_json::from_slice(&bytes)
             .map(Some)
             .map_err(|err| StoreError::Corrupt {
@@ -107,14 +109,11 @@ impl ResponseStore {
                 limit: self.limits.max_response_bytes,
             });
         }
-        create_private_dir(&self.dir)?;
+        owner_only::ensure_private_subdir(&self.dir)
+            .map_err(|source| io("cannot create", &self.dir, source))?;
         let path = self.path_of(id);
-        let partial = self.dir.join(format!(".{id}.partial"));
-        let mut file = private_file(&partial)?;
-        file.write_all(&bytes)
-            .and_then(|()| file.sync_data())
-            .map_err(|source| io("cannot write", &partial, source))?;
-        std::fs::rename(&partial, &path).map_err(|source| io("cannot write", &path, source))?;
+        owner_only::write_atomically(&path, &bytes, Replace::Private)
+            .map_err(|source| io("cannot write", &path, source))?;
         self.prune()
     }
 
@@ -175,26 +174,6 @@ fn io(what: &'static str, path: &Path, source: std::io::Error) -> StoreError {
         path: path.to_path_buf(),
         source,
     }
-}
-
-fn create_private_dir(dir: &Path) -> Result<(), StoreError> {
-    use std::os::unix::fs::DirBuilderExt as _;
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)
-        .map_err(|source| io("cannot create", dir, source))
-}
-
-fn private_file(path: &Path) -> Result<std::fs::File, StoreError> {
-    use std::os::unix::fs::OpenOptionsExt as _;
-    std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(path)
-        .map_err(|source| io("cannot write", path, source))
 }
 
 #[cfg(test)]

@@ -74,16 +74,16 @@ pub struct AgentSessions {
 
 impl AgentSessions {
     pub(crate) fn touch(&self, id: &str) {
-        bridge_policy::sync::lock(&self.last_seen).insert(id.to_owned(), Instant::now());
+        bridge_util::sync::lock(&self.last_seen).insert(id.to_owned(), Instant::now());
     }
 
     fn forget(&self, id: &str) {
-        bridge_policy::sync::lock(&self.last_seen).remove(id);
+        bridge_util::sync::lock(&self.last_seen).remove(id);
     }
 
     /// The sessions not heard of for `idle`, forgotten.
     fn take_idle(&self, idle: Duration) -> Vec<String> {
-        let mut seen = bridge_policy::sync::lock(&self.last_seen);
+        let mut seen = bridge_util::sync::lock(&self.last_seen);
         let idle_ids: Vec<String> = seen
             .iter()
             .filter(|(_, at)| at.elapsed() >= idle)

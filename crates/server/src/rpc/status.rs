@@ -92,9 +92,23 @@ pub(crate) async fn bridge_status(ctx: ServerContext, params: Params) -> RpcResu
             "default": default_session.as_ref().map(|s| s.id().to_owned()),
         },
         "policy": policy,
+        "requestLog": request_log(&ctx),
         "openclaw": crate::openclaw::status(&ctx),
         "vscode": crate::vscode::status(&ctx.gateway),
     }))
+}
+
+/// `request_log` as it is: off, written to its file, or refused with why.
+fn request_log(ctx: &ServerContext) -> Value {
+    match (&ctx.request_journal, &ctx.request_log_refused) {
+        (Some(journal), _) => json!({
+            "enabled": true,
+            "path": journal.path(),
+            "error": journal.failure(),
+        }),
+        (None, Some(reason)) => json!({"enabled": false, "error": reason}),
+        (None, None) => json!({"enabled": false, "error": Value::Null}),
+    }
 }
 
 /// `[models]` as `status` shows it: one row per rule, in the order they

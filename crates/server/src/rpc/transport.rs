@@ -14,8 +14,9 @@ use axum::extract::{Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use bridge_protocol::jsonrpc::PARSE_ERROR;
+use bridge_util::batch::{Outgoing, send_batched};
 use futures::stream::{FuturesUnordered, SplitSink};
-use futures::{SinkExt, StreamExt};
+use futures::StreamExt;
 use tokio::sync::mpsc;
 
 use super::body::{json_response, json_text_response, read_bounded};
@@ -31,7 +32,7 @@ const OUTBOUND_QUEUE: usize = 64;
 
 fn authorized(state: &RpcState, headers: &HeaderMap, query: &HashMap<String, String>) -> bool {
     let presented = presented_token(headers, query.get("token").map(String::as_str));
-    presented.is_some_and(|token| bridge_policy::ids::constant_time_eq(token, &state.ctx().token))
+    presented.is_some_and(|token| bridge_util::ids::constant_time_eq(token, &state.ctx().token))
 }
 
 pub async fn http_post(State(state): State<RpcState>, headers: HeaderMap, body: Body) -> Response {
@@ -126,26 +127,13 @@ async fn serve(state: RpcState, socket: WebSocket) {
     let _ = tokio::time::timeout(Duration::from_secs(2), writer).await;
 }
 
-/// Sends answers in order until a close frame or the end of the queue:
-/// everything already queued is fed before one flush, so answers that are
+/// Sends answers in order until a close frame or the end of the queue,
+/// through the one batched writer (`bridge_util::batch`): answers that are
 /// ready together cost one write.
 async fn write_batched(mut sink: SplitSink<WebSocket, Message>, mut rx: mpsc::Receiver<Message>) {
-    while let Some(first) = rx.recv().await {
-        let mut next = Some(first);
-        while let Some(message) = next.take() {
-            let closing = matches!(message, Message::Close(_));
-            if sink.feed(message).await.is_err() {
-                return;
-            }
-            if closing {
-                let _ = sink.flush().await;
-                return;
-            }
-            next = rx.try_recv().ok();
-        }
-        if sink.flush().await.is_err() {
-            return;
-        }
-    }
-    let _ = sink.close().await;
+    send_batched(&mut sink, &mut rx, |message| match message {
+        Message::Close(_) => Outgoing::Last(message),
+        other => Outgoing::Feed(other),
+    })
+    .await;
 }

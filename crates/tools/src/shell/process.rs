@@ -125,7 +125,7 @@ impl Capture {
                         Ok(0) | Err(_) => break,
                         Ok(read) => read,
                     };
-                    let mut captured = bridge_policy::sync::lock(&captured);
+                    let mut captured = bridge_util::sync::lock(&captured);
                     if captured.bytes.len() + read > cap {
                         captured.truncated = true;
                     }
@@ -153,7 +153,7 @@ impl Capture {
                 abort.abort();
             }
         }
-        let captured = std::mem::take(&mut *bridge_policy::sync::lock(&self.captured));
+        let captured = std::mem::take(&mut *bridge_util::sync::lock(&self.captured));
         let text = decode(captured.bytes, captured.truncated);
         if !captured.truncated {
             return (text, false);

@@ -2,8 +2,9 @@
 //! and the new text renamed over the old, never half written.
 
 use std::io::Write;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
+
+use bridge_util::owner_only::{self, Replace};
 
 use crate::exit::Failure;
 
@@ -22,7 +23,7 @@ pub fn read_if_present(file: &Path) -> Result<Option<String>, Failure> {
 /// Copies `old` to `<file>.bak-<UTC timestamp>` (a fresh name, never
 /// overwriting an earlier backup).
 pub fn back_up(file: &Path, old: &str) -> Result<PathBuf, Failure> {
-    let stamp: String = bridge_policy::audit::now_timestamp()
+    let stamp: String = bridge_util::time::now_timestamp()
         .chars()
         .filter(char::is_ascii_alphanumeric)
         .collect();
@@ -32,11 +33,7 @@ pub fn back_up(file: &Path, old: &str) -> Result<PathBuf, Failure> {
     loop {
         // Owner-only until it has the original's mode: it holds the same
         // secrets (a gateway token, say).
-        let created = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&candidate);
+        let created = owner_only::create_new(&candidate);
         match created {
             Ok(mut backup) => {
                 copy_permissions(file, &candidate);
@@ -62,61 +59,20 @@ pub fn back_up(file: &Path, old: &str) -> Result<PathBuf, Failure> {
     }
 }
 
-/// Writes a temporary file beside `file` and renames it over `file` (the
-/// target of `file` when it is a symlink, so the link stays), with the
-/// mode `file` had (0600 for a new file).
+/// Replaces `file` atomically (the target of `file` when it is a symlink,
+/// so the link stays), with the mode `file` had (0600 for a new file).
 pub fn write_atomically(file: &Path, contents: &str) -> Result<(), Failure> {
-    replace(file, contents, None)
+    replace(file, contents, Replace::KeepingMode)
 }
 
 /// [`write_atomically`] for a file of secrets: mode 0600 whatever it had.
 pub fn write_private(file: &Path, contents: &str) -> Result<(), Failure> {
-    replace(file, contents, Some(0o600))
+    replace(file, contents, Replace::Private)
 }
 
-fn replace(file: &Path, contents: &str, mode: Option<u32>) -> Result<(), Failure> {
-    let target = std::fs::canonicalize(file).unwrap_or_else(|_| file.to_path_buf());
-    let dir = target
-        .parent()
-        .map(Path::to_path_buf)
-        .unwrap_or_else(|| PathBuf::from("."));
-    std::fs::create_dir_all(&dir)
-        .map_err(|err| Failure::internal(format!("cannot create {}: {err}", dir.display())))?;
-    let file_name = target.file_name().map_or_else(
-        || "config.json".to_owned(),
-        |name| name.to_string_lossy().into_owned(),
-    );
-    let temporary = dir.join(format!(".{file_name}.tmp-{}", std::process::id()));
-    let failed = |what: &str, err: std::io::Error| {
-        let _ = std::fs::remove_file(&temporary);
-        Failure::internal(format!("cannot {what} {}: {err}", target.display()))
-    };
-    {
-        // A leftover of a crashed run goes; the new one is made, never
-        // followed (a planted symlink is not written through), owner-only
-        // from the start.
-        let _ = std::fs::remove_file(&temporary);
-        let mut out = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&temporary)
-            .map_err(|err| failed("write", err))?;
-        out.write_all(contents.as_bytes())
-            .map_err(|err| failed("write", err))?;
-        out.sync_all().map_err(|err| failed("write", err))?;
-    }
-    match mode {
-        Some(mode) => {
-            use std::os::unix::fs::PermissionsExt;
-            std::fs::set_permissions(&temporary, std::fs::Permissions::from_mode(mode))
-                .map_err(|err| failed("write", err))?;
-        }
-        // The configuration keeps its mode; a new one stays owner-only.
-        None if target.exists() => copy_permissions(&target, &temporary),
-        None => {}
-    }
-    std::fs::rename(&temporary, &target).map_err(|err| failed("replace", err))
+fn replace(file: &Path, contents: &str, how: Replace) -> Result<(), Failure> {
+    owner_only::write_atomically(file, contents.as_bytes(), how)
+        .map_err(|err| Failure::internal(format!("cannot write {}: {err}", file.display())))
 }
 
 fn copy_permissions(from: &Path, to: &Path) {

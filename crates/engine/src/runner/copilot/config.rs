@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use bridge_llm::BackendKind;
-use bridge_policy::Secret;
+use bridge_util::Secret;
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 

@@ -75,7 +75,7 @@ impl crate::runner::Runner for CopilotRunner {
         if let Some(log) = log {
             let parent = prompt.as_ref().map(|p| p.id.as_str());
             for call in &report.tool_calls {
-                let id = bridge_policy::ids::unique_id("t");
+                let id = bridge_util::ids::unique_id("t");
                 log.append(
                     types::TOOL_EXECUTION_COMPLETE,
                     types::tool_complete(&id, &call.name, call.ok, &call.summary),

@@ -118,7 +118,7 @@ async fn converse(
             Err(CopilotError(message)) => return Ending::Failed(message),
         }
     }
-    let cli_session = bridge_policy::ids::unique_id("copilot-bridge");
+    let cli_session = bridge_util::ids::unique_id("copilot-bridge");
     let params = session_create_params(config, request, &cli_session, session.cwd());
     if let Err(err) = client.call("session.create", params).await {
         return Ending::Failed(

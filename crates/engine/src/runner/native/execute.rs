@@ -5,8 +5,8 @@ use std::time::Instant;
 
 use bridge_llm::ToolCall;
 use bridge_policy::audit::{Redacted, summarize_for_audit};
-use bridge_policy::errors::RecoveryAction;
 use bridge_protocol::{ToolEffect, json_kind};
+use bridge_util::recovery::RecoveryAction;
 use futures::StreamExt;
 use serde_json::{Value, json};
 

@@ -5,8 +5,8 @@
 
 use std::time::Duration;
 
-use bridge_policy::errors::{Backoff, ErrorClass, ErrorPolicy, RecoveryAction, classify};
 use bridge_protocol::{FailureKind, ToolEffect};
+use bridge_util::recovery::{Backoff, ErrorClass, ErrorPolicy, RecoveryAction, classify};
 
 use crate::call::ToolFailure;
 

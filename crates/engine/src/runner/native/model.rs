@@ -3,7 +3,7 @@
 
 use bridge_llm::retry::error_class;
 use bridge_llm::{ChatEvent, ChatRequest, LlmError, ResponseBuilder};
-use bridge_policy::errors::{ErrorClass, RecoveryAction};
+use bridge_util::recovery::{ErrorClass, RecoveryAction};
 use futures::StreamExt;
 use serde_json::json;
 
@@ -128,7 +128,7 @@ async fn stream_answer(cx: &LoopContext<'_>, request: &ChatRequest) -> Result<An
     // Every result must name its call; a model that sent no id gets one.
     for call in &mut answer.tool_calls {
         if call.id.trim().is_empty() {
-            call.id = bridge_policy::ids::unique_id("call");
+            call.id = bridge_util::ids::unique_id("call");
         }
     }
     Ok(answer)

@@ -121,7 +121,7 @@ pub fn answer_message(response: &ChatResponse) -> Message {
 }
 
 fn item_id(prefix: &str) -> String {
-    format!("{prefix}_{}", bridge_policy::ids::opaque_hex())
+    format!("{prefix}_{}", bridge_util::ids::opaque_hex())
 }
 
 #[derive(Debug)]

@@ -2,8 +2,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // Test helpers outside #[test] fns may panic too.
 
-use bridge_policy::errors::classify;
-use bridge_policy::{ErrorClass, ErrorPolicy, RecoveryAction};
+use bridge_util::recovery::classify;
+use bridge_util::{ErrorClass, ErrorPolicy, RecoveryAction};
 
 #[test]
 fn statuses_classify() {
