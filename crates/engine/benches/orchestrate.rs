@@ -125,6 +125,7 @@ impl Bench {
                 max_concurrency: 3,
                 max_turns: 5,
                 model: None,
+                backend: None,
                 default_runner: SubTaskRunner::Native,
                 sessions_dir: self.home.path().join("sessions"),
                 scratch_dir: self.home.path().join("orchestrate"),

@@ -24,6 +24,7 @@ pub mod orchestrate;
 mod registry;
 pub mod runner;
 mod session;
+pub mod task;
 mod tools;
 mod transforms;
 mod workspace;

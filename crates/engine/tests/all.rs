@@ -7,3 +7,4 @@ mod native;
 mod one_decision;
 mod redteam;
 mod registry;
+mod task;

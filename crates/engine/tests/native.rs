@@ -32,7 +32,7 @@ use tokio_util::sync::CancellationToken;
 
 /// The OpenAI-compatible backend aimed at the mock, without the retrying
 /// wrapper: tests of the loop's own retries must not see the backend's.
-fn backend(mock: &MockLlm) -> Arc<dyn ChatBackend> {
+pub(crate) fn backend(mock: &MockLlm) -> Arc<dyn ChatBackend> {
     let mut config = OpenAiConfig::new("mock", format!("{}/v1", mock.base_url()), "gpt-4o-mini");
     config.request_timeout = Duration::from_secs(2);
     config.idle_timeout = Duration::from_secs(2);
@@ -40,7 +40,7 @@ fn backend(mock: &MockLlm) -> Arc<dyn ChatBackend> {
 }
 
 /// Short limits, so a test that goes wrong fails in seconds.
-fn fast_settings() -> NativeSettings {
+pub(crate) fn fast_settings() -> NativeSettings {
     NativeSettings {
         tool_timeout: Duration::from_secs(2),
         model_idle_timeout: Duration::from_secs(2),
@@ -55,7 +55,7 @@ fn runner(mock: &MockLlm, settings: NativeSettings) -> NativeRunner {
 
 /// A session on `workspace`; the registry is returned so it outlives the
 /// test's use of the session.
-fn new_session(workspace: &TempWorkspace) -> (SessionRegistry, Arc<Session>) {
+pub(crate) fn new_session(workspace: &TempWorkspace) -> (SessionRegistry, Arc<Session>) {
     let registry = SessionRegistry::new(
         SessionDefaults::restrictive().unwrap(),
         RegistrySettings {

@@ -9,9 +9,9 @@ use bridge_engine::{Session, SessionRegistry};
 use bridge_gateway::Gateway;
 use tokio_util::sync::CancellationToken;
 
-use crate::facade::backends::Backends;
 use crate::rpc::MethodTable;
 use crate::{facade, guard, health, mcp_http, rpc};
+use bridge_compose::Backends;
 
 /// The session id that names the daemon's default session.
 pub const DEFAULT_ALIAS: &str = "default";
@@ -67,7 +67,7 @@ pub struct ServerParts {
     /// The chat backends the facade serves.
     pub backends: Arc<Backends>,
     /// How the agent loop runs the tasks this daemon starts (`/mcp/code`),
-    /// as `run` would (see `crate::compose`).
+    /// as `run` would (see `bridge_compose::settings`).
     pub native: Arc<bridge_engine::runner::native::NativeSettings>,
     /// OpenClaw's memory (`/mcp/memory` and the sessions'
     /// `openclaw_memory_search`), its indexes shared.

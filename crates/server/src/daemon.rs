@@ -10,12 +10,9 @@ use std::time::Duration;
 
 use bridge_config::BridgeConfig;
 use bridge_engine::mcp_client::{McpManager, McpOptions};
-use bridge_engine::{
-    RegistrySettings, Session, SessionDefaults, SessionListener, SessionRegistry, SessionSpec,
-};
+use bridge_engine::{Session, SessionListener, SessionRegistry, SessionSpec};
 use bridge_gateway::{Gateway, GatewaySettings};
 use bridge_policy::DenyAll;
-use bridge_policy::{AuditLog, PermissionPolicy};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
@@ -157,7 +154,8 @@ impl Daemon {
         // kill us with the file left behind.
         let shutdown = CancellationToken::new();
         tokio::spawn(stop_on_signals(listen_for_signals()?, shutdown.clone()));
-        let permission = PermissionPolicy::compile(&config.permissions)
+        // Nobody answers an "ask" at the daemon's doors yet: denied.
+        let registry = bridge_compose::registry(config, Arc::new(DenyAll))
             .map_err(|err| DaemonError::Config(err.to_string()))?;
         refuse_open_bind_without_token(config)?;
         {
@@ -182,15 +180,6 @@ impl Daemon {
             })?
             .port();
 
-        let defaults = SessionDefaults {
-            permission,
-            read_only: config.read_only,
-            tool_settings: Arc::new(config.tools.clone()),
-            audit: Some(AuditLog::new(&config.audit_log_dir)),
-            approver: Arc::new(DenyAll),
-            home: None,
-        };
-        let registry = SessionRegistry::new(defaults, RegistrySettings::default());
         let (changes_tx, sessions_changed) = watch::channel(0);
         registry.add_listener(Arc::new(SessionChanges(changes_tx)));
         // MCP servers from the configuration serve every session's tool
@@ -242,7 +231,7 @@ impl Daemon {
         };
         let gateway = Gateway::new(registry.clone(), settings, home.clone());
         let backends = Arc::new(
-            crate::compose::build_backends(
+            bridge_compose::build_backends(
                 config,
                 vec![crate::vscode::VscodeBackend::entry(gateway.clone())],
             )
@@ -321,7 +310,7 @@ impl Daemon {
             token: Arc::from(file.token.as_str()),
             shutdown,
             backends,
-            native: Arc::new(crate::compose::native_settings(config)),
+            native: Arc::new(bridge_compose::native_settings(config)),
             memory,
             openclaw,
             agent_sessions: Arc::default(),

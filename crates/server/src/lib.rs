@@ -30,7 +30,6 @@
 
 pub mod app;
 pub mod client;
-pub mod compose;
 pub mod daemon;
 pub mod facade;
 mod guard;

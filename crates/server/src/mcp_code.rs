@@ -1,23 +1,23 @@
 //! The code MCP server as the daemon serves it (`/mcp/code`): file tools in
 //! the daemon's default session (or `?session=ID`), agent tasks by the
 //! native runner over the daemon's default chat backend, with the settings
-//! `copilot-bridge run` uses (`crate::compose::native_settings`).
+//! `copilot-bridge run` uses (`bridge_compose::native_settings`).
 
 use std::path::Path;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use bridge_engine::log::{EventLog, new_session_id};
+use bridge_engine::log::new_session_id;
 use bridge_engine::orchestrate::OrchestratedResult;
 use bridge_engine::runner::native::{DEFAULT_MAX_TURNS, NativeRunner};
-use bridge_engine::runner::{RunContext, RunReport, RunRequest, Runner};
+use bridge_engine::runner::{RunReport, RunRequest, RunnerKind};
+use bridge_engine::task::{TaskLog, TaskMeta, TaskRun};
 use bridge_engine::{Session, SessionSpec};
 use bridge_mcp::code::{
     CodeServer, CodeTask, LineSink, OrchestrateTask, SessionSource, StepSink, TaskRunner,
 };
 use rmcp::transport::streamable_http_server::StreamableHttpService;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
-use serde_json::json;
 use sha2::Digest as _;
 use tokio_util::sync::CancellationToken;
 
@@ -158,15 +158,21 @@ impl TaskRunner for DaemonTasks {
             .or_else(|| session.model())
             .or_else(|| entry.default_model.clone());
         // Every task the daemon runs has its log (`sessions show`, resume).
-        let log = EventLog::create(
+        let meta = TaskMeta {
+            cwd: session.cwd().to_path_buf(),
+            model: model.clone(),
+            runner: RunnerKind::Native,
+            backend: Some(entry.name.clone()),
+            label: "mcp code task".to_owned(),
+            orchestration: None,
+        };
+        let log = TaskLog::create(
             &self.ctx.facts.home.join("sessions"),
             &new_session_id(),
-            json!({"cwd": session.cwd(), "model": model, "runner": "native",
-                   "backend": entry.name, "label": "mcp code task"}),
+            &meta,
         )
         .await
         .map_err(|err| format!("cannot start the task's log: {err}"))?;
-        let forward = steps.map(|sink| bridge_engine::log::steps::forward(&log, sink));
         let request = RunRequest {
             task: task.prompt,
             model,
@@ -182,22 +188,16 @@ impl TaskRunner for DaemonTasks {
                 stop.cancel();
             }
         });
-        let report = runner
-            .run(
-                session.clone(),
+        let report = log
+            .run(TaskRun {
+                runner: Arc::new(runner),
+                session: session.clone(),
                 request,
-                RunContext::new(stop).with_log(log.clone()),
-            )
+                cancel: stop,
+                steps,
+            })
             .await;
         relay.abort();
-        if let Err(err) = log.close().await {
-            tracing::warn!(error = %err, "a task's log could not be closed cleanly");
-        }
-        // Its subscribers hear the end once the last handle is gone.
-        drop(log);
-        if let Some(forward) = forward {
-            let _ = forward.await;
-        }
         if transient && let Err(err) = self.ctx.registry().end(session.id(), None).await {
             tracing::debug!(error = %err, "the task's session was already gone");
         }

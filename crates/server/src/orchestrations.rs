@@ -17,8 +17,7 @@ use serde_json::{Value, json};
 use tokio::sync::{broadcast::error::RecvError, watch};
 use tokio_util::sync::CancellationToken;
 
-use crate::compose::{self, PlanningBackend};
-use crate::facade::backends::Backends;
+use bridge_compose::{Backends, PlanningBackend};
 
 /// Finished orchestrations kept for watchers.
 pub const KEPT_FINISHED: usize = 32;
@@ -147,12 +146,10 @@ impl Orchestrations {
         stop: &CancellationToken,
         progress: Option<tokio::sync::mpsc::UnboundedSender<String>>,
     ) -> Result<Arc<RunningPlan>, String> {
-        let backend = backends.default_entry().map(|entry| PlanningBackend {
-            backend: entry.backend.clone(),
-            kind: entry.kind,
-            model: entry.default_model.clone(),
-        });
-        let orchestrator = compose::orchestrator(
+        let backend = backends
+            .default_entry()
+            .map(|entry| PlanningBackend::of_entry(entry));
+        let orchestrator = bridge_compose::orchestrator(
             &self.config,
             registry.clone(),
             backend.as_ref(),
@@ -165,7 +162,7 @@ impl Orchestrations {
                 source: PlanSource::Given,
                 usage: Default::default(),
             },
-            (None, Some(backend)) => compose::planner(backend).plan(&request.task).await,
+            (None, Some(backend)) => bridge_compose::planner(backend).plan(&request.task).await,
             (None, None) => {
                 return Err("the daemon has no chat backend to plan with (see `copilot-bridge validate`); give a plan".to_owned());
             }

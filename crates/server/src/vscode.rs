@@ -21,7 +21,7 @@ use bridge_protocol::provider::chat::{
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::facade::backends::{BackendEntry, PromptStyle};
+use bridge_compose::{BackendEntry, PromptStyle};
 
 /// The backend's name: clients ask for `vscode/<model>`.
 pub const BACKEND_NAME: &str = "vscode";

@@ -15,19 +15,15 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
+use bridge_compose::ComposeError;
 use bridge_config::BridgeConfig;
-use bridge_engine::log::{EventLog, new_session_id};
+use bridge_engine::log::new_session_id;
 use bridge_engine::mcp_client::{McpManager, McpOptions};
-use bridge_engine::runner::copilot::CopilotRunner;
-use bridge_engine::runner::native::{DEFAULT_MAX_TURNS, NativeRunner};
-use bridge_engine::runner::{RunContext, RunReport, RunRequest, RunStatus, Runner, RunnerKind};
-use bridge_engine::{
-    RegistryError, RegistrySettings, Session, SessionDefaults, SessionRegistry, SessionSpec,
-};
-use bridge_llm::{LlmError, select_backend};
-use bridge_policy::PermissionPolicy;
-use bridge_server::compose;
-use serde_json::{Value, json};
+use bridge_engine::runner::native::DEFAULT_MAX_TURNS;
+use bridge_engine::runner::{RunReport, RunRequest, RunStatus, RunnerKind};
+use bridge_engine::task::{TaskLog, TaskMeta, TaskRun};
+use bridge_engine::{RegistryError, Session, SessionSpec};
+use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::args::RunArgs;
@@ -113,7 +109,7 @@ pub async fn run_task(
     let config = match &attended {
         Attended::Terminal => config,
         Attended::Unattended { mcp_depth, .. } => {
-            depth_config = compose::with_mcp_depth(config, *mcp_depth);
+            depth_config = bridge_compose::with_mcp_depth(config, *mcp_depth);
             &depth_config
         }
     };
@@ -125,46 +121,31 @@ pub async fn run_task(
     }
     let sessions_dir = config.home.join("sessions");
     // The log is opened first on resume: it says where and how the session ran.
-    let (log, replayed) = match &start {
-        Start::New => (None, None),
+    let (resumed, session_id) = match &start {
+        Start::New => (None, new_session_id()),
         Start::Resume { session_id } => {
-            let (log, replayed) = EventLog::resume(&sessions_dir, session_id)
+            let log = TaskLog::resume(&sessions_dir, session_id)
                 .await
                 .map_err(|err| Failure::new(exit::FAILED, format!("cannot resume: {err}")))?;
-            (Some(log), Some(replayed))
+            (Some(log), session_id.clone())
         }
     };
-    let remembered = replayed.as_ref().map(|r| &r.meta);
-    let runner_kind = match remembered
-        .and_then(|meta| meta.get("runner"))
-        .and_then(Value::as_str)
-    {
-        Some(kind) => kind.parse().unwrap_or(options.runner),
-        None => options.runner,
-    };
-    let (runner, backend_name) = build_runner(config, runner_kind).await?;
-    let cwd = match (
-        &options.cwd,
-        remembered
-            .and_then(|m| m.get("cwd"))
-            .and_then(Value::as_str),
-    ) {
+    let remembered = resumed
+        .as_ref()
+        .map(TaskLog::remembered)
+        .unwrap_or_default();
+    let runner_kind = remembered.runner.unwrap_or(options.runner);
+    let built = bridge_compose::runner(config, runner_kind)
+        .await
+        .map_err(compose_failure)?;
+    let cwd = match (&options.cwd, remembered.cwd) {
         (Some(dir), _) => dir.clone(),
-        (None, Some(dir)) => PathBuf::from(dir),
+        (None, Some(dir)) => dir,
         (None, None) => std::env::current_dir()
             .map_err(|err| Failure::usage(format!("cannot read the current directory: {err}")))?,
     };
-    let model = options.model.clone().or_else(|| {
-        remembered
-            .and_then(|meta| meta.get("model"))
-            .and_then(Value::as_str)
-            .map(str::to_owned)
-    });
+    let model = options.model.clone().or(remembered.model);
     let asking = Arc::new(AtomicBool::new(false));
-    let session_id = match &start {
-        Start::New => new_session_id(),
-        Start::Resume { session_id } => session_id.clone(),
-    };
     let approver = match attended {
         Attended::Terminal => crate::approver::for_this_terminal(asking.clone()),
         Attended::Unattended { .. } => Arc::new(bridge_policy::DenyAll),
@@ -172,17 +153,18 @@ pub async fn run_task(
     let session = create_session(config, &cwd, &session_id, "run", approver)?;
     session.set_model(model.clone());
     session.set_runner_kind(runner_kind);
-    let log = match log {
+    let log = match resumed {
         Some(log) => log,
         None => {
-            let meta = json!({
-                "cwd": session.cwd(),
-                "model": model,
-                "runner": runner_kind,
-                "backend": backend_name,
-                "label": "run",
-            });
-            EventLog::create(&sessions_dir, &session_id, meta)
+            let meta = TaskMeta {
+                cwd: session.cwd().to_path_buf(),
+                model,
+                runner: runner_kind,
+                backend: Some(built.backend),
+                label: "run".to_owned(),
+                orchestration: None,
+            };
+            TaskLog::create(&sessions_dir, &session_id, &meta)
                 .await
                 .map_err(|err| {
                     Failure::new(exit::FAILED, format!("cannot start the session log: {err}"))
@@ -220,7 +202,7 @@ pub async fn run_task(
     let progress =
         at_terminal && !options.json && std::io::IsTerminal::is_terminal(&std::io::stderr());
     let live = live::Live::start(
-        &log,
+        log.events(),
         at_terminal && options.verbose && !options.json,
         progress,
         asking,
@@ -233,15 +215,15 @@ pub async fn run_task(
         }
         Attended::Unattended { cancel, .. } => (cancel, None),
     };
-    let forward = options
-        .steps
-        .clone()
-        .map(|sink| bridge_engine::log::steps::forward(&log, sink));
-    let context = RunContext::new(cancel).with_log(log.clone());
-    let report = match replayed {
-        Some(replayed) => runner.resume(session, request, replayed, context).await,
-        None => runner.run(session, request, context).await,
-    };
+    let report = log
+        .run(TaskRun {
+            runner: built.runner,
+            session,
+            request,
+            cancel,
+            steps: options.steps.clone(),
+        })
+        .await;
     if let Some(on_interrupt) = on_interrupt {
         on_interrupt.abort();
     }
@@ -249,57 +231,17 @@ pub async fn run_task(
         mcp.shutdown().await;
     }
     live.finish().await;
-    if let Err(err) = log.close().await {
-        tracing::warn!(error = %err, "the session log could not be closed cleanly");
-    }
-    // Its subscribers hear the end once the last handle is gone.
-    drop(log);
-    if let Some(forward) = forward {
-        let _ = forward.await;
-    }
     Ok(report)
 }
 
-/// Picks the runner; for the native one, the backend exactly as `validate`
-/// picks it, failing fast when there is none.
-async fn build_runner(
-    config: &BridgeConfig,
-    kind: RunnerKind,
-) -> Result<(Arc<dyn Runner>, String), Failure> {
-    match kind {
-        RunnerKind::Native => {
-            let settings = compose::backend_settings(config);
-            let explicit = settings.provider.is_some();
-            let selected = select_backend(settings)
-                .await
-                .map_err(|err| no_backend(&err, explicit))?;
-            let native = compose::native_settings(config);
-            let name = selected.kind.as_str().to_owned();
-            Ok((Arc::new(NativeRunner::new(selected.backend, native)), name))
-        }
-        RunnerKind::Copilot => {
-            let cli = compose::copilot_cli_config(config)
-                .map_err(|err| Failure::new(exit::CONFIG, format!("configuration error: {err}")))?;
-            let runner = CopilotRunner::new(cli);
-            Ok((Arc::new(runner), "copilot-cli".to_owned()))
-        }
-        RunnerKind::Nested => Err(Failure::usage(
-            "a nested agent CLI runs orchestrated sub-tasks only (see docs/orchestrator.md)",
-        )),
+/// How a part the configuration could not make fails the command: a
+/// configuration problem (exit 3), or a usage error.
+pub(crate) fn compose_failure(err: ComposeError) -> Failure {
+    match err {
+        ComposeError::Config(_) => Failure::new(exit::CONFIG, err.to_string()),
+        ComposeError::NoBackend(_) => Failure::new(exit::CONFIG, format!("cannot run: {err}")),
+        ComposeError::Unsupported(_) => Failure::usage(err.to_string()),
     }
-}
-
-/// No usable backend: a configuration problem (exit 3) whose message names
-/// the settings and the command that checks them.
-fn no_backend(err: &LlmError, explicit: bool) -> Failure {
-    let message = match err {
-        // This message already lists every setting and suggests `validate`.
-        LlmError::NotConfigured(message) if !explicit => message.clone(),
-        other => format!(
-            "{other}. Fix the setting, then check the backend with `copilot-bridge validate`."
-        ),
-    };
-    Failure::new(exit::CONFIG, format!("cannot run: {message}"))
 }
 
 /// A session of `cwd` in a registry of its own, with the configured
@@ -311,7 +253,8 @@ pub(crate) fn create_session(
     label: &str,
     approver: Arc<dyn bridge_policy::Approver>,
 ) -> Result<Arc<Session>, Failure> {
-    registry_for(config, approver)?
+    bridge_compose::registry(config, approver)
+        .map_err(compose_failure)?
         .create(SessionSpec {
             id: Some(id.to_owned()),
             label: label.to_owned(),
@@ -322,25 +265,6 @@ pub(crate) fn create_session(
             RegistryError::WorkspacePolicy(_) => Failure::new(exit::CONFIG, err.to_string()),
             other => Failure::usage(other.to_string()),
         })
-}
-
-/// A registry of this process whose sessions have the configured policy
-/// and audit log, their "ask"s going to `approver`.
-pub(crate) fn registry_for(
-    config: &BridgeConfig,
-    approver: Arc<dyn bridge_policy::Approver>,
-) -> Result<SessionRegistry, Failure> {
-    let permission = PermissionPolicy::compile(&config.permissions)
-        .map_err(|err| Failure::new(exit::CONFIG, format!("configuration error: {err}")))?;
-    let defaults = SessionDefaults {
-        permission,
-        read_only: config.read_only,
-        tool_settings: Arc::new(config.tools.clone()),
-        audit: Some(bridge_policy::AuditLog::new(&config.audit_log_dir)),
-        approver,
-        home: None,
-    };
-    Ok(SessionRegistry::new(defaults, RegistrySettings::default()))
 }
 
 pub(crate) async fn cancel_on_interrupt(cancel: CancellationToken) {

@@ -20,7 +20,7 @@ const MODELS_SHOWN: usize = 5;
 const PING_TIMEOUT: Duration = Duration::from_secs(30);
 
 pub async fn run(config: &BridgeConfig) -> Result<ExitCode, Failure> {
-    let settings = bridge_server::compose::backend_settings(config);
+    let settings = bridge_compose::backend_settings(config);
     let explicit = settings.provider.is_some();
     let selected = select_backend(settings).await.map_err(|err| match err {
         // A chosen provider missing its settings is a configuration mistake;

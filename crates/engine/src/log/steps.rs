@@ -88,6 +88,9 @@ pub fn describe(event: &LoggedEvent) -> Option<String> {
     }
 }
 
+/// Where a running task's steps go.
+pub type StepSink = tokio::sync::mpsc::UnboundedSender<Step>;
+
 /// One numbered step, as [`forward`] sends it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Step {
@@ -108,10 +111,7 @@ fn shorten(text: &str) -> String {
 
 /// Sends a numbered line per step of `log` to `sink` until every handle of
 /// the log is dropped (close it and drop yours before awaiting this).
-pub fn forward(
-    log: &super::EventLog,
-    sink: tokio::sync::mpsc::UnboundedSender<Step>,
-) -> tokio::task::JoinHandle<()> {
+pub fn forward(log: &super::EventLog, sink: StepSink) -> tokio::task::JoinHandle<()> {
     use tokio::sync::broadcast::error::RecvError;
     let mut events = log.subscribe();
     tokio::spawn(async move {

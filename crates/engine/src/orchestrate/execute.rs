@@ -17,9 +17,10 @@ use super::pool::SessionPool;
 use super::result::{OrchestratedResult, PlanStatus, TaskResult, TaskStatus, Workdir};
 use super::sandbox::{self, Change, Sandbox, Snapshot};
 use super::{Opened, Orchestrator, events};
-use crate::log::EventLog;
+use crate::log::{EventLog, new_session_id};
 use crate::runner::nested::SPILL_BYTES;
-use crate::runner::{RunContext, RunReport, RunRequest, RunStatus};
+use crate::runner::{RunReport, RunRequest, RunStatus, RunnerKind};
+use crate::task::{TaskLog, TaskMeta, TaskRun};
 
 /// Why the plan stopped early.
 #[derive(Debug, Clone, Copy)]
@@ -285,9 +286,13 @@ impl Orchestrator {
                 .await;
             return TaskResult::skipped(&task.id, "the plan stopped before it started".to_owned());
         }
+        // Each sub-task keeps a log of its own (`sessions show ID`), named
+        // in its start event.
+        let log_id = new_session_id();
         opened.log.append(
             events::TASK_START,
-            json!({"taskId": task.id, "wave": wave, "runner": kind, "workdir": placement.workdir}),
+            json!({"taskId": task.id, "wave": wave, "runner": kind,
+                   "workdir": placement.workdir, "log": log_id}),
             None,
         );
         let started = Instant::now();
@@ -312,13 +317,33 @@ impl Orchestrator {
                     max_turns: self.settings.max_turns,
                     timeout: self.settings.task_timeout,
                 };
-                runner
-                    .run(
-                        lease.session.clone(),
-                        request,
-                        RunContext::new(stop.child_token()),
-                    )
-                    .await
+                let meta = TaskMeta {
+                    cwd: placement.cwd.clone(),
+                    model: self.settings.model.clone(),
+                    runner: runner.kind(),
+                    backend: match runner.kind() {
+                        RunnerKind::Native => self.settings.backend.clone(),
+                        RunnerKind::Copilot | RunnerKind::Nested => None,
+                    },
+                    label: format!("orchestrate {} · {}", opened.id, task.id),
+                    orchestration: Some(opened.id.clone()),
+                };
+                match TaskLog::create(&self.settings.sessions_dir, &log_id, &meta).await {
+                    Ok(log) => {
+                        log.run(TaskRun {
+                            runner: runner.clone(),
+                            session: lease.session.clone(),
+                            request,
+                            cancel: stop.child_token(),
+                            steps: None,
+                        })
+                        .await
+                    }
+                    Err(err) => RunReport::failed_early(
+                        lease.session.id(),
+                        format!("cannot start the sub-task's log: {err}"),
+                    ),
+                }
             }
             None => RunReport::failed_early(
                 lease.session.id(),

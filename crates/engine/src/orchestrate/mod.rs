@@ -11,7 +11,7 @@
 //! | type | data |
 //! |---|---|
 //! | `plan` | `{task, plan, source, waves}` |
-//! | `task_start` | `{taskId, wave, runner, workdir}` |
+//! | `task_start` | `{taskId, wave, runner, workdir, log}` (`log`: the sub-task's own session log) |
 //! | `task_complete` | `{taskId, …TaskResult}` (status completed, failed, conflict or cancelled) |
 //! | `task_skipped` | `{taskId, reason, after?}` (`after`: the task whose failure skipped it) |
 //! | `plan_complete` | `{status, summary, durationMs, counts}` |
@@ -64,6 +64,8 @@ pub struct OrchestratorSettings {
     pub max_turns: u32,
     /// The model sub-tasks ask (`None`: the backend's default).
     pub model: Option<String>,
+    /// The native runner's chat backend, named in its sub-tasks' logs.
+    pub backend: Option<String>,
     /// The runner of sub-tasks that do not name one.
     pub default_runner: SubTaskRunner,
     /// Where orchestration logs go (the sessions directory).

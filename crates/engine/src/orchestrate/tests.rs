@@ -89,6 +89,7 @@ fn setup(runner: Scripted, max_concurrency: usize) -> Setup {
             max_concurrency,
             max_turns: 5,
             model: None,
+            backend: None,
             default_runner: SubTaskRunner::Native,
             sessions_dir: home.path().join("sessions"),
             scratch_dir: home.path().join("orchestrate"),

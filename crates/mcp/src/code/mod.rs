@@ -28,7 +28,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use bridge_engine::log::steps::Step;
 use bridge_engine::orchestrate::OrchestratedResult;
 use bridge_engine::runner::RunReport;
 use bridge_engine::{CallOrigin, Session};
@@ -46,8 +45,7 @@ pub use queue::{Place, TaskQueue};
 
 use crate::depth::{self, DepthError};
 
-/// Where a running task's steps go (`bridge_engine::log::steps::forward`).
-pub type StepSink = tokio::sync::mpsc::UnboundedSender<Step>;
+pub use bridge_engine::log::steps::StepSink;
 /// Where an orchestration's progress lines go.
 pub type LineSink = tokio::sync::mpsc::UnboundedSender<String>;
 

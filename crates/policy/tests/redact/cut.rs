@@ -123,6 +123,12 @@ fn printable_drops_what_could_rewrite_a_terminal_then_redacts_and_cuts() {
     assert_eq!(printable("a\nb", 40), "ab", "one line stays one line");
     assert_eq!(printable("plain", 40), "plain");
     let token = format!("ghp_{}", "A1b2C3d4".repeat(5));
-    assert_eq!(printable(&format!("name\x1b {token}"), 60), "name [REDACTED]");
-    assert_eq!(printable(&"x".repeat(70), 64), format!("{}…", "x".repeat(64)));
+    assert_eq!(
+        printable(&format!("name\x1b {token}"), 60),
+        "name [REDACTED]"
+    );
+    assert_eq!(
+        printable(&"x".repeat(70), 64),
+        format!("{}…", "x".repeat(64))
+    );
 }

@@ -24,12 +24,13 @@ use bridge_llm::{BackendKind, ChatEvent, ChatStream, FinishReason, LlmError};
 use futures::StreamExt;
 use serde_json::json;
 
-use super::backends::{BackendEntry, Backends, RouteRequest};
 use super::body::read_json_object;
 use super::errors::FacadeError;
 use super::request_log::{RequestNote, finish};
 use super::timing::Overhead;
+use super::upstream::Upstream as _;
 use crate::app::ServerContext;
+use bridge_compose::{BackendEntry, Backends, RouteRequest};
 
 pub(crate) async fn messages(
     State(ctx): State<ServerContext>,

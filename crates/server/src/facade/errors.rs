@@ -9,7 +9,7 @@ use axum::response::{IntoResponse, Response};
 use bridge_llm::{BackendKind, LlmError};
 use serde_json::{Value, json};
 
-use super::backends::RouteError;
+use bridge_compose::RouteError;
 
 /// The class of an error, as OpenAI's `type` names it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

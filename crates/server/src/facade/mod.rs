@@ -1,13 +1,12 @@
 //! The OpenAI- and Anthropic-compatible facade: `POST /v1/chat/completions`,
 //! `POST /v1/responses`, `GET /v1/models` and `POST /v1/messages`, over the
-//! daemon's chat backends ([`backends::Backends`]).
+//! daemon's chat backends (`bridge_compose::Backends`).
 //!
 //! Every route needs the daemon's token, as `Authorization: Bearer` (what
 //! OpenAI clients send as their API key) or `x-api-key` (what Anthropic
 //! clients send). Errors are in each API's own shape ([`errors`]).
 
 mod anthropic;
-pub mod backends;
 pub mod body;
 pub mod errors;
 mod models;
@@ -17,6 +16,7 @@ pub mod request_log;
 mod responses;
 pub mod store;
 pub mod timing;
+mod upstream;
 
 use axum::Router;
 use axum::extract::{Request, State};

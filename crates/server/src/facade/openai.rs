@@ -22,13 +22,14 @@ use bridge_llm::{BackendKind, ChatEvent, ChatRequest, ChatStream};
 use futures::StreamExt;
 use serde_json::Value;
 
-use super::backends::{BackendEntry, PromptStyle, RouteRequest};
 use super::body::read_json_object;
 use super::errors::FacadeError;
 use super::normalize;
 use super::request_log::{RequestNote, finish};
 use super::timing::Overhead;
+use super::upstream::Upstream as _;
 use crate::app::ServerContext;
+use bridge_compose::{BackendEntry, PromptStyle, RouteRequest};
 
 const DONE: &[u8] = b"data: [DONE]\n\n";
 

@@ -42,7 +42,7 @@ struct Noted {
 
 impl RequestNote {
     /// The requested model, the model sent, the backend and the rule of
-    /// [`super::backends::Backends::route_request`] that chose them.
+    /// [`bridge_compose::Backends::route_request`] that chose them.
     pub fn route(&self, requested: Option<&str>, routed: Option<&str>, backend: &str, rule: &str) {
         let mut noted = bridge_util::sync::lock(&self.0);
         noted.requested = requested.map(str::to_owned);

@@ -18,14 +18,15 @@ use bridge_llm::{
 };
 use futures::StreamExt;
 
-use super::backends::{BackendEntry, Backends, PromptStyle, Route, RouteRequest};
 use super::body::read_json_object;
 use super::errors::FacadeError;
 use super::normalize;
 use super::request_log::{RequestNote, finish};
 use super::store::{ResponseStore, new_response_id};
 use super::timing::{Overhead, unix_now};
+use super::upstream::Upstream as _;
 use crate::app::ServerContext;
+use bridge_compose::{BackendEntry, Backends, PromptStyle, Route, RouteRequest};
 
 pub(crate) async fn create(
     State(ctx): State<ServerContext>,

@@ -8,8 +8,8 @@ use serde_json::{Value, json};
 
 use super::{Params, RpcResult};
 use crate::app::ServerContext;
-use crate::facade::backends::PromptStyle;
 use crate::health::HEALTH_PROBE_WAIT;
+use bridge_compose::PromptStyle;
 
 /// The URLs of every door of a daemon reached at `host:port`.
 pub fn endpoints(host: IpAddr, port: u16) -> Value {

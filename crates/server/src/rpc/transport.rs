@@ -15,8 +15,8 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use bridge_protocol::jsonrpc::PARSE_ERROR;
 use bridge_util::batch::{Outgoing, send_batched};
-use futures::stream::{FuturesUnordered, SplitSink};
 use futures::StreamExt;
+use futures::stream::{FuturesUnordered, SplitSink};
 use tokio::sync::mpsc;
 
 use super::body::{json_response, json_text_response, read_bounded};

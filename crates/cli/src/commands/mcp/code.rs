@@ -20,7 +20,6 @@ use bridge_engine::runner::{RunReport, RunnerKind};
 use bridge_mcp::code::{
     CodeServer, CodeTask, LineSink, OrchestrateTask, SessionSource, StepSink, TaskRunner, task_dir,
 };
-use bridge_server::compose;
 use tokio::sync::OnceCell;
 use tokio_util::sync::CancellationToken;
 
@@ -130,7 +129,7 @@ impl TaskRunner for CliTasks {
         cancel: CancellationToken,
         progress: LineSink,
     ) -> Result<OrchestratedResult, String> {
-        let config = compose::with_mcp_depth(&self.config, task.onward_depth);
+        let config = bridge_compose::with_mcp_depth(&self.config, task.onward_depth);
         let options = OrchestrateOptions {
             max_concurrency: task.max_concurrency,
             model: None,

@@ -14,13 +14,12 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
+use bridge_compose::PlanningBackend;
 use bridge_config::BridgeConfig;
 use bridge_engine::orchestrate::{
     MAX_CONCURRENCY, OrchestratedResult, Orchestrator, PlanSource, PlanStatus, Planned, Planner,
     SubTaskRunner, TaskPlan, parse_plan_file,
 };
-use bridge_llm::select_backend;
-use bridge_server::compose::{self, PlanningBackend};
 use tokio_util::sync::CancellationToken;
 
 use crate::args::OrchestrateArgs;
@@ -56,20 +55,14 @@ pub async fn prepare(
             "--max-concurrency must be between 1 and {MAX_CONCURRENCY}"
         )));
     }
-    let registry = super::run::registry_for(config, Arc::new(bridge_policy::DenyAll))?;
-    let (backend, no_planner) = match select_backend(compose::backend_settings(config)).await {
-        Ok(selected) => (
-            Some(PlanningBackend {
-                model: options.model.clone().or(selected.model),
-                backend: selected.backend,
-                kind: selected.kind,
-            }),
-            None,
-        ),
+    let registry = bridge_compose::registry(config, Arc::new(bridge_policy::DenyAll))
+        .map_err(super::run::compose_failure)?;
+    let (backend, no_planner) = match PlanningBackend::select(config, options.model.clone()).await {
+        Ok(backend) => (Some(backend), None),
         Err(err) => (None, Some(err.to_string())),
     };
     let nested = nested::runners(config)?;
-    let mut orchestrator = compose::orchestrator(
+    let mut orchestrator = bridge_compose::orchestrator(
         config,
         registry,
         backend.as_ref(),
@@ -78,7 +71,7 @@ pub async fn prepare(
     );
     orchestrator.set_default_runner(options.default_runner);
     Ok(Prepared {
-        planner: backend.as_ref().map(compose::planner),
+        planner: backend.as_ref().map(bridge_compose::planner),
         orchestrator,
         no_planner,
         _stage: nested.stage,

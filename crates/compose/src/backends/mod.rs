@@ -1,4 +1,5 @@
-//! The chat backends the facade serves, and which one answers a request.
+//! The chat backends of a daemon (what the facade serves, what its tasks
+//! run on), which one answers a request, and whether each is up.
 //!
 //! Routing a request (docs/facade.md, "Model routing"):
 //! 1. `model` is `NAME/MODEL` where `NAME` is a backend's name → that
@@ -22,9 +23,9 @@ use std::time::{Duration, Instant};
 use bridge_config::{ModelRoutes, ModelTarget};
 use bridge_llm::ChatBackend;
 
-use super::errors::FacadeError;
-use super::request_log::RequestNote;
-use super::timing::Overhead;
+mod build;
+
+pub use build::build_backends;
 
 /// How a backend takes a conversation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -445,43 +446,11 @@ impl Backends {
         }
     }
 
-    /// `entry`'s whole answer to `request`: the wait counted as upstream
-    /// time, the outcome noted for health, the usage for the request log.
-    pub async fn answer_whole(
-        &self,
-        entry: &BackendEntry,
-        request: bridge_llm::ChatRequest,
-        clock: &mut Overhead,
-        note: &RequestNote,
-    ) -> Result<bridge_llm::ChatResponse, FacadeError> {
-        let answered = clock.upstream(entry.backend.complete(&request)).await;
-        let whole = answered.map_err(|err| self.failure(entry, &err))?;
-        self.record(&entry.name, Availability::Ok);
-        if let Some(usage) = whole.usage {
-            note.usage(usage);
-        }
-        Ok(whole)
-    }
-
-    /// `entry`'s streamed answer to `request`, once the upstream answered
-    /// its head (counted as upstream time, the outcome noted for health).
-    pub async fn open_stream(
-        &self,
-        entry: &BackendEntry,
-        request: bridge_llm::ChatRequest,
-        clock: &mut Overhead,
-    ) -> Result<bridge_llm::ChatStream, FacadeError> {
-        let started = clock.upstream(entry.backend.stream(&request)).await;
-        let events = started.map_err(|err| self.failure(entry, &err))?;
-        self.record(&entry.name, Availability::Ok);
-        Ok(events)
-    }
-
-    /// The client's error for a failed upstream request, with what it says
-    /// about the backend noted: an upstream that refused a request on its
-    /// merits (4xx but 429) is up; one that could not be reached, timed
-    /// out, was rate-limited, failed (5xx) or spoke nonsense is not.
-    pub fn failure(&self, entry: &BackendEntry, err: &bridge_llm::LlmError) -> FacadeError {
+    /// Notes what a failed request to `entry` says about it: an upstream
+    /// that refused a request on its merits (4xx but 429) is up; one that
+    /// could not be reached, timed out, was rate-limited, failed (5xx) or
+    /// spoke nonsense is not.
+    pub fn note_failure(&self, entry: &BackendEntry, err: &bridge_llm::LlmError) {
         let answered = matches!(err, bridge_llm::LlmError::Http { status, .. } if (400..500).contains(status) && *status != 429);
         let seen = if answered {
             Availability::Ok
@@ -489,9 +458,6 @@ impl Backends {
             Availability::Unavailable
         };
         self.record(&entry.name, seen);
-        let error = FacadeError::from_llm(entry.kind, err);
-        tracing::warn!(backend = %entry.name, code = error.code, "upstream failed: {}", error.message);
-        error
     }
 
     fn recent(&self, name: &str) -> Option<Availability> {

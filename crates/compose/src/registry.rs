@@ -1,0 +1,30 @@
+//! The sessions of a host: the one way the daemon, `run`, `tool`, `hook`,
+//! `mcp code` and `orchestrate` build their session registry.
+
+use std::sync::Arc;
+
+use bridge_config::BridgeConfig;
+use bridge_engine::{RegistrySettings, SessionDefaults, SessionRegistry};
+use bridge_policy::{Approver, AuditLog, PermissionPolicy};
+
+use crate::ComposeError;
+
+/// A registry whose sessions have the configured permission rules,
+/// read-only mode, tool settings and audit log, their "ask"s going to
+/// `approver`.
+pub fn registry(
+    config: &BridgeConfig,
+    approver: Arc<dyn Approver>,
+) -> Result<SessionRegistry, ComposeError> {
+    let permission = PermissionPolicy::compile(&config.permissions)
+        .map_err(|err| ComposeError::Config(err.to_string()))?;
+    let defaults = SessionDefaults {
+        permission,
+        read_only: config.read_only,
+        tool_settings: Arc::new(config.tools.clone()),
+        audit: Some(AuditLog::new(&config.audit_log_dir)),
+        approver,
+        home: None,
+    };
+    Ok(SessionRegistry::new(defaults, RegistrySettings::default()))
+}
