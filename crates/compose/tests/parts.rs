@@ -17,7 +17,10 @@ use tempfile::TempDir;
 /// (config.toml), nothing of the developer's machine.
 fn config(state: &Path, env: &[(&str, &str)], toml: Option<&str>) -> BridgeConfig {
     let mut all = vec![
-        ("COPILOT_BRIDGE_HOME".to_owned(), state.display().to_string()),
+        (
+            "COPILOT_BRIDGE_HOME".to_owned(),
+            state.display().to_string(),
+        ),
         ("COPILOT_BRIDGE_NO_GH".to_owned(), "1".to_owned()),
         ("OLLAMA_HOST".to_owned(), "http://127.0.0.1:9".to_owned()),
     ];

@@ -16,6 +16,7 @@ use serde_json::{Value, json};
 use crate::common::runner;
 
 mod compat;
+mod corpus;
 mod malformed;
 
 /// A diff from its lines (joined with `\n`, with a final newline), so that

@@ -110,17 +110,9 @@ impl<'a> Parser<'a> {
                 None
             };
             if let Some(file) = file {
-                for name in [&file.old_path, &file.new_path].into_iter().flatten() {
-                    if let Some(bad) = name.chars().find(|c| is_invisible(*c)) {
-                        return Err(self.error(
-                            file.line,
-                            format!(
-                                "the file name \"{}\" holds the invisible character U+{:04X}; name files by their visible names only",
-                                name.escape_debug(),
-                                u32::from(bad)
-                            ),
-                        ));
-                    }
+                // The names of a `diff --git` header without content headers.
+                for name in [&file.old_path, &file.new_path] {
+                    refuse_invisible(name.as_deref(), file.line)?;
                 }
                 if !seen.insert(file.path().to_owned()) {
                     return Err(self.error(
@@ -224,9 +216,14 @@ impl<'a> Parser<'a> {
                 "expected a '+++ b/path' line after the '---' header",
             ));
         }
+        let new_line = self.line_no();
         let new = self.header_path("+++ ")?;
         self.pos += 1;
         let (old_path, new_path) = strip_ab_prefixes(old, new);
+        // Before comparing the names: a name that only differs by an
+        // invisible character is that character's problem, on its line.
+        refuse_invisible(old_path.as_deref(), old_line)?;
+        refuse_invisible(new_path.as_deref(), new_line)?;
         if old_path.is_none() && new_path.is_none() {
             return Err(self.error(old_line, "both file names are /dev/null"));
         }
@@ -277,11 +274,13 @@ impl<'a> Parser<'a> {
                 )
             })?
         } else {
-            // GNU diff puts a tab and a timestamp after the name.
+            // GNU diff puts a tab and a timestamp after the name. Trailing
+            // whitespace goes, but never an invisible character (NEL, a line
+            // separator): the name keeps it and is refused for it.
             raw.split('\t')
                 .next()
                 .unwrap_or_default()
-                .trim_end()
+                .trim_end_matches(|c: char| c.is_whitespace() && !is_invisible(c))
                 .to_owned()
         };
         if path.is_empty() {
@@ -517,6 +516,25 @@ fn parse_range(text: &str) -> Option<(usize, usize)> {
     };
     start.checked_add(len)?;
     Some((start, len))
+}
+
+/// Refuses a file name holding a control or invisible character, naming
+/// the diff's `line` that holds it.
+fn refuse_invisible(name: Option<&str>, line: usize) -> Result<(), DiffParseError> {
+    let Some(name) = name else {
+        return Ok(());
+    };
+    match name.chars().find(|c| is_invisible(*c)) {
+        Some(bad) => Err(DiffParseError {
+            line,
+            message: format!(
+                "the file name \"{}\" holds the invisible character U+{:04X}; name files by their visible names only",
+                name.escape_debug(),
+                u32::from(bad)
+            ),
+        }),
+        None => Ok(()),
+    }
 }
 
 /// Characters a file name must not hold: controls and the invisible format
