@@ -82,3 +82,10 @@ if ! [ -f "$node24_headers/include/node/node.h" ]; then
 fi
 PATH="$PWD/.peers/node24/node_modules/node/bin:$PATH" npm_config_nodedir="$node24_headers" JOBS=2 \
   install_agent code-server code-server@4.139.1
+
+# cargo-machete: the check that every declared dependency is used
+# (scripts/test.sh), exactly this version, built once into .peers/cargo.
+machete_version=0.9.2
+if [ "$(.peers/cargo/bin/cargo-machete --version 2>/dev/null)" != "$machete_version" ]; then
+  cargo install --quiet --locked --root .peers/cargo "cargo-machete@$machete_version"
+fi

@@ -11,6 +11,9 @@ scripts/install-test-deps.sh
 echo "== cargo fmt --check"
 cargo fmt --all -- --check
 
+echo "== cargo machete (no unused dependencies)"
+.peers/cargo/bin/cargo-machete
+
 echo "== cargo clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 
