@@ -295,6 +295,9 @@ pub struct ServeArgs {
     /// (also COPILOT_BRIDGE_TRUST_PROJECT_PROVIDERS).
     #[arg(long)]
     pub trust_project_providers: bool,
+    /// Started by `daemon start`: exit once idle (not for users).
+    #[arg(long, hide = true)]
+    pub detached: bool,
 }
 
 #[derive(Debug, Subcommand)]

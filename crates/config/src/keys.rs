@@ -88,6 +88,9 @@ pub const TRANSIENT_RETRIES: &str = "transient_retries";
 pub const IDLE_EXIT_SECS: &str = "idle_exit_secs";
 pub const AGENT_SESSION_IDLE_SECS: &str = "agent_session_idle_secs";
 pub const TRUST_PROJECT_PROVIDERS: &str = "trust_project_providers";
+pub const MAX_CONNECTIONS: &str = "max_connections";
+pub const HEADER_TIMEOUT_MS: &str = "header_timeout_ms";
+pub const BODY_TIMEOUT_MS: &str = "body_timeout_ms";
 pub const REQUEST_LOG: &str = "request_log";
 pub const TOKEN: &str = "token";
 pub const ALLOWED_HOSTS: &str = "allowed_hosts";
@@ -273,6 +276,24 @@ pub const KEYS: &[KeySpec] = &[
         "COPILOT_BRIDGE_TRUST_PROJECT_PROVIDERS",
         "false",
         "Spawn the providers a workspace's tap.config.json declares",
+    ),
+    key(
+        MAX_CONNECTIONS,
+        "COPILOT_BRIDGE_MAX_CONNECTIONS",
+        "512",
+        "Open HTTP connections the daemon holds, upgraded WebSockets included (at most half the open-file limit)",
+    ),
+    key(
+        HEADER_TIMEOUT_MS,
+        "COPILOT_BRIDGE_HEADER_TIMEOUT_MS",
+        "10000",
+        "Milliseconds a client gets to send a request head, also on idle keep-alive connections",
+    ),
+    key(
+        BODY_TIMEOUT_MS,
+        "COPILOT_BRIDGE_BODY_TIMEOUT_MS",
+        "30000",
+        "Milliseconds a request body may take to arrive in all",
     ),
     key(
         REQUEST_LOG,

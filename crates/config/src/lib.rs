@@ -1,7 +1,7 @@
 //! `BridgeConfig`: the one configuration of copilot-bridge.
 //!
 //! Values come from, highest precedence first: command-line flags, the process
-//! environment (the names of copilot-bridge-design.md §7 plus `COPILOT_BRIDGE_*`),
+//! environment (the names docs/configuration.md lists, mostly `COPILOT_*`),
 //! a `.env` file in the working directory, `$COPILOT_BRIDGE_HOME/config.toml`,
 //! and built-in defaults; OpenClaw's settings the bridge's sources leave
 //! unset come from OpenClaw's own `openclaw.json` before the defaults
@@ -38,6 +38,15 @@ pub use models::{ModelMapping, ModelRoutes, ModelTarget};
 pub use openclaw::{GatewayMode, OpenClawAgent, OpenClawConfig, WorkspaceRank};
 pub use show::ShownValue;
 pub use value::LogLevel;
+
+/// The daemon's connection limits as configured; `None` keeps the
+/// daemon's default.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ConnectionSettings {
+    pub max_connections: Option<u64>,
+    pub header_timeout_ms: Option<u64>,
+    pub body_timeout_ms: Option<u64>,
+}
 
 /// Where a configuration value came from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -126,6 +135,9 @@ pub struct BridgeConfig {
     /// `request_log`: each facade request's line also goes, as JSON, to
     /// `requests.jsonl` in the state directory (default false).
     pub request_log: bool,
+    /// The daemon's connection limits (`max_connections`,
+    /// `header_timeout_ms`, `body_timeout_ms`); unset: the daemon's defaults.
+    pub connections: ConnectionSettings,
     /// The backend a request goes to when its model routes nowhere else
     /// (`default_backend`; default: the auto-selected one).
     pub default_backend: Option<String>,

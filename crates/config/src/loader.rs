@@ -9,7 +9,7 @@ use crate::file::{
 };
 use crate::keys::{self, KeySpec};
 use crate::value::{self, LogLevel};
-use crate::{BridgeConfig, ByokConfig, ConfigError, Source};
+use crate::{BridgeConfig, ByokConfig, ConfigError, ConnectionSettings, Source};
 use bridge_util::Secret;
 
 /// Settings a `.env` in the working directory may not set: it comes with the
@@ -240,6 +240,11 @@ impl ConfigLoader {
         let request_log = builder
             .parse(keys::REQUEST_LOG, value::parse_bool)
             .unwrap_or(false);
+        let connections = ConnectionSettings {
+            max_connections: builder.parse(keys::MAX_CONNECTIONS, value::parse_positive),
+            header_timeout_ms: builder.parse(keys::HEADER_TIMEOUT_MS, value::parse_positive),
+            body_timeout_ms: builder.parse(keys::BODY_TIMEOUT_MS, value::parse_positive),
+        };
 
         let token = builder.parse(keys::TOKEN, |t| value::parse_token(t).map(Secret::new));
         let allowed_hosts = builder
@@ -358,6 +363,7 @@ impl ConfigLoader {
             mcp,
             backends,
             request_log,
+            connections,
             default_backend,
             models,
             token,

@@ -87,6 +87,14 @@ pub(crate) fn parse_idle_secs(text: &str) -> Result<u64, &'static str> {
     }
 }
 
+/// A whole number above zero: a count or a number of milliseconds.
+pub(crate) fn parse_positive(text: &str) -> Result<u64, &'static str> {
+    match text.trim().parse::<u64>() {
+        Ok(n) if n > 0 => Ok(n),
+        _ => Err("a positive whole number"),
+    }
+}
+
 pub(crate) fn parse_bool(text: &str) -> Result<bool, &'static str> {
     match text.trim().to_ascii_lowercase().as_str() {
         "true" | "1" | "yes" | "on" => Ok(true),

@@ -66,6 +66,25 @@ impl Default for ConnectionLimits {
 }
 
 impl ConnectionLimits {
+    /// The defaults, with what the configuration sets (`max_connections`,
+    /// `header_timeout_ms`, `body_timeout_ms`).
+    pub fn configured(settings: &bridge_config::ConnectionSettings) -> Self {
+        let defaults = Self::default();
+        Self {
+            max_connections: settings
+                .max_connections
+                .map_or(defaults.max_connections, |n| {
+                    usize::try_from(n).unwrap_or(usize::MAX)
+                }),
+            header_timeout: settings
+                .header_timeout_ms
+                .map_or(defaults.header_timeout, Duration::from_millis),
+            body_timeout: settings
+                .body_timeout_ms
+                .map_or(defaults.body_timeout, Duration::from_millis),
+        }
+    }
+
     /// The cap, lowered to half the process's descriptor limit so that a
     /// full house still leaves descriptors for tools and the state file.
     fn effective_max(&self) -> usize {

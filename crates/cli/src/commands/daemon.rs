@@ -18,7 +18,6 @@ use bridge_util::owner_only::ensure_private_dir;
 use serde_json::json;
 
 use super::remote::call_failure;
-use super::serve::DETACHED_ENV;
 use super::tool::{print_json, write_stdout};
 use crate::args::{DaemonCommand, GlobalArgs, ServeArgs};
 use crate::exit::{self, Failure};
@@ -92,7 +91,7 @@ pub(crate) fn serve_command_args(
     if global.writable {
         args.push("--writable".into());
     }
-    args.push("serve".into());
+    args.extend(["serve".into(), "--detached".into()]);
     if trust_project_providers {
         args.push("--trust-project-providers".into());
     }
@@ -121,7 +120,6 @@ pub(crate) async fn launch(home: &Path, serve_args: &[OsString]) -> Result<Launc
         .try_clone()
         .map_err(|err| Failure::internal(format!("cannot reuse {}: {err}", log_path.display())))?;
     command
-        .env(DETACHED_ENV, "1")
         .stdin(Stdio::null())
         .stdout(log)
         .stderr(stderr)
