@@ -386,7 +386,7 @@ fn sigterm_stops_the_server_cleanly() {
 /// Every door that runs a task runs it with the settings of the
 /// configuration: a task started through the daemon's `/mcp/code` gets the
 /// configured project context, as `copilot-bridge run` does (both are
-/// composed by `bridge_server::compose`).
+/// composed by `bridge_compose`).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_task_through_the_daemon_gets_the_project_context_run_gets() {
     let Some(python) = python() else { return };
