@@ -101,6 +101,27 @@ pub(crate) const MESSAGE_CUT_CHARS: usize = 300;
 /// The first `max_chars` characters of `text`, redacted, with the cut note.
 pub(crate) use bridge_policy::redact::shorten as cut;
 
+/// The model ids of a `{"data": [{"id": …}]}` listing (OpenAI's and
+/// Anthropic's `GET /models`), or why `body` (fetched from `url`) is not one.
+pub(crate) fn model_ids(url: &str, body: &str) -> Result<Vec<String>, String> {
+    #[derive(serde::Deserialize)]
+    struct ModelList {
+        data: Vec<ModelEntry>,
+    }
+    #[derive(serde::Deserialize)]
+    struct ModelEntry {
+        id: String,
+    }
+    serde_json::from_str::<ModelList>(body)
+        .map(|list| list.data.into_iter().map(|model| model.id).collect())
+        .map_err(|err| {
+            format!(
+                "invalid model list from {url}: {err}: {}",
+                cut(body.trim(), MESSAGE_CUT_CHARS)
+            )
+        })
+}
+
 /// The human message of an upstream error body: the `error.message` of the
 /// OpenAI-style JSON (also used by Azure, Anthropic and most compatible
 /// servers), else a string `error`, else a cut of the body itself — so an

@@ -61,6 +61,22 @@ impl<M: WireMapper> Decoding<M> {
     }
 }
 
+/// Runs a whole streamed body, given as the reads of the connection, through
+/// the SSE decoder and `mapper` (a backend's event mapping), and counts the
+/// events; the first error ends it. Only for the benchmarks, which measure a
+/// backend's own cost per chunk without a network.
+pub(crate) fn count_events_for_bench<M>(mapper: M, reads: &[Bytes]) -> Result<usize, LlmError>
+where
+    M: WireMapper + Send + 'static,
+{
+    use futures::TryStreamExt as _;
+    // The body stream must own its reads: cloning `Bytes` only counts a reference.
+    let owned_reads = reads.to_vec();
+    let body = futures::stream::iter(owned_reads.into_iter().map(Ok));
+    let events = chat_stream(mapper, body, crate::sse::DEFAULT_MAX_LINE_BYTES);
+    futures::executor::block_on(events.try_fold(0, |count, _| async move { Ok(count + 1) }))
+}
+
 /// The events of an SSE body. The stream ends after [`ChatEvent::Finish`] or
 /// the first error; dropping it drops the body and with it the connection.
 pub(crate) fn chat_stream<M, S>(mapper: M, body: S, max_line_bytes: usize) -> ChatStream

@@ -210,6 +210,27 @@ impl Backends {
         })
     }
 
+    /// [`Self::route_request`] for a request whose size is costly to
+    /// estimate: `estimate_input_tokens` runs only when a `long_context`
+    /// route needs it.
+    pub fn route_estimating(
+        &self,
+        model: Option<&str>,
+        thinking: bool,
+        estimate_input_tokens: impl FnOnce() -> u64,
+    ) -> Result<Route, RouteError> {
+        let input_tokens = if self.routes.long_context.is_some() {
+            estimate_input_tokens()
+        } else {
+            0
+        };
+        self.route_request(&RouteRequest {
+            model,
+            thinking,
+            input_tokens,
+        })
+    }
+
     /// The backend and model for a request (see the module docs).
     pub fn route_request(&self, request: &RouteRequest<'_>) -> Result<Route, RouteError> {
         let requested = request.model.map(str::trim).filter(|m| !m.is_empty());

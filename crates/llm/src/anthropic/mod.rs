@@ -9,12 +9,9 @@ use bridge_util::Secret;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use futures::TryStreamExt;
 use reqwest::header::{ACCEPT, HeaderMap, HeaderName, HeaderValue};
-use serde::Deserialize;
 
-use crate::http::{Connection, Delivery, MESSAGE_CUT_CHARS, Upstream, WireReader, cut, model_for};
-use crate::sse::DEFAULT_MAX_LINE_BYTES;
+use crate::http::{Connection, Delivery, Upstream, WireReader, model_for, model_ids};
 use crate::{ChatBackend, ChatRequest, ChatResponse, ChatStream, LlmError, collect};
 
 /// The API version this mapping is written against.
@@ -155,17 +152,6 @@ impl AnthropicBackend {
     }
 }
 
-/// The answer of `GET /v1/models`.
-#[derive(Debug, Deserialize)]
-struct ModelList {
-    data: Vec<ModelEntry>,
-}
-
-#[derive(Debug, Deserialize)]
-struct ModelEntry {
-    id: String,
-}
-
 #[async_trait]
 impl ChatBackend for AnthropicBackend {
     fn name(&self) -> &str {
@@ -189,25 +175,13 @@ impl ChatBackend for AnthropicBackend {
             .send(self.client.get(&url).headers(headers), &url)
             .await?;
         let body = self.upstream().whole_body(response).await?;
-        let list: ModelList = serde_json::from_str(&body).map_err(|err| {
-            self.protocol(format!(
-                "invalid model list from {url}: {err}: {}",
-                cut(body.trim(), MESSAGE_CUT_CHARS)
-            ))
-        })?;
-        Ok(list.data.into_iter().map(|model| model.id).collect())
+        model_ids(url.as_str(), &body).map_err(|message| self.protocol(message))
     }
 }
 
-/// Runs a whole streamed body, given as the reads of the connection, through
-/// the same SSE decoder and event mapping as [`AnthropicBackend::stream`], and counts
-/// the events; the first error ends it. Only for the benchmarks, which
-/// measure the backend's own cost per chunk without a network.
+/// The events of a whole streamed body, counted, through the same decoder
+/// and event mapping as [`AnthropicBackend::stream`]: for the benchmarks only.
 #[doc(hidden)]
 pub fn decode_stream_for_bench(reads: &[bytes::Bytes]) -> Result<usize, LlmError> {
-    // The body stream must own its reads: cloning `Bytes` only counts a reference.
-    let owned_reads = reads.to_vec();
-    let body = futures::stream::iter(owned_reads.into_iter().map(Ok));
-    let events = stream::chat_stream("bench".into(), body, DEFAULT_MAX_LINE_BYTES);
-    futures::executor::block_on(events.try_fold(0, |count, _| async move { Ok(count + 1) }))
+    crate::sse_stream::count_events_for_bench(stream::EventMapper::new("bench"), reads)
 }

@@ -10,11 +10,9 @@ use bridge_util::Secret;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use futures::TryStreamExt;
 use reqwest::header::{ACCEPT, AUTHORIZATION, HeaderMap, HeaderValue};
 
-use crate::http::{Connection, Delivery, MESSAGE_CUT_CHARS, Upstream, WireReader, cut, model_for};
-use crate::sse::DEFAULT_MAX_LINE_BYTES;
+use crate::http::{Connection, Delivery, Upstream, WireReader, model_for, model_ids};
 use crate::{ChatBackend, ChatRequest, ChatResponse, ChatStream, LlmError, collect};
 
 /// How chat-completions answers are read, whole or streamed.
@@ -231,25 +229,13 @@ impl OpenAiBackend {
         headers: &HeaderMap,
     ) -> Result<Vec<String>, LlmError> {
         let body = self.get_json_at(url, headers).await?;
-        let list: wire::ModelList = serde_json::from_str(&body).map_err(|err| {
-            self.protocol(format!(
-                "invalid model list from {url}: {err}: {}",
-                cut(body.trim(), MESSAGE_CUT_CHARS)
-            ))
-        })?;
-        Ok(list.data.into_iter().map(|model| model.id).collect())
+        model_ids(url, &body).map_err(|message| self.protocol(message))
     }
 }
 
-/// Runs a whole streamed body, given as the reads of the connection, through
-/// the same SSE decoder and event mapping as [`OpenAiBackend::stream`], and counts
-/// the events; the first error ends it. Only for the benchmarks, which
-/// measure the backend's own cost per chunk without a network.
+/// The events of a whole streamed body, counted, through the same decoder
+/// and event mapping as [`OpenAiBackend::stream`]: for the benchmarks only.
 #[doc(hidden)]
 pub fn decode_stream_for_bench(reads: &[bytes::Bytes]) -> Result<usize, LlmError> {
-    // The body stream must own its reads: cloning `Bytes` only counts a reference.
-    let owned_reads = reads.to_vec();
-    let body = futures::stream::iter(owned_reads.into_iter().map(Ok));
-    let events = stream::chat_stream("bench".into(), body, DEFAULT_MAX_LINE_BYTES);
-    futures::executor::block_on(events.try_fold(0, |count, _| async move { Ok(count + 1) }))
+    crate::sse_stream::count_events_for_bench(stream::ChunkMapper::new("bench"), reads)
 }

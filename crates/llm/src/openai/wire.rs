@@ -232,17 +232,6 @@ pub(crate) struct CompletionFunction {
     pub arguments: Value,
 }
 
-/// The answer of `GET /models`.
-#[derive(Debug, Deserialize)]
-pub(crate) struct ModelList {
-    pub data: Vec<ModelEntry>,
-}
-
-#[derive(Debug, Deserialize)]
-pub(crate) struct ModelEntry {
-    pub id: String,
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -11,10 +11,8 @@
 use std::convert::Infallible;
 use std::sync::Arc;
 
-use axum::Extension;
 use axum::body::Body;
-use axum::extract::State;
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use bridge_llm::translate::anthropic::StreamEncoder;
 use bridge_llm::translate::anthropic::{
@@ -24,45 +22,29 @@ use bridge_llm::{BackendKind, ChatEvent, ChatStream, FinishReason, LlmError};
 use futures::StreamExt;
 use serde_json::json;
 
+use super::FacadeCall;
 use super::body::read_json_object;
 use super::errors::FacadeError;
-use super::request_log::{RequestNote, finish};
+use super::request_log::RequestNote;
 use super::timing::Overhead;
-use super::upstream::Upstream as _;
-use crate::app::ServerContext;
-use bridge_compose::{BackendEntry, Backends, RouteRequest};
+use super::upstream;
+use bridge_compose::{BackendEntry, Backends};
 
-pub(crate) async fn messages(
-    State(ctx): State<ServerContext>,
-    Extension(note): Extension<RequestNote>,
-    headers: HeaderMap,
-    body: Body,
-) -> Response {
-    let mut overhead = Overhead::start();
-    let answered = answer(&ctx, &note, &headers, body, &mut overhead).await;
-    finish(answered, &note, &overhead, FacadeError::anthropic_response)
-}
-
-async fn answer(
-    ctx: &ServerContext,
-    note: &RequestNote,
-    headers: &HeaderMap,
-    body: Body,
+/// The route's answer (see `super::routes`).
+pub(super) async fn messages(
+    call: &FacadeCall,
+    body: serde_json::Map<String, serde_json::Value>,
     overhead: &mut Overhead,
 ) -> Result<Response, FacadeError> {
-    let body = read_json_object(headers, body).await?;
+    let FacadeCall { ctx, note, headers } = call;
     // Routing needs the model before the body is parsed for its upstream.
     let requested = body.get("model").and_then(|model| model.as_str());
-    let route = ctx.backends.route_request(&RouteRequest {
-        model: requested,
-        thinking: bridge_llm::translate::asks_for_thinking(&body),
-        // Estimated only when a route needs it: it parses the body once more.
-        input_tokens: if ctx.backends.routes().long_context.is_some() {
-            anthropic::estimate_input_tokens(&body).unwrap_or(0)
-        } else {
-            0
-        },
-    })?;
+    // The estimate parses the body once more: only when a route needs it.
+    let route = ctx.backends.route_estimating(
+        requested,
+        bridge_llm::translate::asks_for_thinking(&body),
+        || anthropic::estimate_input_tokens(&body).unwrap_or(0),
+    )?;
     let entry = route.entry;
     let format = if entry.kind == BackendKind::Anthropic {
         UpstreamFormat::Anthropic
@@ -109,10 +91,7 @@ async fn answer(
 
     let message_id = format!("msg_{}", bridge_util::ids::opaque_hex());
     if !inbound.stream {
-        let answer = ctx
-            .backends
-            .answer_whole(&entry, request, overhead, note)
-            .await?;
+        let answer = upstream::answer_whole(&ctx.backends, &entry, request, overhead, note).await?;
         let message = response_object(&message_id, &model, &answer);
         return Ok((
             StatusCode::OK,
@@ -122,7 +101,7 @@ async fn answer(
             .into_response());
     }
 
-    let upstream = ctx.backends.open_stream(&entry, request, overhead).await?;
+    let upstream = upstream::open_stream(&ctx.backends, &entry, request, overhead).await?;
     let relay = Relay {
         upstream,
         encoder: StreamEncoder::new(&message_id, &model).with_input_estimate(input_estimate),
@@ -133,14 +112,10 @@ async fn answer(
         note: note.clone(),
     };
     let records = futures::stream::unfold(relay, Relay::next_record);
-    let mut response = Response::new(Body::from_stream(records));
-    let headers = response.headers_mut();
-    headers.insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("text/event-stream; charset=utf-8"),
-    );
-    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-    Ok(response)
+    Ok(super::body::event_stream(
+        Body::from_stream(records),
+        "text/event-stream; charset=utf-8",
+    ))
 }
 
 /// `POST /v1/messages/count_tokens`: `{"input_tokens": N}`, estimated
@@ -209,7 +184,7 @@ impl Relay {
                 }
                 Some(Err(err)) => {
                     self.done = true;
-                    let error = self.backends.failure(&self.entry, &err);
+                    let error = upstream::failure(&self.backends, &self.entry, &err);
                     self.note.reason(&error.reason());
                     return Some((Ok(error_record(&error)), self));
                 }
@@ -222,7 +197,7 @@ impl Relay {
                         backend: self.entry.name.clone(),
                         message: "the answer ended without a finish".into(),
                     };
-                    let error = self.backends.failure(&self.entry, &err);
+                    let error = upstream::failure(&self.backends, &self.entry, &err);
                     self.note.reason(&error.reason());
                     return Some((Ok(error_record(&error)), self));
                 }

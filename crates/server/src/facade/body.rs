@@ -1,7 +1,8 @@
 //! Reading a facade request body: JSON only, bounded, parsed once.
 
 use axum::body::Body;
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::Response;
 use futures::StreamExt;
 use serde_json::Value;
 
@@ -9,6 +10,17 @@ use super::errors::{ErrorKind, FacadeError};
 
 /// Largest chat request body. Long conversations with images inlined
 /// run to a few MiB; more than this is a mistake or an attack.
+/// A streamed answer: `events` as a `content_type` event stream, never
+/// cached, and passed on at once by proxies in front of the bridge.
+pub fn event_stream(events: Body, content_type: &'static str) -> Response {
+    let mut response = Response::new(events);
+    let headers = response.headers_mut();
+    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
+    response
+}
+
 pub const MAX_BODY_BYTES: usize = 16 * 1024 * 1024;
 
 /// The body as a JSON object: 415 unless the content type is JSON, 413

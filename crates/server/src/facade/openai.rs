@@ -10,10 +10,8 @@ use std::collections::VecDeque;
 use std::convert::Infallible;
 use std::sync::Arc;
 
-use axum::Extension;
 use axum::body::{Body, Bytes};
-use axum::extract::State;
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use bridge_llm::translate::openai::{
     InboundRequest, StreamEncoder, parse_request, response_object,
@@ -22,47 +20,31 @@ use bridge_llm::{BackendKind, ChatEvent, ChatRequest, ChatStream};
 use futures::StreamExt;
 use serde_json::Value;
 
-use super::body::read_json_object;
+use super::FacadeCall;
 use super::errors::FacadeError;
 use super::normalize;
-use super::request_log::{RequestNote, finish};
+use super::request_log::RequestNote;
 use super::timing::Overhead;
-use super::upstream::Upstream as _;
+use super::upstream;
 use crate::app::ServerContext;
-use bridge_compose::{BackendEntry, PromptStyle, RouteRequest};
+use bridge_compose::{BackendEntry, PromptStyle};
 
 const DONE: &[u8] = b"data: [DONE]\n\n";
 
-pub(crate) async fn chat_completions(
-    State(ctx): State<ServerContext>,
-    Extension(note): Extension<RequestNote>,
-    headers: HeaderMap,
-    body: Body,
-) -> Response {
-    let mut clock = Overhead::start();
-    let answered = answer(&ctx, &note, &headers, body, &mut clock).await;
-    finish(answered, &note, &clock, FacadeError::openai_response)
-}
-
-async fn answer(
-    ctx: &ServerContext,
-    note: &RequestNote,
-    headers: &HeaderMap,
-    body: Body,
+/// The route's answer (see `super::routes`).
+pub(super) async fn chat_completions(
+    call: &FacadeCall,
+    object: serde_json::Map<String, serde_json::Value>,
     clock: &mut Overhead,
 ) -> Result<Response, FacadeError> {
-    let object = read_json_object(headers, body).await?;
+    let (ctx, note) = (&call.ctx, &call.note);
     let thinking = bridge_llm::translate::asks_for_thinking(&object);
     let inbound = parse_request(object)?;
-    let route = ctx.backends.route_request(&RouteRequest {
-        model: inbound.request.model.as_deref(),
-        thinking,
-        input_tokens: if ctx.backends.routes().long_context.is_some() {
-            bridge_llm::translate::estimate_chat_tokens(&inbound.request)
-        } else {
-            0
-        },
-    })?;
+    let route =
+        ctx.backends
+            .route_estimating(inbound.request.model.as_deref(), thinking, || {
+                bridge_llm::translate::estimate_chat_tokens(&inbound.request)
+            })?;
     let entry = route.entry;
     let requested = inbound.request.model.clone();
     let (stream, include_usage) = (inbound.stream, inbound.include_usage);
@@ -91,10 +73,7 @@ async fn answer(
     let id = format!("chatcmpl-{}", bridge_util::ids::opaque_hex());
     let created = super::timing::unix_now();
     if !stream {
-        let whole = ctx
-            .backends
-            .answer_whole(&entry, request, clock, note)
-            .await?;
+        let whole = upstream::answer_whole(&ctx.backends, &entry, request, clock, note).await?;
         let completion = response_object(&id, created, &shown_model, &whole);
         return Ok((
             StatusCode::OK,
@@ -103,7 +82,7 @@ async fn answer(
         )
             .into_response());
     }
-    let events = ctx.backends.open_stream(&entry, request, clock).await?;
+    let events = upstream::open_stream(&ctx.backends, &entry, request, clock).await?;
     let encoder = StreamEncoder::new(id, created, shown_model, include_usage);
     Ok(sse_response(SseState::new(
         ctx, note, &entry, events, encoder,
@@ -203,7 +182,7 @@ impl SseState {
                 }
                 Some(Err(err)) => {
                     self.events = None;
-                    let error = self.ctx.backends.failure(&self.entry, &err);
+                    let error = upstream::failure(&self.ctx.backends, &self.entry, &err);
                     self.note.reason(&error.reason());
                     self.pending.push_back(sse_data(&error.openai_body()));
                     self.pending.push_back(Bytes::from_static(DONE));
@@ -225,16 +204,7 @@ fn sse_response(state: SseState) -> Response {
         let bytes = state.next_bytes().await?;
         Some((Ok::<_, Infallible>(bytes), state))
     });
-    let mut response = Response::new(Body::from_stream(stream));
-    let headers = response.headers_mut();
-    headers.insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("text/event-stream"),
-    );
-    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-    // Proxies in front of the bridge must pass each chunk on at once.
-    headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
-    response
+    super::body::event_stream(Body::from_stream(stream), "text/event-stream")
 }
 
 #[cfg(test)]

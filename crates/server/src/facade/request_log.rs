@@ -23,9 +23,6 @@ use axum::response::Response;
 use bridge_llm::Usage;
 use bridge_util::owner_only;
 
-use super::errors::FacadeError;
-use super::timing::Overhead;
-
 /// What a handler learnt about its request. Cheap to clone.
 #[derive(Debug, Clone, Default)]
 pub struct RequestNote(Arc<Mutex<Noted>>);
@@ -59,22 +56,6 @@ impl RequestNote {
     pub fn reason(&self, reason: &str) {
         bridge_util::sync::lock(&self.0).reason = Some(bridge_policy::redact::shorten(reason, 300));
     }
-}
-
-/// A handler's last step: an error answered in the API's shape (`shape`)
-/// and noted for the log, and the `x-bridge-overhead-ms` header either way.
-pub fn finish(
-    answered: Result<Response, FacadeError>,
-    note: &RequestNote,
-    overhead: &Overhead,
-    shape: fn(&FacadeError) -> Response,
-) -> Response {
-    let mut response = answered.unwrap_or_else(|error| {
-        note.reason(&error.reason());
-        shape(&error)
-    });
-    overhead.stamp(response.headers_mut());
-    response
 }
 
 /// Where `requests.jsonl` rotates (to `requests.jsonl.1`, one kept).

@@ -5,10 +5,8 @@
 use std::convert::Infallible;
 use std::sync::Arc;
 
-use axum::Extension;
 use axum::body::Body;
-use axum::extract::State;
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use bridge_llm::translate::responses::{
     self, InboundRequest, ResponseHead, StreamEncoder, answer_message, response_object,
@@ -18,35 +16,22 @@ use bridge_llm::{
 };
 use futures::StreamExt;
 
-use super::body::read_json_object;
+use super::FacadeCall;
 use super::errors::FacadeError;
 use super::normalize;
-use super::request_log::{RequestNote, finish};
+use super::request_log::RequestNote;
 use super::store::{ResponseStore, new_response_id};
 use super::timing::{Overhead, unix_now};
-use super::upstream::Upstream as _;
-use crate::app::ServerContext;
-use bridge_compose::{BackendEntry, Backends, PromptStyle, Route, RouteRequest};
+use super::upstream;
+use bridge_compose::{BackendEntry, Backends, PromptStyle, Route};
 
-pub(crate) async fn create(
-    State(ctx): State<ServerContext>,
-    Extension(note): Extension<RequestNote>,
-    headers: HeaderMap,
-    body: Body,
-) -> Response {
-    let mut overhead = Overhead::start();
-    let answered = answer(&ctx, &note, &headers, body, &mut overhead).await;
-    finish(answered, &note, &overhead, FacadeError::openai_response)
-}
-
-async fn answer(
-    ctx: &ServerContext,
-    note: &RequestNote,
-    headers: &HeaderMap,
-    body: Body,
+/// The route's answer (see `super::routes`).
+pub(super) async fn create(
+    call: &FacadeCall,
+    body: serde_json::Map<String, serde_json::Value>,
     overhead: &mut Overhead,
 ) -> Result<Response, FacadeError> {
-    let body = read_json_object(headers, body).await?;
+    let (ctx, note) = (&call.ctx, &call.note);
     let mut inbound = responses::parse_request(&body)?;
     let thinking = bridge_llm::translate::asks_for_thinking(&body);
     drop(body);
@@ -54,15 +39,11 @@ async fn answer(
         let history = load(&ctx.responses, &previous).await?;
         inbound.continue_from(history);
     }
-    let route = ctx.backends.route_request(&RouteRequest {
-        model: inbound.model.as_deref(),
-        thinking,
-        input_tokens: if ctx.backends.routes().long_context.is_some() {
+    let route = ctx
+        .backends
+        .route_estimating(inbound.model.as_deref(), thinking, || {
             bridge_llm::translate::estimate_chat_tokens(&inbound.chat)
-        } else {
-            0
-        },
-    })?;
+        })?;
     let entry = Arc::clone(&route.entry);
     for left_out in &inbound.ignored {
         tracing::debug!(backend = %entry.name, "responses: left out {left_out}");
@@ -102,10 +83,7 @@ async fn answer(
         "responses"
     );
     if !stream {
-        let whole = ctx
-            .backends
-            .answer_whole(&entry, request, overhead, note)
-            .await?;
+        let whole = upstream::answer_whole(&ctx.backends, &entry, request, overhead, note).await?;
         if let Some(keep) = keep {
             keep.save(&whole).await;
         }
@@ -117,7 +95,7 @@ async fn answer(
             .into_response());
     }
 
-    let upstream = ctx.backends.open_stream(&entry, request, overhead).await?;
+    let upstream = upstream::open_stream(&ctx.backends, &entry, request, overhead).await?;
     let relay = Relay {
         upstream,
         encoder: StreamEncoder::new(head),
@@ -128,18 +106,11 @@ async fn answer(
         keep,
         note: note.clone(),
     };
-    let mut response = Response::new(Body::from_stream(futures::stream::unfold(
-        relay,
-        Relay::next_chunk,
-    )));
-    let headers = response.headers_mut();
-    headers.insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("text/event-stream"),
-    );
-    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-    headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
-    Ok(response)
+    let chunks = futures::stream::unfold(relay, Relay::next_chunk);
+    Ok(super::body::event_stream(
+        Body::from_stream(chunks),
+        "text/event-stream",
+    ))
 }
 
 /// What the backend is sent: the conversation as chat messages; the
@@ -270,7 +241,7 @@ impl Relay {
 
     fn fail(&mut self, err: &LlmError) {
         self.done = true;
-        let error = self.backends.failure(&self.entry, err);
+        let error = upstream::failure(&self.backends, &self.entry, err);
         self.note.reason(&error.reason());
         self.pending = self.encoder.fail(error.code, &error.message);
     }

@@ -84,13 +84,16 @@ fn registry_error(ctx: &ServerContext, err: RegistryError) -> ErrorObject {
 
 async fn session_list(ctx: ServerContext, params: Params) -> RpcResult {
     params.expect_named()?;
-    let sessions: Vec<Value> = ctx
-        .registry()
+    Ok(Value::Array(sessions_json(&ctx)))
+}
+
+/// Every session of the daemon, as `session.list` shows them.
+fn sessions_json(ctx: &ServerContext) -> Vec<Value> {
+    ctx.registry()
         .list()
         .iter()
-        .map(|session| session_json(&ctx, session))
-        .collect();
-    Ok(Value::Array(sessions))
+        .map(|session| session_json(ctx, session))
+        .collect()
 }
 
 async fn session_create(ctx: ServerContext, params: Params) -> RpcResult {
@@ -256,12 +259,7 @@ pub(super) fn call_failure(
 async fn gateway_status(ctx: ServerContext, params: Params) -> RpcResult {
     params.expect_named()?;
     let status = ctx.gateway.status();
-    let sessions: Vec<Value> = ctx
-        .registry()
-        .list()
-        .iter()
-        .map(|session| session_json(&ctx, session))
-        .collect();
+    let sessions = sessions_json(&ctx);
     Ok(json!({
         "version": crate::VERSION,
         "pid": ctx.facts.pid,
