@@ -151,12 +151,17 @@ struct TokenFile {
 
 const FILE_VERSION: u32 = 1;
 
+/// Largest identity file read (one is a few hundred bytes).
+const MAX_IDENTITY_BYTES: u64 = 64 * 1024;
+
 impl DeviceIdentity {
     /// The identity in `path`, or a new one written there (parents created,
     /// mode 0700 for a new directory, 0600 for the file).
     pub fn load_or_create(path: &Path) -> Result<Self, IdentityError> {
-        match fs::read_to_string(path) {
-            Ok(text) => Self::parse(path, &text),
+        // A private key: never read through a symlink or from another
+        // user's file, and never more than an identity's size.
+        match owner_only::read(path, MAX_IDENTITY_BYTES) {
+            Ok(bytes) => Self::parse(path, &String::from_utf8_lossy(&bytes)),
             Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
                 let mut seed = [0u8; 32];
                 getrandom::fill(&mut seed).map_err(|err| IdentityError::Random(err.to_string()))?;
@@ -338,5 +343,16 @@ mod tests {
         fs::write(&path, value.to_string()).unwrap();
         let err = DeviceIdentity::load_or_create(&path).err().unwrap();
         assert!(err.to_string().contains("does not match"), "{err}");
+    }
+
+    #[test]
+    fn an_identity_behind_a_planted_symlink_is_refused_not_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let elsewhere = dir.path().join("someone-elses.json");
+        DeviceIdentity::load_or_create(&elsewhere).unwrap();
+        let path = dir.path().join("openclaw-device.json");
+        std::os::unix::fs::symlink(&elsewhere, &path).unwrap();
+        let err = DeviceIdentity::load_or_create(&path).err().unwrap();
+        assert!(err.to_string().contains("symbolic links"), "{err}");
     }
 }
