@@ -16,6 +16,7 @@ fn strings(items: &[&str]) -> Vec<String> {
 fn realistic_rules() -> PermissionRules {
     PermissionRules {
         allowed_tools: Vec::new(),
+        protected_files: Vec::new(),
         blocked_tools: strings(&[
             "delete_repo",
             "github__delete_*",

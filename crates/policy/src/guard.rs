@@ -89,6 +89,13 @@ impl Guard {
     pub fn resolve_write(&self, path: &str) -> Result<PathBuf, Decision> {
         let resolved = self.resolve_read(path)?;
         let relative = self.root.relative(&resolved);
+        // Before the workspace policy's globs: nothing it says lifts these.
+        if let Some(refused) = self.workspace.never_writable(&relative) {
+            return Err(refused);
+        }
+        if let Some(reason) = self.permission.protected_files().reason(&relative) {
+            return Err(Decision::deny(reason));
+        }
         let verdict = self.workspace.write_decision(&relative, self.read_only);
         if verdict.is_allow() {
             Ok(resolved)
@@ -137,7 +144,13 @@ impl Guard {
     /// known-safe read-only commands are allowed; anything else needs the
     /// workspace policy's shell allow list, or else approval.
     pub fn check_shell(&self, command: &str, cwd: &Path) -> Decision {
-        let analysis = shell::analyze_in(command, self.root.path(), cwd, self.home.as_deref());
+        let analysis = shell::analyze_with(
+            command,
+            self.root.path(),
+            cwd,
+            self.home.as_deref(),
+            self.permission.protected_files(),
+        );
         let reasons = analysis.reasons.join("; ");
         match analysis.verdict {
             ShellVerdict::Dangerous => Decision::deny(format!("dangerous command: {reasons}")),

@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::PolicyError;
+use crate::protected::ProtectedFiles;
 
 /// Compiled-program bound per blocked pattern: ordinary patterns need a few
 /// KiB; a pattern over this is a mistake or an attempt to exhaust memory.
@@ -29,6 +30,9 @@ pub struct PermissionRules {
     pub ask_tools: Vec<String>,
     /// Regexes matched against the arguments serialized as JSON.
     pub blocked_patterns: Vec<String>,
+    /// Workspace files no tool, agent or command may write, besides the
+    /// built-in ones (`crate::protected`), gitignore-style.
+    pub protected_files: Vec<String>,
 }
 
 /// Compiled rules.
@@ -38,6 +42,7 @@ pub struct PermissionPolicy {
     blocked_patterns: BlockedPatterns,
     ask_tools: ToolNames,
     allowed_tools: ToolNames,
+    protected: ProtectedFiles,
 }
 
 impl PermissionPolicy {
@@ -47,7 +52,13 @@ impl PermissionPolicy {
             blocked_patterns: BlockedPatterns::compile(&rules.blocked_patterns)?,
             ask_tools: ToolNames::compile(&rules.ask_tools, "permissions.ask_tools")?,
             allowed_tools: ToolNames::compile(&rules.allowed_tools, "permissions.allowed_tools")?,
+            protected: ProtectedFiles::compile(&rules.protected_files)?,
         })
+    }
+
+    /// The files no door may write (built in, and configured).
+    pub fn protected_files(&self) -> &ProtectedFiles {
+        &self.protected
     }
 
     pub fn evaluate(&self, tool: &str, args: &Value) -> Decision {

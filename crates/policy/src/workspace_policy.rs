@@ -27,7 +27,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::PolicyError;
-use globs::{FileNames, GlobList};
+pub(crate) use globs::{FileNames, GlobList};
 
 pub const POLICY_FILE_NAME: &str = ".agent-policy.yaml";
 
@@ -212,20 +212,10 @@ impl WorkspacePolicy {
     /// so it also lifts read-only mode for them. Nothing lifts the refusal
     /// of the policy file and of `.git`.
     pub fn write_decision(&self, relative: &str, read_only: bool) -> Decision {
+        if let Some(refused) = self.never_writable(relative) {
+            return refused;
+        }
         let path = self.file_names.normalize(relative);
-        if self.file_names.same_name(&path, POLICY_FILE_NAME) {
-            return Decision::deny(format!(
-                "{POLICY_FILE_NAME} cannot be written by a tool: the agent may not change its own policy"
-            ));
-        }
-        if path
-            .split('/')
-            .any(|component| self.file_names.same_name(component, GIT_DIR_NAME))
-        {
-            return Decision::deny(format!(
-                "writing {relative} is denied: writes to {GIT_DIR_NAME}/ are never allowed (git config and hooks can execute code)"
-            ));
-        }
         if let Some(pattern) = self.write_deny.first_match_with_parents(&path) {
             return Decision::deny(format!(
                 "writing {relative} is denied: it matches writes.deny pattern {pattern:?} in {POLICY_FILE_NAME}"
@@ -246,6 +236,26 @@ impl WorkspacePolicy {
             ));
         }
         Decision::allow()
+    }
+
+    /// The refusal of the policy file itself and of anything in `.git`,
+    /// which no setting lifts.
+    pub fn never_writable(&self, relative: &str) -> Option<Decision> {
+        let path = self.file_names.normalize(relative);
+        if self.file_names.same_name(&path, POLICY_FILE_NAME) {
+            return Some(Decision::deny(format!(
+                "{POLICY_FILE_NAME} cannot be written by a tool: the agent may not change its own policy"
+            )));
+        }
+        if path
+            .split('/')
+            .any(|component| self.file_names.same_name(component, GIT_DIR_NAME))
+        {
+            return Some(Decision::deny(format!(
+                "writing {relative} is denied: writes to {GIT_DIR_NAME}/ are never allowed (git config and hooks can execute code)"
+            )));
+        }
+        None
     }
 
     /// Is `command` covered by `shell.allow`? It must equal an entry or extend

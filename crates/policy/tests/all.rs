@@ -7,6 +7,7 @@ mod beneath;
 mod guard;
 mod paths;
 mod permission;
+mod protected;
 mod redact;
 mod shell;
 mod workspace_policy;

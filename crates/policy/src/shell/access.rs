@@ -155,7 +155,35 @@ pub(crate) fn check_write(context: &mut Context, word: &Word, what: &str) -> boo
                 "{what} writes outside the workspace: {}",
                 path.display()
             ));
+        } else if let Some(reason) = context
+            .resolver
+            .relative(&path)
+            .and_then(|relative| context.protected.reason(&relative))
+        {
+            context.dangerous(format!("{what}: {reason}"));
         }
     }
     harmless
+}
+
+/// A path `what` removes (deletes, or moves away), inside the workspace:
+/// dangerous when it is, or holds, a protected file.
+pub(crate) fn check_removal(context: &mut Context, path: &std::path::Path, what: &str) {
+    if let Some(reason) = context
+        .resolver
+        .relative(path)
+        .and_then(|relative| context.protected.reason_for_tree(&relative))
+    {
+        context.dangerous(format!("{what}: {reason}"));
+    }
+}
+
+/// A path `what` moves away: written where it was, and removed.
+pub(crate) fn check_move_source(context: &mut Context, word: &Word, what: &str) {
+    check_write(context, word, what);
+    for target in context.resolver.resolve(word, &context.cwd.clone()) {
+        if let Some(path) = target.path {
+            check_removal(context, &path, what);
+        }
+    }
 }

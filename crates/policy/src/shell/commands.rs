@@ -6,7 +6,8 @@ use std::path::Path;
 use super::Context;
 
 use super::access::{
-    ReadCheck, check_not_directory, check_read, check_sensitive_reads, check_write,
+    ReadCheck, check_move_source, check_not_directory, check_read, check_sensitive_reads,
+    check_write,
 };
 use super::cd::change_directory;
 use super::deletion::{check_find, check_rm};
@@ -347,6 +348,7 @@ fn check_dangerous(context: &mut Context, name: &str, args: &[Word], input_args:
             writes::Access::Write(word) => {
                 check_write(context, &word, name);
             }
+            writes::Access::MoveAway(word) => check_move_source(context, &word, name),
             writes::Access::Read(word) => check_read(context, &word, ReadCheck::DangersOnly),
         }
     }

@@ -63,7 +63,48 @@ fn check_rm_target(
         && (target.glob_everything || !target.glob)
     {
         context.dangerous(format!("{rm} deletes the whole workspace: {shown}"));
+    } else if target.glob {
+        let directory = path.clone();
+        for matched in glob_matches(&directory, operand) {
+            super::access::check_removal(context, &matched, rm);
+        }
+    } else {
+        let path = path.clone();
+        super::access::check_removal(context, &path, rm);
     }
+}
+
+/// Most entries of one directory a glob operand is matched against.
+const MAX_GLOB_ENTRIES: usize = 10_000;
+
+/// The entries of `directory` that the last component of the glob `word`
+/// matches (`rm -rf .cl*` reaches `.claude`); hidden names match only a
+/// pattern that starts with a dot, as in the shell.
+fn glob_matches(directory: &std::path::Path, word: &Word) -> Vec<std::path::PathBuf> {
+    let Some(value) = word.value() else {
+        return Vec::new();
+    };
+    let pattern = value.rsplit('/').next().unwrap_or(&value);
+    let Ok(glob) = globset::GlobBuilder::new(pattern)
+        .literal_separator(true)
+        .build()
+    else {
+        return Vec::new();
+    };
+    let matcher = glob.compile_matcher();
+    let Ok(entries) = std::fs::read_dir(directory) else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .take(MAX_GLOB_ENTRIES)
+        .filter(|entry| {
+            let name = entry.file_name();
+            let name = name.to_string_lossy();
+            (pattern.starts_with('.') || !name.starts_with('.')) && matcher.is_match(name.as_ref())
+        })
+        .map(|entry| entry.path())
+        .collect()
 }
 
 /// `find` primaries that do not narrow down what `-delete` deletes.

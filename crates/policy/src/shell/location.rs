@@ -115,6 +115,18 @@ impl Resolver {
         path.starts_with(&self.workspace)
     }
 
+    /// `path` relative to the workspace, `/`-separated, when it is inside.
+    pub(crate) fn relative(&self, path: &Path) -> Option<String> {
+        let inside = path.strip_prefix(&self.workspace).ok()?;
+        Some(
+            inside
+                .components()
+                .map(|component| component.as_os_str().to_string_lossy())
+                .collect::<Vec<_>>()
+                .join("/"),
+        )
+    }
+
     pub(crate) fn is_workspace_root(&self, path: &Path) -> bool {
         path == self.workspace
     }

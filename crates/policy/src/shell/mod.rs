@@ -29,6 +29,8 @@ use std::path::Path;
 
 use serde::Serialize;
 
+use crate::protected::ProtectedFiles;
+
 use location::{Cwd, Resolver};
 use repository::Repositories;
 
@@ -81,7 +83,20 @@ pub fn analyze_in(
     cwd: &Path,
     home: Option<&Path>,
 ) -> ShellAnalysis {
-    let mut context = Context::new(workspace, cwd, home);
+    analyze_with(command, workspace, cwd, home, &ProtectedFiles::default())
+}
+
+/// Like [`analyze_in`], with the protected files of the configuration
+/// (the built-in ones and `[permissions] protected_files`): writing,
+/// moving or deleting one is dangerous.
+pub fn analyze_with(
+    command: &str,
+    workspace: &Path,
+    cwd: &Path,
+    home: Option<&Path>,
+    protected: &ProtectedFiles,
+) -> ShellAnalysis {
+    let mut context = Context::new(workspace, cwd, home, protected.clone());
     if command.len() > MAX_COMMAND_BYTES {
         context.flag(
             ShellVerdict::Dangerous,
@@ -132,6 +147,8 @@ impl Findings {
 /// scripts included.
 struct Context {
     resolver: Resolver,
+    /// What no command may write, move or delete.
+    protected: ProtectedFiles,
     /// Which git repository each directory belongs to, found once.
     repositories: Repositories,
     findings: Findings,
@@ -145,11 +162,12 @@ struct Context {
 }
 
 impl Context {
-    fn new(workspace: &Path, cwd: &Path, home: Option<&Path>) -> Self {
+    fn new(workspace: &Path, cwd: &Path, home: Option<&Path>, protected: ProtectedFiles) -> Self {
         let mut resolver = Resolver::new(workspace, home);
         let cwd = resolver.cwd_at(cwd);
         Self {
             resolver,
+            protected,
             repositories: Repositories::default(),
             findings: Findings::default(),
             cwd,

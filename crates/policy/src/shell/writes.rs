@@ -7,6 +7,8 @@ use super::words::Word;
 
 pub(crate) enum Access {
     Write(Word),
+    /// Written and taken away from where it was (`mv`'s sources).
+    MoveAway(Word),
     Read(Word),
 }
 
@@ -196,7 +198,7 @@ fn copy_like(name: &str, args: &[Word]) -> Vec<Access> {
     for source in sources {
         match name {
             // mv removes its sources.
-            "mv" => accesses.push(Access::Write(source.clone())),
+            "mv" => accesses.push(Access::MoveAway(source.clone())),
             // A link's target is not opened.
             "ln" => {}
             _ => accesses.push(Access::Read(source.clone())),
