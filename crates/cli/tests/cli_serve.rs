@@ -443,3 +443,37 @@ fn sigterm_is_a_clean_stop_without_an_error_line() {
         assert!(errors.is_empty(), "a clean stop logged errors: {errors:#?}");
     }
 }
+
+#[test]
+fn a_daemon_started_in_the_filesystem_root_says_so_and_works_in_home() {
+    let bridge = Bridge::new();
+    let home = tempfile::tempdir().unwrap();
+    let home_dir = home.path().display().to_string();
+    let mut child = ChildGuard(spawn_serve(
+        bridge.state.path(),
+        Path::new("/"),
+        &[("HOME", home_dir.as_str())],
+    ));
+    let state = bridge.state.path().to_path_buf();
+    wait_until("serve writes gateway.json", || {
+        read_gateway_json(&state).is_some() || child.try_wait().unwrap().is_some()
+    });
+    let log = std::fs::read_to_string(state.join("serve.log")).unwrap();
+    assert!(
+        log.contains("/ cannot be a workspace: it is the filesystem root")
+            && log.contains("the default session works in the home directory"),
+        "{log}"
+    );
+    let status = command(&state)
+        .env("HOME", &home_dir)
+        .args(["daemon", "status", "--json"])
+        .output()
+        .unwrap();
+    let status: Value = serde_json::from_slice(&status.stdout).unwrap();
+    let home_canonical = home.path().canonicalize().unwrap();
+    assert_eq!(
+        status["sessions"][0]["cwd"].as_str().unwrap(),
+        home_canonical.to_str().unwrap(),
+        "{status}"
+    );
+}

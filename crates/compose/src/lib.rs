@@ -21,7 +21,7 @@ pub use backends::{
     build_backends,
 };
 pub use orchestrator::{PlanningBackend, orchestrator, planner};
-pub use registry::registry;
+pub use registry::{registry, workspace_choice};
 pub use runners::{BuiltRunner, runner};
 pub use settings::{backend_settings, copilot_cli_config, native_settings, with_mcp_depth};
 

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use bridge_config::BridgeConfig;
 use bridge_engine::{RegistrySettings, SessionDefaults, SessionRegistry};
-use bridge_policy::{Approver, AuditLog, PermissionPolicy};
+use bridge_policy::{Approver, AuditLog, PermissionPolicy, WorkspaceChoice};
 
 use crate::ComposeError;
 
@@ -27,4 +27,14 @@ pub fn registry(
         home: None,
     };
     Ok(SessionRegistry::new(defaults, RegistrySettings::default()))
+}
+
+/// Which directories a client may name as a workspace: `[workspaces]
+/// roots`, else the default rule (see `bridge_policy::workspaces`).
+pub fn workspace_choice(config: &BridgeConfig) -> WorkspaceChoice {
+    WorkspaceChoice::new(
+        &config.workspace_roots,
+        &config.home,
+        config.user_home.as_deref(),
+    )
 }

@@ -22,6 +22,7 @@ const STRUCTURED_TABLES: &[&str] = &[
     "mcp",
     "backends",
     "models",
+    "workspaces",
 ];
 
 pub(crate) type FileContents = (BTreeMap<String, Raw>, toml::Table);
@@ -221,6 +222,51 @@ fn collect_scalar(
 
 /// `[permissions]` and `[tools]`, validated (patterns compile, commands are
 /// non-empty).
+/// `[workspaces] roots`: the directories (and everything below them) that
+/// may be a workspace when it is named by a client (docs/policy.md,
+/// "Which directories may be a workspace").
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
+struct WorkspacesTable {
+    roots: Vec<String>,
+}
+
+/// The `roots` of `[workspaces]`, made absolute by `absolute`.
+pub(crate) fn workspace_roots(
+    structured: &toml::Table,
+    path: &Path,
+    absolute: impl Fn(&str) -> std::path::PathBuf,
+    errors: &mut Vec<ConfigError>,
+) -> Vec<std::path::PathBuf> {
+    let table = match structured
+        .get("workspaces")
+        .cloned()
+        .map(|v| v.try_into::<WorkspacesTable>())
+    {
+        None => return Vec::new(),
+        Some(Ok(table)) => table,
+        Some(Err(err)) => {
+            errors.push(ConfigError::File {
+                path: path.to_path_buf(),
+                message: format!("[workspaces]: {}", err.message()),
+            });
+            return Vec::new();
+        }
+    };
+    let mut roots = Vec::new();
+    for (index, root) in table.roots.iter().enumerate() {
+        if root.trim().is_empty() {
+            errors.push(ConfigError::File {
+                path: path.to_path_buf(),
+                message: format!("workspaces.roots[{index}]: an empty path"),
+            });
+            continue;
+        }
+        roots.push(absolute(root));
+    }
+    roots
+}
+
 pub(crate) fn structured_sections(
     structured: &toml::Table,
     path: &Path,

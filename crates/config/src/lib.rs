@@ -130,6 +130,11 @@ pub struct BridgeConfig {
     pub copilot: CopilotSettings,
     /// `[mcp.servers.NAME]`: the MCP servers whose tools sessions get.
     pub mcp: McpSettings,
+    /// `[workspaces] roots`: where a workspace named by a client may be
+    /// (empty: any directory of this user outside the system's trees).
+    pub workspace_roots: Vec<PathBuf>,
+    /// The user's home directory (`HOME`), when known.
+    pub user_home: Option<PathBuf>,
     /// `[backends.NAME]`: the facade's configured chat backends, by name.
     pub backends: Vec<BackendConfig>,
     /// `request_log`: each facade request's line also goes, as JSON, to

@@ -279,6 +279,12 @@ impl ConfigLoader {
             |text| self.absolute(text),
             &mut builder.errors,
         );
+        let workspace_roots = crate::file::workspace_roots(
+            &structured,
+            &file_path,
+            |text| self.absolute(text),
+            &mut builder.errors,
+        );
 
         let Builder {
             mut errors,
@@ -361,6 +367,8 @@ impl ConfigLoader {
             tools,
             copilot,
             mcp,
+            workspace_roots,
+            user_home: self.user_home.clone(),
             backends,
             request_log,
             connections,

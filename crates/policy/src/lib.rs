@@ -17,6 +17,7 @@ pub mod protected;
 pub mod redact;
 pub mod shell;
 pub mod workspace_policy;
+pub mod workspaces;
 
 pub use access::Access;
 pub use approve::{AgentAsks, Approver, DenyAll};
@@ -28,6 +29,7 @@ pub use protected::ProtectedFiles;
 pub use redact::{redact, redact_value};
 pub use shell::{ShellAnalysis, ShellVerdict};
 pub use workspace_policy::WorkspacePolicy;
+pub use workspaces::WorkspaceChoice;
 
 /// Errors that come from policy *configuration* (never from a decision: a
 /// decision that cannot be made is a deny, not an error).

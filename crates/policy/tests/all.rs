@@ -11,3 +11,4 @@ mod protected;
 mod redact;
 mod shell;
 mod workspace_policy;
+mod workspaces;

@@ -81,6 +81,8 @@ pub struct ServerParts {
     pub request_journal: Option<Arc<crate::facade::request_log::RequestJournal>>,
     /// Why `request_log` is on but no journal is written (`status` shows it).
     pub request_log_refused: Option<String>,
+    /// Which directories a client may name as a workspace.
+    pub workspaces: Arc<bridge_policy::WorkspaceChoice>,
     /// The plans `orchestrate.*` and `copilot_orchestrate` started.
     pub orchestrations: Arc<crate::orchestrations::Orchestrations>,
     /// The OpenClaw gateway connection, when configured (crate::openclaw).
@@ -111,6 +113,17 @@ impl ServerContext {
                 None
             }
         })
+    }
+
+    /// The directory a client named as a workspace (canonical), or why it
+    /// cannot be one (docs/policy.md, "Which directories may be a
+    /// workspace").
+    pub async fn workspace(&self, asked: &std::path::Path) -> Result<std::path::PathBuf, String> {
+        let rule = self.workspaces.clone();
+        let asked = asked.to_path_buf();
+        tokio::task::spawn_blocking(move || rule.check(&asked))
+            .await
+            .unwrap_or_else(|err| Err(format!("cannot check the workspace: {err}")))
     }
 
     /// The session created at start, while it lives. The registry moves its

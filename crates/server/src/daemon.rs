@@ -134,6 +134,47 @@ async fn open_request_journal(
     }
 }
 
+/// The default session's workspace: the daemon's working directory, or —
+/// when that cannot be a workspace (`/`, a system directory, another
+/// user's) — the home directory, with a warning that says why.
+async fn default_workspace(
+    rule: &Arc<bridge_policy::WorkspaceChoice>,
+    cwd: &Path,
+) -> Result<PathBuf, DaemonError> {
+    let checked = {
+        let (rule, cwd) = (rule.clone(), cwd.to_path_buf());
+        tokio::task::spawn_blocking(move || rule.check(&cwd))
+            .await
+            .unwrap_or_else(|err| Err(err.to_string()))
+    };
+    let refused = match checked {
+        Ok(dir) => return Ok(dir),
+        Err(refused) => refused,
+    };
+    let home = match rule.home().map(Path::to_path_buf) {
+        Some(home) => {
+            let rule = rule.clone();
+            tokio::task::spawn_blocking(move || rule.check(&home))
+                .await
+                .unwrap_or_else(|err| Err(err.to_string()))
+        }
+        None => Err("there is no home directory".to_owned()),
+    };
+    match home {
+        Ok(home) => {
+            tracing::warn!(
+                "{refused}; the default session works in the home directory {}",
+                home.display()
+            );
+            Ok(home)
+        }
+        Err(no_home) => Err(DaemonError::Workspace {
+            path: cwd.to_path_buf(),
+            reason: format!("{refused}; nor can the home directory be used instead: {no_home}"),
+        }),
+    }
+}
+
 /// Where clients connect for a daemon bound to `ip`.
 fn connect_host(ip: IpAddr) -> IpAddr {
     match ip {
@@ -251,8 +292,12 @@ impl Daemon {
             gateway.trust_project_providers(true);
         }
 
-        let label = options.cwd.file_name().map_or_else(
-            || options.cwd.display().to_string(),
+        // The daemon's working directory is named, not chosen, like any
+        // client's: refused, the default session says so and works in home.
+        let workspaces = Arc::new(bridge_compose::workspace_choice(config));
+        let default_cwd = default_workspace(&workspaces, &options.cwd).await?;
+        let label = default_cwd.file_name().map_or_else(
+            || default_cwd.display().to_string(),
             |n| n.to_string_lossy().into_owned(),
         );
         let default_session = {
@@ -260,7 +305,7 @@ impl Daemon {
             let spec = SessionSpec {
                 id: None,
                 label,
-                cwd: options.cwd.clone(),
+                cwd: default_cwd.clone(),
                 foreground: true,
             };
             tokio::task::spawn_blocking(move || registry.create(spec))
@@ -314,6 +359,7 @@ impl Daemon {
             memory,
             openclaw,
             agent_sessions: Arc::default(),
+            workspaces,
             orchestrations: Arc::new(crate::orchestrations::Orchestrations::new(Arc::new(
                 config.clone(),
             ))),

@@ -69,14 +69,8 @@ impl SessionSource for DaemonSessions {
     /// first use and ended when idle like an agent's hook session.
     async fn session_in(&self, dir: &Path) -> Result<Arc<Session>, String> {
         let shown = dir.display().to_string();
-        let asked = dir.to_path_buf();
-        let canonical = tokio::task::spawn_blocking(move || std::fs::canonicalize(asked))
-            .await
-            .map_err(|err| format!("cannot open the workspace {shown}: {err}"))?
-            .map_err(|err| format!("cannot open the workspace {shown}: {err}"))?;
-        if !canonical.is_dir() {
-            return Err(format!("the workspace {shown} is not a directory"));
-        }
+        // Named by the client: a workspace only if it may be one.
+        let canonical = self.ctx.workspace(dir).await?;
         let digest = sha2::Sha256::digest(canonical.as_os_str().as_encoded_bytes());
         let id = format!("workspace-{}", bridge_util::ids::hex(&digest[..6]));
         if let Some(session) = self.ctx.registry().get(&id) {
@@ -137,6 +131,7 @@ impl TaskRunner for DaemonTasks {
             .map(|dir| bridge_mcp::code::task_dir(named.cwd(), Some(dir)));
         let (session, transient) = match wanted {
             Some(cwd) if !same_dir(&cwd, named.cwd()) => {
+                let cwd = self.ctx.workspace(&cwd).await?;
                 let session = self
                     .ctx
                     .registry()
@@ -211,7 +206,10 @@ impl TaskRunner for DaemonTasks {
         progress: LineSink,
     ) -> Result<OrchestratedResult, String> {
         let named = DaemonSessions::resolve(&self.ctx, task.session.as_deref())?;
-        let cwd = bridge_mcp::code::task_dir(named.cwd(), task.working_dir.as_deref());
+        let mut cwd = bridge_mcp::code::task_dir(named.cwd(), task.working_dir.as_deref());
+        if !same_dir(&cwd, named.cwd()) {
+            cwd = self.ctx.workspace(&cwd).await?;
+        }
         let request = StartRequest {
             task: task.task,
             plan: None,

@@ -23,3 +23,4 @@ mod support;
 mod swap_race;
 mod toolbus;
 mod vscode_backend;
+mod workspaces;

@@ -348,13 +348,27 @@ impl HttpFacts {
             return Self::default();
         };
         let mut facts = Self::default();
-        let query = axum::extract::Query::<std::collections::HashMap<String, String>>::try_from_uri(
-            &parts.uri,
-        );
+        let query = axum::extract::Query::<Vec<(String, String)>>::try_from_uri(&parts.uri);
         match query {
             Ok(axum::extract::Query(pairs)) => {
-                facts.session = pairs.get("session").filter(|id| !id.is_empty()).cloned();
-                match pairs.get("workspace").map(PathBuf::from) {
+                let value = |key: &str| -> Result<Option<&String>, String> {
+                    let mut given = pairs.iter().filter(|(name, _)| name == key);
+                    let first = given.next().map(|(_, value)| value);
+                    if given.next().is_some() {
+                        // Two readers could take different ones.
+                        return Err(format!("?{key}= is given more than once; give it once"));
+                    }
+                    Ok(first)
+                };
+                let (session, workspace) = match (value("session"), value("workspace")) {
+                    (Ok(session), Ok(workspace)) => (session, workspace),
+                    (Err(problem), _) | (_, Err(problem)) => {
+                        facts.problem = Some(problem);
+                        return facts;
+                    }
+                };
+                facts.session = session.filter(|id| !id.is_empty()).cloned();
+                match workspace.map(PathBuf::from) {
                     Some(dir) if dir.is_absolute() => facts.workspace = Some(dir),
                     Some(dir) => {
                         facts.problem = Some(format!(

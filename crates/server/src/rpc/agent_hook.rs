@@ -260,6 +260,11 @@ async fn agent_session(
         ctx.agent_sessions.touch(&id);
         return Ok(session);
     }
+    // What the agent names is its workspace only if it may be one.
+    let cwd = ctx
+        .workspace(&cwd)
+        .await
+        .map_err(|refused| invalid("cwd", &refused))?;
     let label = match params.optional_str("label")? {
         Some(label) => label.to_owned(),
         None => format!(

@@ -104,18 +104,10 @@ async fn session_create(ctx: ServerContext, params: Params) -> RpcResult {
             "must be an absolute path (the daemon's working directory is not the caller's)",
         ));
     }
-    let is_dir = {
-        let cwd = cwd.clone();
-        tokio::task::spawn_blocking(move || cwd.is_dir())
-            .await
-            .unwrap_or(false)
-    };
-    if !is_dir {
-        return Err(invalid(
-            "cwd",
-            &format!("must be an existing directory; {} is not", cwd.display()),
-        ));
-    }
+    let cwd = ctx
+        .workspace(&cwd)
+        .await
+        .map_err(|refused| invalid("cwd", &refused))?;
     let label = match params.optional_str("label")? {
         Some(label) => label.to_owned(),
         None => cwd.file_name().map_or_else(

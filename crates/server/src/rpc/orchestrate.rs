@@ -73,7 +73,9 @@ async fn start(ctx: ServerContext, params: Params) -> RpcResult {
                     "must be an absolute path of an existing directory",
                 ));
             }
-            dir
+            ctx.workspace(&dir)
+                .await
+                .map_err(|refused| invalid("cwd", &refused))?
         }
         (None, session) => {
             let id = session.unwrap_or(crate::app::DEFAULT_ALIAS);
