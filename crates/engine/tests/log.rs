@@ -434,6 +434,26 @@ async fn new_logs_are_private() {
 }
 
 #[tokio::test]
+async fn a_symlink_planted_at_the_sessions_directory_is_refused_not_followed() {
+    let temp = TempDir::new().unwrap();
+    let elsewhere = temp.path().join("elsewhere");
+    std::fs::create_dir(&elsewhere).unwrap();
+    let state = temp.path().join("state");
+    std::fs::create_dir(&state).unwrap();
+    let dir = state.join("sessions");
+    std::os::unix::fs::symlink(&elsewhere, &dir).unwrap();
+    let err = EventLog::create(&dir, "planted", Value::Null)
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("symbolic link"), "{err}");
+    assert_eq!(
+        std::fs::read_dir(&elsewhere).unwrap().count(),
+        0,
+        "nothing written there"
+    );
+}
+
+#[tokio::test]
 async fn session_ids_that_are_not_plain_file_names_are_refused_everywhere() {
     let (temp, dir) = sessions_dir();
     for bad in ["../escape", "a/b", "..", ".hidden", "", "-flag"] {

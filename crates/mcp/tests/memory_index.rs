@@ -289,3 +289,17 @@ fn a_search_saves_the_index_in_the_background_one_file_per_root() {
     assert_eq!(first_reads(&memory, state.path()), 0);
     assert_eq!(first_reads(&other, state.path()), 0);
 }
+
+#[test]
+fn a_symlink_planted_at_the_index_directory_is_refused_and_nothing_is_written_there() {
+    let (memory, state) = settled_memory();
+    let elsewhere = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(elsewhere.path(), state.path().join("memory-index")).unwrap();
+    let server = memory.server(Some(state.path()));
+    server.search_blocking("deploy", 5);
+    let err = server.save_index().unwrap_err();
+    assert!(err.to_string().contains("symbolic link"), "{err}");
+    assert_eq!(std::fs::read_dir(elsewhere.path()).unwrap().count(), 0);
+    // Searching still works: the index is a cache.
+    assert!(server.search_blocking("deploy", 5).hits.len() > 0);
+}

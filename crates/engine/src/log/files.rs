@@ -9,10 +9,11 @@ use bridge_util::owner_only;
 
 use super::LogError;
 
-/// Creates `dir` and its missing parents with mode 0700: session logs hold
-/// prompts and tool output.
+/// Creates `dir` and its missing parents with mode 0700 (session logs hold
+/// prompts and tool output), or checks the one there: a directory of this
+/// user, never a symlink planted in its place.
 pub(crate) fn create_private_dir(dir: &Path) -> Result<(), LogError> {
-    owner_only::create_dir(dir).map_err(|err| LogError::io(dir, err))
+    owner_only::ensure_private_subdir(dir).map_err(|err| LogError::io(dir, err))
 }
 
 /// Creates the new session file `path` (mode 0600, append-only), refusing

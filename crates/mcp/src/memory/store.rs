@@ -181,7 +181,8 @@ impl IndexFile {
 
     /// Writes `job` atomically, mode 0600 (the directory created 0700).
     pub fn save(&self, job: &SaveJob) -> io::Result<()> {
-        bridge_util::owner_only::create_dir(&self.dir)?;
+        // Never through a symlink planted at the index's directory.
+        bridge_util::owner_only::ensure_private_subdir(&self.dir)?;
         let dir = self.open_dir()?;
         let bytes = encode(&self.identity(&job.root), &job.vocabulary, &job.docs);
         if bytes.len() as u64 > MAX_FILE_BYTES {
