@@ -1,0 +1,6 @@
+//! Integration tests of bridge-agents: the library on temporary
+//! directories, as the CLI uses it.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod env;
