@@ -10,4 +10,6 @@ pub enum AgentsError {
     UnknownEditor(String),
     #[error("neither HOME nor USERPROFILE is set; pass --extensions-dir")]
     NoHomeForEditor,
+    #[error("cannot read the current directory: {0}")]
+    CurrentDir(std::io::Error),
 }

@@ -11,6 +11,7 @@
 
 pub mod env;
 pub mod error;
+pub mod hook;
 
 pub use env::{AgentEnv, Scope};
 pub use error::AgentsError;

@@ -14,6 +14,7 @@ mod logging;
 
 use std::process::ExitCode;
 
+use bridge_agents::AgentEnv;
 use clap::Parser;
 
 use crate::args::{Cli, Command};
@@ -58,6 +59,9 @@ pub(crate) fn flush_audit() {
 }
 
 fn run(cli: Cli) -> Result<ExitCode, Failure> {
+    // The agents' variables (their homes, what they set for a hook), read
+    // once for every command that installs into or answers an agent.
+    let agent_env = AgentEnv::from_process();
     // Listing the tools needs no configuration: it must work while the
     // configuration is being fixed.
     if let Command::Tools(cmd) = cli.command {
@@ -67,7 +71,7 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
     // like other commands when the configuration cannot be loaded, since
     // an agent runs the tool on any exit code but 2.
     if let Command::Hook(cmd) = &cli.command {
-        return Ok(commands::hook::run(&cli.global, cmd));
+        return Ok(commands::hook::run(&cli.global, cmd, &agent_env));
     }
     let config = cli.global.load_config()?;
     logging::init(config.log_level);
@@ -107,7 +111,7 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
         Command::Openclaw(cmd) => runtime.block_on(commands::openclaw::run(&config, cmd)),
         Command::Status(cmd) => runtime.block_on(commands::status::run(&config, cmd)),
         Command::Setup(cmd) => runtime.block_on(commands::setup::run(&config, cmd)),
-        Command::Hook(cmd) => Ok(commands::hook::run(&cli.global, &cmd)),
+        Command::Hook(cmd) => Ok(commands::hook::run(&cli.global, &cmd, &agent_env)),
         Command::Hooks(cmd) => commands::hooks::run(&config, cmd),
         Command::Launch(cmd) => runtime.block_on(commands::launch::run(&cli.global, &config, cmd)),
         Command::CopilotExtension(cmd) => commands::copilot_extension::run(&config, cmd),
