@@ -2,6 +2,10 @@
 //! staged. The messages are the ones the CLI shows; it chooses the exit
 //! code (crates/cli/src/exit.rs).
 
+use std::path::PathBuf;
+
+use crate::json_edit::EditError;
+
 /// A failure of this crate.
 #[derive(Debug, thiserror::Error)]
 pub enum AgentsError {
@@ -12,4 +16,52 @@ pub enum AgentsError {
     NoHomeForEditor,
     #[error("cannot read the current directory: {0}")]
     CurrentDir(std::io::Error),
+    #[error("HOME is not set; use --scope project")]
+    NoHomeForUserScope,
+
+    // The agents' files.
+    #[error("cannot read {}: {source}", path.display())]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("cannot write {}: {source}", path.display())]
+    Write {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("cannot create {}: {source}", path.display())]
+    CreateDir {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("cannot list {}: {source}", path.display())]
+    List {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("cannot remove {}: {source}", path.display())]
+    Remove {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("cannot create the backup {}: {source}; nothing was changed", path.display())]
+    CreateBackup {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("cannot write the backup {}: {source}", path.display())]
+    WriteBackup {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+
+    // What is in them.
+    #[error("{} is not JSON ({source}); fix or remove it first, nothing was changed", path.display())]
+    ChainNotJson {
+        path: PathBuf,
+        source: serde_json::Error,
+    },
+    #[error("cannot change {}: {source}", path.display())]
+    EditHooks { path: PathBuf, source: EditError },
 }

@@ -12,6 +12,12 @@
 pub mod env;
 pub mod error;
 pub mod hook;
+pub mod hooks;
+pub mod json_edit;
+pub mod launch;
+pub mod mcp_config;
+pub mod program;
 
 pub use env::{AgentEnv, Scope};
 pub use error::AgentsError;
+pub use program::Program;

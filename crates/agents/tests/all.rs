@@ -5,3 +5,6 @@
 
 mod env;
 mod hook;
+mod hooks;
+mod json_edit;
+mod launch;

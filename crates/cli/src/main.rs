@@ -98,10 +98,13 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
         }
         Command::Pair => runtime.block_on(commands::remote::pair(&config)),
         Command::Run(cmd) => runtime.block_on(commands::run::run(&config, cmd)),
-        Command::Orchestrate(cmd) => runtime.block_on(commands::orchestrate::run(&config, cmd)),
+        Command::Orchestrate(cmd) => {
+            runtime.block_on(commands::orchestrate::run(&config, cmd, &agent_env))
+        }
         Command::Sessions(cmd) => runtime.block_on(commands::sessions::run(&config, cmd)),
         Command::Mcp(cmd) => {
-            let outcome = runtime.block_on(commands::mcp::run(&cli.global, &config, cmd));
+            let outcome =
+                runtime.block_on(commands::mcp::run(&cli.global, &config, cmd, &agent_env));
             // A stdio server's stdin reader is a blocking thread that never
             // returns once the server stopped for a signal; waiting for it
             // would hang the exit.
@@ -112,8 +115,10 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
         Command::Status(cmd) => runtime.block_on(commands::status::run(&config, cmd)),
         Command::Setup(cmd) => runtime.block_on(commands::setup::run(&config, cmd)),
         Command::Hook(cmd) => Ok(commands::hook::run(&cli.global, &cmd, &agent_env)),
-        Command::Hooks(cmd) => commands::hooks::run(&config, cmd),
-        Command::Launch(cmd) => runtime.block_on(commands::launch::run(&cli.global, &config, cmd)),
+        Command::Hooks(cmd) => commands::install::run_hooks(&config, cmd, &agent_env),
+        Command::Launch(cmd) => {
+            runtime.block_on(commands::launch::run(&cli.global, &config, cmd, &agent_env))
+        }
         Command::CopilotExtension(cmd) => commands::copilot_extension::run(&config, cmd),
         Command::Vscode(cmd) => commands::vscode::run(&config, cmd),
     }

@@ -14,10 +14,10 @@ use std::process::ExitCode;
 use bridge_config::BridgeConfig;
 use serde_json::json;
 
-use super::json_edit::write_atomically;
 use super::tool::write_stdout;
 use crate::args::{CopilotExtensionArgs, CopilotExtensionCommand};
 use crate::exit::Failure;
+use bridge_agents::json_edit::write_atomically;
 
 /// The extension's source, shipped inside the binary.
 pub const EXTENSION_SOURCE: &str = include_str!("../../assets/copilot-extension/extension.mjs");
@@ -49,13 +49,13 @@ pub(crate) fn write_extension(config: &BridgeConfig, dir: &std::path::Path) -> R
         .map_err(|err| Failure::internal(format!("cannot find this program's own path: {err}")))?;
     let settings = json!({"binary": exe, "home": config.home});
     write_atomically(&dir.join("extension.mjs"), EXTENSION_SOURCE)?;
-    write_atomically(
+    Ok(write_atomically(
         &dir.join("config.json"),
         &format!(
             "{}\n",
             serde_json::to_string_pretty(&settings).unwrap_or_default()
         ),
-    )
+    )?)
 }
 
 pub fn run(config: &BridgeConfig, command: CopilotExtensionCommand) -> Result<ExitCode, Failure> {

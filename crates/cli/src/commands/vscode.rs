@@ -17,10 +17,10 @@ use bridge_config::BridgeConfig;
 use include_dir::{Dir, include_dir};
 use serde_json::{Value, json};
 
-use super::json_edit::{read_if_present, write_atomically};
 use super::tool::write_stdout;
 use crate::args::{VscodeArgs, VscodeCommand};
 use crate::exit::Failure;
+use bridge_agents::json_edit::{read_if_present, write_atomically};
 
 /// The extension as the repository holds it; `test/` is not shipped.
 static EXTENSION: Dir<'_> = include_dir!("$CARGO_MANIFEST_DIR/../../extensions/vscode");
@@ -142,7 +142,7 @@ impl ExtensionList {
         let text = serde_json::to_string(&list).map_err(|err| {
             Failure::internal(format!("cannot write {}: {err}", self.path.display()))
         })?;
-        write_atomically(&self.path, &text)
+        Ok(write_atomically(&self.path, &text)?)
     }
 }
 
@@ -163,7 +163,7 @@ fn forget_obsolete(extensions: &Path) -> Result<(), Failure> {
     if marked.len() == before {
         return Ok(());
     }
-    write_atomically(&path, &Value::Object(marked).to_string())
+    Ok(write_atomically(&path, &Value::Object(marked).to_string())?)
 }
 
 fn install(config: &BridgeConfig, args: &VscodeArgs) -> Result<String, Failure> {

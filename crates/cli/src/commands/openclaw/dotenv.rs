@@ -5,8 +5,8 @@
 
 use std::path::Path;
 
-use crate::commands::json_edit::{read_if_present, write_private};
 use crate::exit::Failure;
+use bridge_agents::json_edit::{read_if_present, write_private};
 
 /// Sets `key` to `value` (one line, where the first assignment was; any
 /// other assignment of it goes, since the last one would win): whether
@@ -75,7 +75,7 @@ fn assigns(line: &str, key: &str) -> bool {
 fn write(file: &Path, lines: &[&str]) -> Result<(), Failure> {
     let mut text = lines.join("\n");
     text.push('\n');
-    write_private(file, &text)
+    Ok(write_private(file, &text)?)
 }
 
 #[cfg(test)]

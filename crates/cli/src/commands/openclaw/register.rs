@@ -13,8 +13,8 @@ use serde_json::{Value, json};
 
 use super::dotenv;
 use crate::args::OpenclawArgs;
-use crate::commands::json_edit::{self, back_up, read_if_present, write_atomically};
 use crate::exit::Failure;
+use bridge_agents::json_edit::{self, back_up, read_if_present, write_atomically};
 
 /// Our plugin's id, our MCP server's name and our `plugins.entries` key.
 pub const ID: &str = "copilot-bridge";
