@@ -36,6 +36,7 @@ use std::path::{Path, PathBuf};
 use bridge_policy::agent_tools::Agent;
 
 use crate::error::AgentsError;
+use crate::vscode::EDITORS;
 
 /// Names the agent's binary `copilot-bridge launch` runs when `--agent`
 /// does not.
@@ -57,18 +58,6 @@ const AGENT_VARIABLE_PREFIXES: &[&str] = &[
     "NODE_EXTRA_CA_CERTS",
 ];
 const OUR_PREFIX: &str = "COPILOT_BRIDGE_";
-
-/// Where each editor keeps the user's extensions, under the home: the
-/// `--editor` name and the directory.
-pub const EDITORS: [(&str, &str); 5] = [
-    ("code", ".vscode/extensions"),
-    ("insiders", ".vscode-insiders/extensions"),
-    ("codium", ".vscode-oss/extensions"),
-    ("code-server", ".local/share/code-server/extensions"),
-    // The server side of Remote - SSH / WSL / Dev Containers: where the
-    // workspace (and the daemon) is.
-    ("remote", ".vscode-server/extensions"),
-];
 
 /// Whose configuration: the user's (in their home) or one project's.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -18,6 +18,24 @@ pub enum AgentsError {
     CurrentDir(std::io::Error),
     #[error("HOME is not set; use --scope project")]
     NoHomeForUserScope,
+    #[error("neither COPILOT_HOME nor HOME is set")]
+    NoCopilotHome,
+    #[error("{} is not the editor's extension list ({source}); nothing was changed", path.display())]
+    NotAnExtensionList {
+        path: PathBuf,
+        source: serde_json::Error,
+    },
+    #[error("cannot remove the old {}: {source}", path.display())]
+    RemoveOldExtension {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    /// Removing the VS Code extension (a usage error, unlike [`Self::Remove`]).
+    #[error("cannot remove {}: {source}", path.display())]
+    RemoveExtension {
+        path: PathBuf,
+        source: std::io::Error,
+    },
 
     // The agents' files.
     #[error("cannot read {}: {source}", path.display())]
@@ -64,4 +82,14 @@ pub enum AgentsError {
     },
     #[error("cannot change {}: {source}", path.display())]
     EditHooks { path: PathBuf, source: EditError },
+
+    // What we ship.
+    #[error("the shipped extension has no package.json")]
+    NoShippedManifest,
+    #[error("the shipped package.json: {0}")]
+    ShippedManifest(serde_json::Error),
+    #[error("the shipped package.json has no version")]
+    NoShippedVersion,
+    #[error("the shipped extension file {} is not text", path.display())]
+    ShippedNotText { path: PathBuf },
 }

@@ -9,6 +9,7 @@
 //! daemon, and must not print: it returns values and text, and the binary
 //! prints them.
 
+pub mod copilot_extension;
 pub mod env;
 pub mod error;
 pub mod hook;
@@ -17,6 +18,7 @@ pub mod json_edit;
 pub mod launch;
 pub mod mcp_config;
 pub mod program;
+pub mod vscode;
 
 pub use env::{AgentEnv, Scope};
 pub use error::AgentsError;

@@ -4,6 +4,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod env;
+mod extensions;
 mod hook;
 mod hooks;
 mod json_edit;

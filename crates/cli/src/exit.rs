@@ -64,9 +64,14 @@ impl From<bridge_agents::AgentsError> for Failure {
     fn from(err: bridge_agents::AgentsError) -> Self {
         use bridge_agents::AgentsError as E;
         let code = match &err {
-            E::UnknownEditor(_) | E::NoHomeForEditor | E::CurrentDir(_) | E::NoHomeForUserScope => {
-                USAGE
-            }
+            E::UnknownEditor(_)
+            | E::NoHomeForEditor
+            | E::CurrentDir(_)
+            | E::NoHomeForUserScope
+            | E::NoCopilotHome
+            | E::NotAnExtensionList { .. }
+            | E::RemoveOldExtension { .. }
+            | E::RemoveExtension { .. } => USAGE,
             E::Read { .. }
             | E::Write { .. }
             | E::CreateDir { .. }
@@ -75,7 +80,11 @@ impl From<bridge_agents::AgentsError> for Failure {
             | E::CreateBackup { .. }
             | E::WriteBackup { .. }
             | E::ChainNotJson { .. }
-            | E::EditHooks { .. } => FAILED,
+            | E::EditHooks { .. }
+            | E::NoShippedManifest
+            | E::ShippedManifest(_)
+            | E::NoShippedVersion
+            | E::ShippedNotText { .. } => FAILED,
         };
         Self::new(code, err.to_string())
     }

@@ -119,7 +119,9 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
         Command::Launch(cmd) => {
             runtime.block_on(commands::launch::run(&cli.global, &config, cmd, &agent_env))
         }
-        Command::CopilotExtension(cmd) => commands::copilot_extension::run(&config, cmd),
-        Command::Vscode(cmd) => commands::vscode::run(&config, cmd),
+        Command::CopilotExtension(cmd) => {
+            commands::install::run_copilot_extension(&config, cmd, &agent_env)
+        }
+        Command::Vscode(cmd) => commands::install::run_vscode(&config, cmd, &agent_env),
     }
 }

@@ -1,5 +1,4 @@
 pub mod config;
-pub mod copilot_extension;
 pub mod daemon;
 pub mod hook;
 pub mod install;
@@ -15,7 +14,6 @@ pub mod setup;
 pub mod status;
 pub mod tool;
 pub mod validate;
-pub mod vscode;
 
 /// Whether `key` was set (flag, environment, file) rather than left at its
 /// default: what a command must pass on for another process to find the
