@@ -82,6 +82,19 @@ pub enum AgentsError {
     },
     #[error("cannot change {}: {source}", path.display())]
     EditHooks { path: PathBuf, source: EditError },
+    #[error("cannot edit {}: {source}", path.display())]
+    EditOpenclaw { path: PathBuf, source: EditError },
+    #[error("cannot edit {}: plugins.load.paths holds something other than paths; fix it first, nothing was changed", path.display())]
+    LoadPathsNotPaths { path: PathBuf },
+    #[error("cannot edit {}: plugins.load.paths is not a list; fix it first, nothing was changed", path.display())]
+    LoadPathsNotList { path: PathBuf },
+    /// The token OpenClaw is to send could not be kept in the daemon's
+    /// state directory `home` (the CLI keeps it, `openclaw register`).
+    #[error("cannot keep the daemon's token in {}: {source}", home.display())]
+    KeepToken {
+        home: PathBuf,
+        source: std::io::Error,
+    },
 
     // What we ship.
     #[error("the shipped extension has no package.json")]

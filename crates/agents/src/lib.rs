@@ -17,7 +17,9 @@ pub mod hooks;
 pub mod json_edit;
 pub mod launch;
 pub mod mcp_config;
+pub mod openclaw;
 pub mod program;
+pub mod setup;
 pub mod vscode;
 
 pub use env::{AgentEnv, Scope};

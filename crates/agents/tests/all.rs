@@ -9,3 +9,4 @@ mod hook;
 mod hooks;
 mod json_edit;
 mod launch;
+mod openclaw;

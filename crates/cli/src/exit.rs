@@ -81,6 +81,10 @@ impl From<bridge_agents::AgentsError> for Failure {
             | E::WriteBackup { .. }
             | E::ChainNotJson { .. }
             | E::EditHooks { .. }
+            | E::EditOpenclaw { .. }
+            | E::LoadPathsNotPaths { .. }
+            | E::LoadPathsNotList { .. }
+            | E::KeepToken { .. }
             | E::NoShippedManifest
             | E::ShippedManifest(_)
             | E::NoShippedVersion
