@@ -1,7 +1,8 @@
 //! `copilot-bridge copilot-extension install|uninstall [--scope user|project]
-//! [--dir DIR]`, the edits: the Copilot CLI extension that puts an interactive Copilot
-//! CLI session inside the hub (assets/copilot-extension/extension.mjs; see
-//! docs/hooks.md, "The Copilot CLI extension").
+//! [--dir DIR]`, the edits: the Copilot CLI extension that puts an
+//! interactive Copilot CLI session inside the hub
+//! (assets/copilot-extension/extension.mjs; see docs/hooks.md, "The Copilot
+//! CLI extension").
 //!
 //! It is written to `$COPILOT_HOME/extensions/copilot-bridge/` (user) or
 //! `DIR/.github/extensions/copilot-bridge/` (project), with a config.json

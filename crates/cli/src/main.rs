@@ -1,8 +1,9 @@
 //! `copilot-bridge`: the binary. Parses the command line, loads the
 //! configuration, sets up logging and runs one command.
 //!
-//! Command logic that other doors also need lives in the library crates; this
-//! crate must stay a thin shell of argument parsing, terminal output and exit
+//! Command logic that other doors also need, and what we know about the
+//! agents we join (`bridge-agents`), lives in the library crates; this crate
+//! must stay a thin shell of argument parsing, terminal output and exit
 //! codes.
 
 mod allocator;
