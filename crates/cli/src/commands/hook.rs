@@ -37,7 +37,7 @@ pub fn run(global: &GlobalArgs, args: &HookArgs, env: &AgentEnv) -> ExitCode {
     let flag = args.agent.as_deref().and_then(hook::agent_from_flag);
     let fallback = hook::fallback_dialect(flag, env);
     let answer = match read_stdin() {
-        Ok(text) => answer(global, args, env, &text, fallback),
+        Ok(text) => answer(global, args, env, &text, flag, fallback),
         Err(reason) => answer::unreadable(fallback, &reason),
     };
     emit(&answer)
@@ -48,6 +48,7 @@ fn answer(
     args: &HookArgs,
     env: &AgentEnv,
     text: &str,
+    flag: Option<Agent>,
     fallback: Dialect,
 ) -> HookAnswer {
     let input = match payload::parse(text, fallback) {
@@ -58,7 +59,6 @@ fn answer(
         Ok(event) => event,
         Err(err) => return answer::unreadable(input.dialect, &err.to_string()),
     };
-    let flag = args.agent.as_deref().and_then(hook::agent_from_flag);
     let agent = hook::agent_of(flag, input.dialect, env);
     let (decision, context) = match decide(global, env, agent, event, &input) {
         Ok(decided) => decided,
