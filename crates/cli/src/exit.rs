@@ -57,3 +57,39 @@ impl Failure {
         ExitCode::from(self.code)
     }
 }
+
+/// An agent's configuration that could not be found or changed: what the
+/// user must say or fix first is a usage error, anything else a failure.
+impl From<bridge_agents::AgentsError> for Failure {
+    fn from(err: bridge_agents::AgentsError) -> Self {
+        use bridge_agents::AgentsError as E;
+        let code = match &err {
+            E::UnknownEditor(_)
+            | E::NoHomeForEditor
+            | E::CurrentDir(_)
+            | E::NoHomeForUserScope
+            | E::NoCopilotHome
+            | E::NotAnExtensionList { .. }
+            | E::RemoveOldExtension { .. }
+            | E::RemoveExtension { .. } => USAGE,
+            E::Read { .. }
+            | E::Write { .. }
+            | E::CreateDir { .. }
+            | E::List { .. }
+            | E::Remove { .. }
+            | E::CreateBackup { .. }
+            | E::WriteBackup { .. }
+            | E::ChainNotJson { .. }
+            | E::EditHooks { .. }
+            | E::EditOpenclaw { .. }
+            | E::LoadPathsNotPaths { .. }
+            | E::LoadPathsNotList { .. }
+            | E::KeepToken { .. }
+            | E::NoShippedManifest
+            | E::ShippedManifest(_)
+            | E::NoShippedVersion
+            | E::ShippedNotText { .. } => FAILED,
+        };
+        Self::new(code, err.to_string())
+    }
+}

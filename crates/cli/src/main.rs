@@ -1,8 +1,9 @@
 //! `copilot-bridge`: the binary. Parses the command line, loads the
 //! configuration, sets up logging and runs one command.
 //!
-//! Command logic that other doors also need lives in the library crates; this
-//! crate must stay a thin shell of argument parsing, terminal output and exit
+//! Command logic that other doors also need, and what we know about the
+//! agents we join (`bridge-agents`), lives in the library crates; this crate
+//! must stay a thin shell of argument parsing, terminal output and exit
 //! codes.
 
 mod allocator;
@@ -14,6 +15,7 @@ mod logging;
 
 use std::process::ExitCode;
 
+use bridge_agents::AgentEnv;
 use clap::Parser;
 
 use crate::args::{Cli, Command};
@@ -58,6 +60,9 @@ pub(crate) fn flush_audit() {
 }
 
 fn run(cli: Cli) -> Result<ExitCode, Failure> {
+    // The agents' variables (their homes, what they set for a hook), read
+    // once for every command that installs into or answers an agent.
+    let agent_env = AgentEnv::from_process();
     // Listing the tools needs no configuration: it must work while the
     // configuration is being fixed.
     if let Command::Tools(cmd) = cli.command {
@@ -67,7 +72,7 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
     // like other commands when the configuration cannot be loaded, since
     // an agent runs the tool on any exit code but 2.
     if let Command::Hook(cmd) = &cli.command {
-        return Ok(commands::hook::run(&cli.global, cmd));
+        return Ok(commands::hook::run(&cli.global, cmd, &agent_env));
     }
     let config = cli.global.load_config()?;
     logging::init(config.log_level);
@@ -94,10 +99,13 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
         }
         Command::Pair => runtime.block_on(commands::remote::pair(&config)),
         Command::Run(cmd) => runtime.block_on(commands::run::run(&config, cmd)),
-        Command::Orchestrate(cmd) => runtime.block_on(commands::orchestrate::run(&config, cmd)),
+        Command::Orchestrate(cmd) => {
+            runtime.block_on(commands::orchestrate::run(&config, cmd, &agent_env))
+        }
         Command::Sessions(cmd) => runtime.block_on(commands::sessions::run(&config, cmd)),
         Command::Mcp(cmd) => {
-            let outcome = runtime.block_on(commands::mcp::run(&cli.global, &config, cmd));
+            let outcome =
+                runtime.block_on(commands::mcp::run(&cli.global, &config, cmd, &agent_env));
             // A stdio server's stdin reader is a blocking thread that never
             // returns once the server stopped for a signal; waiting for it
             // would hang the exit.
@@ -107,10 +115,14 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
         Command::Openclaw(cmd) => runtime.block_on(commands::openclaw::run(&config, cmd)),
         Command::Status(cmd) => runtime.block_on(commands::status::run(&config, cmd)),
         Command::Setup(cmd) => runtime.block_on(commands::setup::run(&config, cmd)),
-        Command::Hook(cmd) => Ok(commands::hook::run(&cli.global, &cmd)),
-        Command::Hooks(cmd) => commands::hooks::run(&config, cmd),
-        Command::Launch(cmd) => runtime.block_on(commands::launch::run(&cli.global, &config, cmd)),
-        Command::CopilotExtension(cmd) => commands::copilot_extension::run(&config, cmd),
-        Command::Vscode(cmd) => commands::vscode::run(&config, cmd),
+        Command::Hook(cmd) => Ok(commands::hook::run(&cli.global, &cmd, &agent_env)),
+        Command::Hooks(cmd) => commands::install::run_hooks(&config, cmd, &agent_env),
+        Command::Launch(cmd) => {
+            runtime.block_on(commands::launch::run(&cli.global, &config, cmd, &agent_env))
+        }
+        Command::CopilotExtension(cmd) => {
+            commands::install::run_copilot_extension(&config, cmd, &agent_env)
+        }
+        Command::Vscode(cmd) => commands::install::run_vscode(&config, cmd, &agent_env),
     }
 }

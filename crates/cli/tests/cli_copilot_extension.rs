@@ -24,7 +24,7 @@ fn stage(dir: &Path, served: &Served) {
     let sdk = dir.join("node_modules/@github/copilot-sdk");
     std::fs::create_dir_all(&sdk).unwrap();
     std::fs::copy(
-        repo_root().join("crates/cli/assets/copilot-extension/extension.mjs"),
+        repo_root().join("crates/agents/assets/copilot-extension/extension.mjs"),
         dir.join("extension.mjs"),
     )
     .unwrap();

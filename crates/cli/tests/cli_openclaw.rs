@@ -155,9 +155,9 @@ fn register_installs_the_plugin_the_server_and_the_token_and_a_second_run_change
     assert!(!plugin_dir(&bridge).exists());
 }
 
-/// crates/cli/assets/openclaw-plugin.
+/// crates/agents/assets/openclaw-plugin.
 fn exe_assets() -> PathBuf {
-    bridge_testkit::repo_root().join("crates/cli/assets/openclaw-plugin")
+    bridge_testkit::repo_root().join("crates/agents/assets/openclaw-plugin")
 }
 
 const USER_CONFIG: &str = r#"// OpenClaw configuration (JSON5)

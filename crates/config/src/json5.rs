@@ -1,7 +1,7 @@
 //! The one JSON5 reader of the project. OpenClaw's configuration is JSON5
 //! (comments, trailing commas, unquoted keys, single quotes): bridge-config
 //! reads it ([`parse_value`], crates/config/src/openclaw.rs), and the CLI
-//! edits it by splicing text (crates/cli/src/commands/json_edit/), for which
+//! edits it by splicing text (crates/agents/src/json_edit/), for which
 //! every value keeps its byte positions: everything an edit does not change,
 //! comments and formatting included, stays byte for byte.
 

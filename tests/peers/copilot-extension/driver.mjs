@@ -1,4 +1,4 @@
-// Runs crates/cli/assets/copilot-extension/extension.mjs outside the Copilot
+// Runs crates/agents/assets/copilot-extension/extension.mjs outside the Copilot
 // CLI, against a real daemon, with a stand-in for `@github/copilot-sdk/
 // extension` (fake-sdk/) that records what the extension gives the CLI.
 // Used by crates/cli/tests/cli_copilot_extension.rs.

@@ -3,53 +3,44 @@
 //! with the hub staged around it for this run only, leaving the user's own
 //! configuration as it is.
 //!
-//! Staged in a private directory removed when the agent exits: our hook for
-//! every event (Claude Code: `--settings FILE`; the Copilot CLI: a plugin
-//! with `hooks/hooks.json` and our extension, `--plugin-dir DIR
-//! --experimental`), the MCP servers
-//! (`--mcp-config FILE`, `--additional-mcp-config @FILE`), and with
-//! `--via-hub` the daemon's facade as the agent's model endpoint (the
-//! daemon is started when none runs). A Copilot CLI command line with a
-//! prompt is normalized like every nested launch (`runner::nested`).
+//! Staged in a private directory removed when the agent exits
+//! (`bridge_agents::launch`: our hook for every event and the MCP
+//! servers), and with `--via-hub` the daemon's facade as the agent's model
+//! endpoint (the daemon is started when none runs). A Copilot CLI command
+//! line with a prompt is normalized like every nested launch
+//! (`runner::nested`).
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use bridge_agents::AgentEnv;
+use bridge_agents::hook::agent_from_flag;
 use bridge_config::BridgeConfig;
 use bridge_engine::runner::nested;
-use serde_json::{Map, Value, json};
+use bridge_policy::agent_tools::Agent;
 
 use super::daemon::{Launched, launch as launch_daemon, serve_command_args};
-use super::hooks::{CLAUDE_EVENTS, COPILOT_EVENTS, hook_command};
-use super::mcp::config::{agent_servers, daemon_env};
 use crate::args::{GlobalArgs, LaunchArgs};
 use crate::exit::{self, Failure};
-
-/// Names the agent's binary when `--agent` does not.
-pub const AGENT_BINARY_VARIABLE: &str = "COPILOT_BRIDGE_AGENT_BINARY";
 
 pub async fn run(
     global: &GlobalArgs,
     config: &BridgeConfig,
     args: LaunchArgs,
+    env: &AgentEnv,
 ) -> Result<ExitCode, Failure> {
-    let claude = args.kind == "claude";
+    let agent = agent_from_flag(&args.kind)
+        .ok_or_else(|| Failure::usage(format!("unknown agent {:?}", args.kind)))?;
+    let claude = agent == Agent::ClaudeCode;
     let binary = args
         .agent
         .clone()
-        .or_else(|| std::env::var_os(AGENT_BINARY_VARIABLE).map(PathBuf::from))
+        .or_else(|| env.agent_binary().map(Path::to_owned))
         .unwrap_or_else(|| PathBuf::from(&args.kind));
     let stage = stage_dir()?;
     let mut command = tokio::process::Command::new(&binary);
-    let staged = if claude {
-        stage_claude(config, stage.path())?
-    } else {
-        stage_copilot(config, stage.path())?
-    };
-    command.args(&staged);
-    if !claude {
-        command.env("COPILOT_BRIDGE_HOOKS_ACTIVE", "1");
-    }
+    let staged = bridge_agents::launch::stage(agent, &super::program(config)?, stage.path())?;
+    command.args(&staged.args).envs(staged.env.iter().copied());
     if args.via_hub {
         let client = match bridge_server::find_running(&config.home).await {
             Some(client) => client,
@@ -73,7 +64,7 @@ pub async fn run(
             let model = args
                 .model
                 .clone()
-                .or_else(|| std::env::var("COPILOT_MODEL").ok())
+                .or_else(|| env.copilot_model().map(str::to_owned))
                 .unwrap_or_else(|| "gpt-4.1".to_owned());
             command
                 .env("COPILOT_PROVIDER_BASE_URL", format!("{origin}/v1"))
@@ -114,82 +105,4 @@ pub(crate) fn stage_dir() -> Result<tempfile::TempDir, Failure> {
             "cannot make a directory to stage the launch: {err}"
         ))
     })
-}
-
-fn write_json(file: &Path, value: &Value) -> Result<(), Failure> {
-    if let Some(dir) = file.parent() {
-        std::fs::create_dir_all(dir)
-            .map_err(|err| Failure::internal(format!("cannot create {}: {err}", dir.display())))?;
-    }
-    let text = serde_json::to_string_pretty(value).unwrap_or_default();
-    std::fs::write(file, text)
-        .map_err(|err| Failure::internal(format!("cannot write {}: {err}", file.display())))
-}
-
-fn exe() -> Result<String, Failure> {
-    Ok(std::env::current_exe()
-        .map_err(|err| Failure::internal(format!("cannot find this program's own path: {err}")))?
-        .display()
-        .to_string())
-}
-
-/// Claude Code's staged settings and MCP servers: its extra arguments.
-pub(crate) fn stage_claude(config: &BridgeConfig, stage: &Path) -> Result<Vec<String>, Failure> {
-    let mut hooks = Map::new();
-    for (event, ours) in CLAUDE_EVENTS {
-        let command = hook_command(config, "claude", ours, None)?;
-        hooks.insert(
-            (*event).to_owned(),
-            json!([{"matcher": "*", "hooks": [{"type": "command", "command": command, "timeout": 90}]}]),
-        );
-    }
-    let settings = stage.join("settings.json");
-    write_json(&settings, &json!({"hooks": hooks}))?;
-    let mcp = stage.join("mcp.json");
-    write_json(&mcp, &agent_servers("claude", &exe()?, &daemon_env(config)))?;
-    Ok(vec![
-        "--settings".to_owned(),
-        settings.display().to_string(),
-        "--mcp-config".to_owned(),
-        mcp.display().to_string(),
-    ])
-}
-
-/// The Copilot CLI's staged plugin (our hooks and the extension, which
-/// needs `--experimental`) and MCP servers.
-pub(crate) fn stage_copilot(config: &BridgeConfig, stage: &Path) -> Result<Vec<String>, Failure> {
-    let plugin = stage.join("copilot-bridge");
-    write_json(
-        &plugin.join("plugin.json"),
-        &json!({"name": "copilot-bridge", "version": crate_version(),
-                "description": "copilot-bridge's policy and providers in this session"}),
-    )?;
-    let mut hooks = Map::new();
-    for (event, ours) in COPILOT_EVENTS {
-        let command = hook_command(config, "copilot", ours, None)?;
-        hooks.insert(
-            (*event).to_owned(),
-            json!([{"type": "command", "bash": command, "timeoutSec": 90}]),
-        );
-    }
-    write_json(
-        &plugin.join("hooks/hooks.json"),
-        &json!({"version": 1, "hooks": hooks}),
-    )?;
-    let mcp = stage.join("mcp.json");
-    write_json(
-        &mcp,
-        &agent_servers("copilot", &exe()?, &daemon_env(config)),
-    )?;
-    Ok(vec![
-        "--plugin-dir".to_owned(),
-        plugin.display().to_string(),
-        "--additional-mcp-config".to_owned(),
-        format!("@{}", mcp.display()),
-        "--experimental".to_owned(),
-    ])
-}
-
-fn crate_version() -> &'static str {
-    env!("CARGO_PKG_VERSION")
 }

@@ -1,9 +1,7 @@
 pub mod config;
-pub mod copilot_extension;
 pub mod daemon;
 pub mod hook;
-pub mod hooks;
-pub mod json_edit;
+pub mod install;
 pub mod launch;
 pub mod mcp;
 pub mod openclaw;
@@ -16,7 +14,6 @@ pub mod setup;
 pub mod status;
 pub mod tool;
 pub mod validate;
-pub mod vscode;
 
 /// Whether `key` was set (flag, environment, file) rather than left at its
 /// default: what a command must pass on for another process to find the
@@ -48,4 +45,32 @@ pub(crate) fn chosen_agents(
                 known.join(", ")
             ))
         })
+}
+
+/// This program as the agents are to run it, with the daemon this
+/// configuration reaches (`bridge_agents::Program`).
+pub(crate) fn program(
+    config: &bridge_config::BridgeConfig,
+) -> Result<bridge_agents::Program, crate::exit::Failure> {
+    let path = std::env::current_exe().map_err(|err| {
+        crate::exit::Failure::internal(format!("cannot find this program's own path: {err}"))
+    })?;
+    Ok(bridge_agents::Program {
+        path,
+        home: config.home.clone(),
+        home_configured: is_configured(config, bridge_config::keys::HOME),
+        port: is_configured(config, bridge_config::keys::PORT).then_some(config.port),
+    })
+}
+
+/// `--dir`, else the current directory: the project a command works on.
+pub(crate) fn project_dir(
+    dir: Option<&std::path::Path>,
+) -> Result<std::path::PathBuf, crate::exit::Failure> {
+    match dir {
+        Some(dir) => Ok(dir.to_owned()),
+        None => std::env::current_dir().map_err(|err| {
+            crate::exit::Failure::usage(format!("cannot read the current directory: {err}"))
+        }),
+    }
 }

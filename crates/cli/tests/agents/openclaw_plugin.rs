@@ -1,4 +1,4 @@
-//! The OpenClaw plugin (crates/cli/assets/openclaw-plugin/index.js) under
+//! The OpenClaw plugin (crates/agents/assets/openclaw-plugin/index.js) under
 //! the pinned Node 24, driven by a small stand-in for OpenClaw's plugin
 //! `api` (openclaw_plugin_harness.mjs: `register`, the tool factory with the
 //! agent's `ctx.workspaceDir`, `execute(toolCallId, params, signal,

@@ -1,6 +1,6 @@
 // A small stand-in for OpenClaw's plugin `api`, for
 // crates/cli/tests/agents/openclaw_plugin.rs: it loads the OpenClaw plugin
-// (crates/cli/assets/openclaw-plugin/index.js) the way OpenClaw 2026.9.6 does
+// (crates/agents/assets/openclaw-plugin/index.js) the way OpenClaw 2026.9.6 does
 // (`register(api)`, then the tool factory with the agent's `ctx`), runs tool
 // calls as OpenClaw's agent loop does (`execute(toolCallId, params, signal,
 // onUpdate)`) and prints one JSON document of what happened.
@@ -32,7 +32,7 @@
 import { createInterface } from "node:readline";
 import { fileURLToPath, pathToFileURL } from "node:url";
 
-const defaultPlugin = fileURLToPath(new URL("../../assets/openclaw-plugin/index.js", import.meta.url));
+const defaultPlugin = fileURLToPath(new URL("../../../agents/assets/openclaw-plugin/index.js", import.meta.url));
 
 const stdinLines = createInterface({ input: process.stdin, crlfDelay: Infinity });
 const pendingLines = [];

@@ -11,6 +11,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use bridge_agents::AgentEnv;
 use bridge_config::BridgeConfig;
 use bridge_engine::Session;
 use bridge_engine::log::new_session_id;
@@ -28,7 +29,11 @@ use crate::commands::orchestrate::{OrchestrateOptions, orchestrate_task};
 use crate::commands::run::{Attended, Start, TaskOptions, create_session, run_task};
 use crate::exit::Failure;
 
-pub async fn run(config: &BridgeConfig, args: McpCodeArgs) -> Result<ExitCode, Failure> {
+pub async fn run(
+    config: &BridgeConfig,
+    args: McpCodeArgs,
+    env: &AgentEnv,
+) -> Result<ExitCode, Failure> {
     let cwd = match args.cwd {
         Some(dir) => dir,
         None => std::env::current_dir()
@@ -41,7 +46,11 @@ pub async fn run(config: &BridgeConfig, args: McpCodeArgs) -> Result<ExitCode, F
             cwd: cwd.clone(),
             session: OnceCell::new(),
         }),
-        Arc::new(CliTasks { config, cwd }),
+        Arc::new(CliTasks {
+            config,
+            cwd,
+            env: env.clone(),
+        }),
         bridge_mcp::depth::floor_from_env(),
     );
     bridge_mcp::serve::serve_stdio(server, CancellationToken::new())
@@ -93,6 +102,8 @@ impl SessionSource for LazySession {
 struct CliTasks {
     config: Arc<BridgeConfig>,
     cwd: PathBuf,
+    /// The nested agents' settings and binaries.
+    env: AgentEnv,
 }
 
 #[async_trait]
@@ -134,6 +145,7 @@ impl TaskRunner for CliTasks {
             max_concurrency: task.max_concurrency,
             model: None,
             default_runner: SubTaskRunner::Native,
+            nested_agents: self.env.clone(),
         };
         let cwd = task_dir(&self.cwd, task.working_dir.as_deref());
         orchestrate_task(

@@ -1,13 +1,15 @@
 //! `copilot-bridge mcp`: our MCP servers over stdio, and configuration for
-//! agents. stdout carries the protocol; logs go to stderr.
+//! agents (`mcp config`, the entries of `bridge_agents::mcp_config`).
+//! stdout carries the protocol; logs go to stderr.
 
 mod code;
-pub(crate) mod config;
 mod memory;
 mod session;
 
+use std::io::Write;
 use std::process::ExitCode;
 
+use bridge_agents::{AgentEnv, mcp_config};
 use bridge_config::BridgeConfig;
 
 use crate::args::{GlobalArgs, McpCommand};
@@ -17,11 +19,17 @@ pub async fn run(
     global: &GlobalArgs,
     config: &BridgeConfig,
     command: McpCommand,
+    env: &AgentEnv,
 ) -> Result<ExitCode, Failure> {
     match command {
-        McpCommand::Code(args) => code::run(config, args).await,
+        McpCommand::Code(args) => code::run(config, args, env).await,
         McpCommand::Memory(args) => memory::run(config, args).await,
         McpCommand::Session(args) => session::run(global, config, args).await,
-        McpCommand::Config(args) => config::run(config, args),
+        McpCommand::Config(args) => {
+            let agents = super::chosen_agents(args.agent.as_deref(), mcp_config::AGENTS)?;
+            let text = mcp_config::text(&agents, &super::program(config)?);
+            let _ = write!(std::io::stdout().lock(), "{text}");
+            Ok(ExitCode::SUCCESS)
+        }
     }
 }

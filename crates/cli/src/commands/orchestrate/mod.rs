@@ -14,6 +14,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
+use bridge_agents::AgentEnv;
 use bridge_compose::PlanningBackend;
 use bridge_config::BridgeConfig;
 use bridge_engine::orchestrate::{
@@ -26,11 +27,13 @@ use crate::args::OrchestrateArgs;
 use crate::exit::{self, Failure};
 
 /// What an orchestration needs, from the command line or an MCP call.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct OrchestrateOptions {
     pub max_concurrency: usize,
     pub model: Option<String>,
     pub default_runner: SubTaskRunner,
+    /// Where the nested agents' binaries are and the settings they get.
+    pub nested_agents: AgentEnv,
 }
 
 /// The orchestrator of this process and how it plans.
@@ -61,7 +64,7 @@ pub async fn prepare(
         Ok(backend) => (Some(backend), None),
         Err(err) => (None, Some(err.to_string())),
     };
-    let nested = nested::runners(config)?;
+    let nested = nested::runners(config, &options.nested_agents)?;
     let mut orchestrator = bridge_compose::orchestrator(
         config,
         registry,
@@ -122,12 +125,17 @@ pub async fn orchestrate_task(
     Ok(result)
 }
 
-pub async fn run(config: &BridgeConfig, args: OrchestrateArgs) -> Result<ExitCode, Failure> {
+pub async fn run(
+    config: &BridgeConfig,
+    args: OrchestrateArgs,
+    env: &AgentEnv,
+) -> Result<ExitCode, Failure> {
     let default_runner: SubTaskRunner = args.runner.parse().map_err(Failure::usage)?;
     let options = OrchestrateOptions {
         max_concurrency: args.max_concurrency,
         model: args.model.clone(),
         default_runner,
+        nested_agents: env.clone(),
     };
     let variables = variables(&args.set)?;
     let given = match &args.plan {

@@ -1,36 +1,24 @@
 //! The orchestrator's nested agent CLIs (`claude` and `copilot-cli`
 //! sub-tasks): each launched with our hooks and MCP servers staged as
-//! `copilot-bridge launch` stages them (in a private directory that lives
-//! as long as the orchestrator), and the agent's own settings from this
-//! process's environment.
+//! `copilot-bridge launch` stages them (`bridge_agents::launch`, in a
+//! private directory that lives as long as the orchestrator), and the
+//! agents' own settings from this process's environment
+//! (`AgentEnv::agent_settings`).
 
 use std::ffi::OsString;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use bridge_agents::AgentEnv;
+use bridge_agents::launch::stage;
 use bridge_config::BridgeConfig;
 use bridge_engine::orchestrate::SubTaskRunner;
 use bridge_engine::runner::Runner;
 use bridge_engine::runner::agent_cli::{AgentCli, AgentCliRunner};
+use bridge_policy::agent_tools::Agent;
 
-use crate::commands::launch::{stage_claude, stage_copilot, stage_dir};
+use crate::commands::launch::stage_dir;
 use crate::exit::Failure;
-
-/// Names Claude Code's binary (default: `claude` on PATH).
-pub const CLAUDE_BINARY_VARIABLE: &str = "COPILOT_BRIDGE_CLAUDE_BINARY";
-
-/// Variables that configure the agents themselves (their endpoint, model,
-/// credentials, home, telemetry): the agent gets these, and the base
-/// environment, nothing else.
-const AGENT_VARIABLE_PREFIXES: &[&str] = &[
-    "ANTHROPIC_",
-    "CLAUDE_",
-    "COPILOT_",
-    "DISABLE_",
-    "GH_TOKEN",
-    "GITHUB_TOKEN",
-    "NODE_EXTRA_CA_CERTS",
-];
 
 /// The runners, and the directory their staged files live in.
 pub struct NestedRunners {
@@ -38,44 +26,46 @@ pub struct NestedRunners {
     pub stage: tempfile::TempDir,
 }
 
-pub fn runners(config: &BridgeConfig) -> Result<NestedRunners, Failure> {
-    let stage = stage_dir()?;
-    let claude_dir = stage.path().join("claude");
-    let copilot_dir = stage.path().join("copilot");
-    let env = agent_env();
-    let claude_binary = std::env::var_os(CLAUDE_BINARY_VARIABLE)
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("claude"));
+pub fn runners(config: &BridgeConfig, env: &AgentEnv) -> Result<NestedRunners, Failure> {
+    let stage_root = stage_dir()?;
+    let program = crate::commands::program(config)?;
+    let claude_binary = env
+        .claude_binary()
+        .map_or_else(|| PathBuf::from("claude"), Path::to_owned);
     let copilot_binary = config
         .cli_path
         .clone()
         .unwrap_or_else(|| PathBuf::from("copilot"));
+    let staged_env = |staged: &[(&str, &str)]| -> Vec<(OsString, OsString)> {
+        let mut all = env.agent_settings().to_vec();
+        all.extend(
+            staged
+                .iter()
+                .map(|(name, value)| (OsString::from(name), OsString::from(value))),
+        );
+        all
+    };
+    let claude_staged = stage(
+        Agent::ClaudeCode,
+        &program,
+        &stage_root.path().join("claude"),
+    )?;
     let claude = AgentCliRunner::new(AgentCli::Claude, claude_binary)
-        .with_args(stage_claude(config, &claude_dir)?)
-        .with_env(env.clone());
-    let mut copilot_env = env;
-    copilot_env.push(("COPILOT_BRIDGE_HOOKS_ACTIVE".into(), "1".into()));
+        .with_args(claude_staged.args)
+        .with_env(staged_env(&claude_staged.env));
+    let copilot_staged = stage(
+        Agent::CopilotCli,
+        &program,
+        &stage_root.path().join("copilot"),
+    )?;
     let copilot = AgentCliRunner::new(AgentCli::Copilot, copilot_binary)
-        .with_args(stage_copilot(config, &copilot_dir)?)
-        .with_env(copilot_env);
+        .with_args(copilot_staged.args)
+        .with_env(staged_env(&copilot_staged.env));
     Ok(NestedRunners {
         runners: vec![
             (SubTaskRunner::Claude, Arc::new(claude)),
             (SubTaskRunner::CopilotCli, Arc::new(copilot)),
         ],
-        stage,
+        stage: stage_root,
     })
-}
-
-fn agent_env() -> Vec<(OsString, OsString)> {
-    std::env::vars_os()
-        .filter(|(name, _)| {
-            name.to_str().is_some_and(|name| {
-                AGENT_VARIABLE_PREFIXES
-                    .iter()
-                    .any(|prefix| name.starts_with(prefix))
-                    && !name.starts_with("COPILOT_BRIDGE_")
-            })
-        })
-        .collect()
 }

@@ -15,29 +15,14 @@ use serde_json::{Map, Value};
 use json5::{Member, Node};
 
 /// An edit that cannot be made.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub enum EditError {
+    #[error("it is not valid JSON5 ({0}); fix it first, nothing was changed")]
     Parse(json5::ParseError),
+    #[error("`{0}` is not an object; refusing to change it")]
     NotAnObject(String),
+    #[error("the edited text did not check out ({0}); nothing was changed")]
     Check(String),
-}
-
-impl std::fmt::Display for EditError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Self::Parse(err) => write!(
-                f,
-                "it is not valid JSON5 ({err}); fix it first, nothing was changed"
-            ),
-            Self::NotAnObject(path) => {
-                write!(f, "`{path}` is not an object; refusing to change it")
-            }
-            Self::Check(why) => write!(
-                f,
-                "the edited text did not check out ({why}); nothing was changed"
-            ),
-        }
-    }
 }
 
 impl From<json5::ParseError> for EditError {

@@ -2,19 +2,16 @@
 //! module above): OpenClaw's `openclaw.json`, the plugin's directory, and
 //! the token line in OpenClaw's `.env`.
 
-use std::io::Write;
+use std::fmt::Write;
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
 
 use bridge_config::BridgeConfig;
-use bridge_server::GatewayFile;
-use bridge_server::state_file::keep_token;
 use serde_json::{Value, json};
 
 use super::dotenv;
-use crate::args::OpenclawArgs;
-use crate::commands::json_edit::{self, back_up, read_if_present, write_atomically};
-use crate::exit::Failure;
+use crate::error::AgentsError;
+use crate::json_edit::{self, back_up, read_if_present, write_atomically};
+use crate::program::Program;
 
 /// Our plugin's id, our MCP server's name and our `plugins.entries` key.
 pub const ID: &str = "copilot-bridge";
@@ -28,34 +25,35 @@ const SERVER_PATH: [&str; 3] = ["mcp", "servers", ID];
 const ENTRY_PATH: [&str; 3] = ["plugins", "entries", ID];
 const LOAD_PATHS: [&str; 3] = ["plugins", "load", "paths"];
 
-/// The plugin's files, shipped inside this binary.
+/// The plugin's files, shipped inside the binary.
 const PLUGIN_FILES: [(&str, &str); 3] = [
     (
         "openclaw.plugin.json",
-        include_str!("../../../assets/openclaw-plugin/openclaw.plugin.json"),
+        include_str!("../../assets/openclaw-plugin/openclaw.plugin.json"),
     ),
     (
         "package.json",
-        include_str!("../../../assets/openclaw-plugin/package.json"),
+        include_str!("../../assets/openclaw-plugin/package.json"),
     ),
     (
         "index.js",
-        include_str!("../../../assets/openclaw-plugin/index.js"),
+        include_str!("../../assets/openclaw-plugin/index.js"),
     ),
 ];
+
+/// The daemon that answers now, as its `gateway.json` names it: its
+/// address is the one registered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RunningDaemon<'a> {
+    pub host: &'a str,
+    pub port: u16,
+}
 
 /// Everything a registration touches, decided before anything is written.
 pub struct Plan {
     config_file: PathBuf,
     dotenv_file: PathBuf,
     plugin_dir: PathBuf,
-    home: PathBuf,
-    /// The token the daemon answers to, when the configuration chose it
-    /// (else the kept one, `<home>/token`).
-    configured_token: Option<String>,
-    /// The running daemon's token: kept when none is kept yet, so the
-    /// daemon need not restart.
-    running_token: Option<String>,
     server: Value,
     plugin_entry: Value,
     workspace_note: String,
@@ -63,45 +61,45 @@ pub struct Plan {
 }
 
 impl Plan {
-    /// `running`: the daemon of this home, if one answers (its address
-    /// is the one registered).
+    /// `config_file`: OpenClaw's configuration when given (`--config-file`);
+    /// `running`: the daemon of this home, if one answers.
     pub fn new(
         config: &BridgeConfig,
-        args: &OpenclawArgs,
-        running: Option<&GatewayFile>,
-    ) -> Result<Self, Failure> {
-        let exe = std::env::current_exe().map_err(|err| {
-            Failure::internal(format!("cannot find this program's own path: {err}"))
-        })?;
+        program: &Program,
+        config_file: Option<PathBuf>,
+        running: Option<RunningDaemon<'_>>,
+        dry_run: bool,
+    ) -> Self {
         // The flag, else OPENCLAW_CONFIG_PATH, else the state directory's
         // openclaw.json (bridge-config resolves the last two).
-        let config_file = args
-            .config_file
-            .clone()
-            .unwrap_or_else(|| config.openclaw.config_path.clone());
+        let config_file = config_file.unwrap_or_else(|| config.openclaw.config_path.clone());
         let (workspace, found_by) = config.openclaw.workspace_for(None);
         let server = match running {
-            Some(daemon) => server_entry(&daemon.host, daemon.port, &workspace),
+            Some(daemon) => server_entry(daemon.host, daemon.port, &workspace),
             None => server_entry(&config.bind_address.to_string(), config.port, &workspace),
         };
-        Ok(Self {
+        Self {
             config_file,
-            dotenv_file: config.openclaw.state_dir.join(".env"),
+            dotenv_file: super::dotenv_file(&config.openclaw.state_dir),
             plugin_dir: config.home.join("openclaw-plugin"),
-            home: config.home.clone(),
-            configured_token: config.token.as_ref().map(|t| t.expose().to_owned()),
-            running_token: running.map(|daemon| daemon.token.clone()),
             server,
             plugin_entry: json!({
                 "enabled": true,
-                "config": {"binary": exe, "home": config.home},
+                "config": {"binary": program.path, "home": program.home},
             }),
             workspace_note: format!("{} ({found_by})", workspace.display()),
-            dry_run: args.dry_run,
-        })
+            dry_run,
+        }
     }
 
-    pub fn register(&self) -> Result<ExitCode, Failure> {
+    /// Registers copilot-bridge (or, with `dry_run`, says what would
+    /// change): what to tell the user. `token` gives the token OpenClaw is
+    /// to send (the configured one, else the one the daemon keeps in its
+    /// state directory); a dry run does not ask for it.
+    pub fn register(
+        &self,
+        token: impl FnOnce() -> Result<String, AgentsError>,
+    ) -> Result<String, AgentsError> {
         let old = read_if_present(&self.config_file)?;
         let mut text = old.clone().unwrap_or_default();
         let plugin_dir = self.plugin_dir.display().to_string();
@@ -120,7 +118,7 @@ impl Plan {
         edited |= self.apply(&mut text, |text| {
             json_edit::set_at(text, &SERVER_PATH, &self.server)
         })?;
-        let mut out = std::io::stdout().lock();
+        let mut out = String::new();
         let shown = self.config_file.display();
         if self.dry_run {
             let _ = writeln!(
@@ -129,18 +127,10 @@ impl Plan {
                 self.dotenv_file.display(),
                 self.file_change(edited, &text)
             );
-            return Ok(ExitCode::SUCCESS);
+            return Ok(out);
         }
         let plugin_changed = write_plugin(&self.plugin_dir)?;
-        let token = match &self.configured_token {
-            Some(token) => token.clone(),
-            None => keep_token(&self.home, self.running_token.as_deref()).map_err(|err| {
-                Failure::internal(format!(
-                    "cannot keep the daemon's token in {}: {err}",
-                    self.home.display()
-                ))
-            })?,
-        };
+        let token = token()?;
         let token_changed = dotenv::set(&self.dotenv_file, TOKEN_VARIABLE, &token)?;
         let backup = if edited {
             self.write(old.as_deref(), &text)?
@@ -152,7 +142,7 @@ impl Plan {
                 out,
                 "copilot-bridge is already registered in {shown}; nothing changed."
             );
-            return Ok(ExitCode::SUCCESS);
+            return Ok(out);
         }
         let _ = writeln!(
             out,
@@ -171,10 +161,12 @@ impl Plan {
             out,
             "Restart the OpenClaw gateway to apply. Note: OpenClaw rewrites openclaw.json as plain JSON when it writes it itself (comments are lost then)."
         );
-        Ok(ExitCode::SUCCESS)
+        Ok(out)
     }
 
-    pub fn unregister(&self) -> Result<ExitCode, Failure> {
+    /// Takes out what `register` put in (or, with `dry_run`, says what
+    /// would change): what to tell the user.
+    pub fn unregister(&self) -> Result<String, AgentsError> {
         let old = read_if_present(&self.config_file)?;
         let mut text = old.clone().unwrap_or_default();
         let mut edited = false;
@@ -207,7 +199,7 @@ impl Plan {
                 }
             }
         }
-        let mut out = std::io::stdout().lock();
+        let mut out = String::new();
         let shown = self.config_file.display();
         if self.dry_run {
             let _ = writeln!(
@@ -217,7 +209,7 @@ impl Plan {
                 self.dotenv_file.display(),
                 self.file_change(edited, &text)
             );
-            return Ok(ExitCode::SUCCESS);
+            return Ok(out);
         }
         let backup = if edited {
             self.write(old.as_deref(), &text)?
@@ -231,7 +223,7 @@ impl Plan {
                 out,
                 "copilot-bridge is not registered in {shown}; nothing changed."
             );
-            return Ok(ExitCode::SUCCESS);
+            return Ok(out);
         }
         let _ = writeln!(
             out,
@@ -242,7 +234,7 @@ impl Plan {
             let _ = writeln!(out, "Backup of the previous file: {}", backup.display());
         }
         let _ = writeln!(out, "Restart the OpenClaw gateway to apply.");
-        Ok(ExitCode::SUCCESS)
+        Ok(out)
     }
 
     /// What `--dry-run` says about the configuration file.
@@ -260,29 +252,30 @@ impl Plan {
         &self,
         text: &mut String,
         change: impl FnOnce(&str) -> Result<Option<String>, json_edit::EditError>,
-    ) -> Result<bool, Failure> {
+    ) -> Result<bool, AgentsError> {
         match change(text) {
             Ok(Some(edited)) => {
                 *text = edited;
                 Ok(true)
             }
             Ok(None) => Ok(false),
-            Err(err) => Err(Failure::internal(format!(
-                "cannot edit {}: {err}",
-                self.config_file.display()
-            ))),
+            Err(source) => Err(AgentsError::EditOpenclaw {
+                path: self.config_file.clone(),
+                source,
+            }),
         }
     }
 
     /// Writes `text` over the configuration, the old one backed up first.
-    fn write(&self, old: Option<&str>, text: &str) -> Result<Option<PathBuf>, Failure> {
+    fn write(&self, old: Option<&str>, text: &str) -> Result<Option<PathBuf>, AgentsError> {
         let backup = match old {
             Some(old) => Some(back_up(&self.config_file, old)?),
             None => None,
         };
         if let Some(parent) = self.config_file.parent() {
-            std::fs::create_dir_all(parent).map_err(|err| {
-                Failure::internal(format!("cannot create {}: {err}", parent.display()))
+            std::fs::create_dir_all(parent).map_err(|source| AgentsError::CreateDir {
+                path: parent.to_owned(),
+                source,
             })?;
         }
         write_atomically(&self.config_file, text)?;
@@ -316,25 +309,23 @@ fn server_entry(host: &str, port: u16, workspace: &Path) -> Value {
 
 /// `plugins.load.paths` as strings; anything else there is refused rather
 /// than overwritten.
-fn load_paths(file: &Path, text: &str) -> Result<Vec<String>, Failure> {
-    let document = json_edit::parse(text)
-        .map_err(|err| Failure::internal(format!("cannot edit {}: {err}", file.display())))?;
+fn load_paths(file: &Path, text: &str) -> Result<Vec<String>, AgentsError> {
+    let document = json_edit::parse(text).map_err(|source| AgentsError::EditOpenclaw {
+        path: file.to_owned(),
+        source,
+    })?;
     match json_edit::get_at(&document, &LOAD_PATHS) {
         None => Ok(Vec::new()),
         Some(Value::Array(items)) => items
             .iter()
             .map(|item| item.as_str().map(str::to_owned))
             .collect::<Option<Vec<_>>>()
-            .ok_or_else(|| {
-                Failure::internal(format!(
-                    "cannot edit {}: plugins.load.paths holds something other than paths; fix it first, nothing was changed",
-                    file.display()
-                ))
+            .ok_or_else(|| AgentsError::LoadPathsNotPaths {
+                path: file.to_owned(),
             }),
-        Some(_) => Err(Failure::internal(format!(
-            "cannot edit {}: plugins.load.paths is not a list; fix it first, nothing was changed",
-            file.display()
-        ))),
+        Some(_) => Err(AgentsError::LoadPathsNotList {
+            path: file.to_owned(),
+        }),
     }
 }
 
@@ -346,9 +337,11 @@ fn is_empty_object(text: &str, path: &[&str]) -> bool {
 }
 
 /// Writes the plugin's files into `dir`: whether any changed.
-fn write_plugin(dir: &Path) -> Result<bool, Failure> {
-    std::fs::create_dir_all(dir)
-        .map_err(|err| Failure::internal(format!("cannot create {}: {err}", dir.display())))?;
+fn write_plugin(dir: &Path) -> Result<bool, AgentsError> {
+    std::fs::create_dir_all(dir).map_err(|source| AgentsError::CreateDir {
+        path: dir.to_owned(),
+        source,
+    })?;
     let mut changed = false;
     for (name, contents) in PLUGIN_FILES {
         let path = dir.join(name);
@@ -361,13 +354,13 @@ fn write_plugin(dir: &Path) -> Result<bool, Failure> {
     Ok(changed)
 }
 
-fn remove_plugin(dir: &Path) -> Result<bool, Failure> {
+fn remove_plugin(dir: &Path) -> Result<bool, AgentsError> {
     match std::fs::remove_dir_all(dir) {
         Ok(()) => Ok(true),
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(false),
-        Err(err) => Err(Failure::internal(format!(
-            "cannot remove {}: {err}",
-            dir.display()
-        ))),
+        Err(source) => Err(AgentsError::Remove {
+            path: dir.to_owned(),
+            source,
+        }),
     }
 }

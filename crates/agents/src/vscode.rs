@@ -1,6 +1,6 @@
 //! `copilot-bridge vscode install|uninstall [--editor E] [--extensions-dir
-//! DIR]`: the Copilot Bridge extension for VS Code (extensions/vscode/,
-//! shipped inside this binary; docs/vscode.md).
+//! DIR]`, the edits: the Copilot Bridge extension for VS Code
+//! (extensions/vscode/, shipped inside the binary; docs/vscode.md).
 //!
 //! `install` writes the extension into the editor's extensions directory as
 //! `copilot-bridge.copilot-bridge-<version>/`, the way the editor itself
@@ -11,16 +11,13 @@
 //! versions of the extension there are removed.
 
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
 
-use bridge_config::BridgeConfig;
 use include_dir::{Dir, include_dir};
 use serde_json::{Value, json};
 
-use super::json_edit::{read_if_present, write_atomically};
-use super::tool::write_stdout;
-use crate::args::{VscodeArgs, VscodeCommand};
-use crate::exit::Failure;
+use crate::error::AgentsError;
+use crate::json_edit::{read_if_present, write_atomically};
+use crate::program::Program;
 
 /// The extension as the repository holds it; `test/` is not shipped.
 static EXTENSION: Dir<'_> = include_dir!("$CARGO_MANIFEST_DIR/../../extensions/vscode");
@@ -28,8 +25,10 @@ static EXTENSION: Dir<'_> = include_dir!("$CARGO_MANIFEST_DIR/../../extensions/v
 /// `publisher.name`, the extension's identifier.
 const IDENTIFIER: &str = "copilot-bridge.copilot-bridge";
 
-/// Where each editor keeps the user's extensions, under `$HOME`.
-const EDITORS: [(&str, &str); 5] = [
+/// Where each editor keeps the user's extensions, under the home
+/// (`AgentEnv::vscode_extensions_dir`): the `--editor` name and the
+/// directory.
+pub const EDITORS: [(&str, &str); 5] = [
     ("code", ".vscode/extensions"),
     ("insiders", ".vscode-insiders/extensions"),
     ("codium", ".vscode-oss/extensions"),
@@ -39,53 +38,34 @@ const EDITORS: [(&str, &str); 5] = [
     ("remote", ".vscode-server/extensions"),
 ];
 
-fn extensions_dir(args: &VscodeArgs) -> Result<PathBuf, Failure> {
-    if let Some(dir) = &args.extensions_dir {
-        return Ok(dir.clone());
-    }
-    let relative = EDITORS
-        .iter()
-        .find(|(editor, _)| *editor == args.editor)
-        .map(|(_, dir)| *dir)
-        .ok_or_else(|| Failure::usage(format!("unknown editor {:?}", args.editor)))?;
-    let home = std::env::var_os("HOME")
-        .or_else(|| std::env::var_os("USERPROFILE"))
-        .ok_or_else(|| {
-            Failure::usage("neither HOME nor USERPROFILE is set; pass --extensions-dir")
-        })?;
-    Ok(PathBuf::from(home).join(relative))
-}
-
 /// The shipped package.json's version.
-fn version() -> Result<String, Failure> {
+pub fn version() -> Result<String, AgentsError> {
     let manifest = EXTENSION
         .get_file("package.json")
         .and_then(|file| file.contents_utf8())
-        .ok_or_else(|| Failure::internal("the shipped extension has no package.json"))?;
-    let manifest: Value = serde_json::from_str(manifest)
-        .map_err(|err| Failure::internal(format!("the shipped package.json: {err}")))?;
+        .ok_or(AgentsError::NoShippedManifest)?;
+    let manifest: Value = serde_json::from_str(manifest).map_err(AgentsError::ShippedManifest)?;
     manifest["version"]
         .as_str()
         .map(str::to_owned)
-        .ok_or_else(|| Failure::internal("the shipped package.json has no version"))
+        .ok_or(AgentsError::NoShippedVersion)
 }
 
 fn shipped(path: &Path) -> bool {
     !path.starts_with("test") && !path.starts_with("node_modules")
 }
 
-fn write_files(dir: &Dir<'_>, target: &Path) -> Result<usize, Failure> {
+fn write_files(dir: &Dir<'_>, target: &Path) -> Result<usize, AgentsError> {
     let mut written = 0;
     for file in dir.files() {
         if !shipped(file.path()) {
             continue;
         }
-        let text = file.contents_utf8().ok_or_else(|| {
-            Failure::internal(format!(
-                "the shipped extension file {} is not text",
-                file.path().display()
-            ))
-        })?;
+        let text = file
+            .contents_utf8()
+            .ok_or_else(|| AgentsError::ShippedNotText {
+                path: file.path().to_owned(),
+            })?;
         write_atomically(&target.join(file.path()), text)?;
         written += 1;
     }
@@ -118,38 +98,35 @@ struct ExtensionList {
 }
 
 impl ExtensionList {
-    fn read(extensions: &Path) -> Result<Self, Failure> {
+    fn read(extensions: &Path) -> Result<Self, AgentsError> {
         let path = extensions.join("extensions.json");
         let entries = match read_if_present(&path)? {
             None => None,
-            Some(text) => Some(serde_json::from_str(&text).map_err(|err| {
-                Failure::usage(format!(
-                    "{} is not the editor's extension list ({err}); nothing was changed",
-                    path.display()
-                ))
+            Some(text) => Some(serde_json::from_str(&text).map_err(|source| {
+                AgentsError::NotAnExtensionList {
+                    path: path.clone(),
+                    source,
+                }
             })?),
         };
         Ok(Self { path, entries })
     }
 
     /// Our entry replaced by `entry`, or removed when `None`.
-    fn record(self, entry: Option<Value>) -> Result<(), Failure> {
+    fn record(self, entry: Option<Value>) -> Result<(), AgentsError> {
         let Some(mut list) = self.entries else {
             return Ok(());
         };
         list.retain(|item| item["identifier"]["id"].as_str() != Some(IDENTIFIER));
         list.extend(entry);
-        let text = serde_json::to_string(&list).map_err(|err| {
-            Failure::internal(format!("cannot write {}: {err}", self.path.display()))
-        })?;
-        write_atomically(&self.path, &text)
+        write_atomically(&self.path, &Value::Array(list).to_string())
     }
 }
 
 /// `.obsolete` lists the extension folders the editor deletes at its next
 /// start (an uninstall from its UI): a version installed again must not be
 /// on it.
-fn forget_obsolete(extensions: &Path) -> Result<(), Failure> {
+fn forget_obsolete(extensions: &Path) -> Result<(), AgentsError> {
     let path = extensions.join(".obsolete");
     let Some(text) = read_if_present(&path)? else {
         return Ok(());
@@ -166,22 +143,21 @@ fn forget_obsolete(extensions: &Path) -> Result<(), Failure> {
     write_atomically(&path, &Value::Object(marked).to_string())
 }
 
-fn install(config: &BridgeConfig, args: &VscodeArgs) -> Result<String, Failure> {
-    let extensions = extensions_dir(args)?;
+/// Writes the extension into the editor's `extensions` directory (older
+/// versions removed) with a config.json naming `program` and its state
+/// directory: what to tell the user.
+pub fn install(program: &Program, extensions: &Path) -> Result<String, AgentsError> {
     let version = version()?;
     let folder = format!("{IDENTIFIER}-{version}");
     let target = extensions.join(&folder);
-    let list = ExtensionList::read(&extensions)?;
-    for old in installed_versions(&extensions) {
-        std::fs::remove_dir_all(&old).map_err(|err| {
-            Failure::usage(format!("cannot remove the old {}: {err}", old.display()))
-        })?;
+    let list = ExtensionList::read(extensions)?;
+    for old in installed_versions(extensions) {
+        std::fs::remove_dir_all(&old)
+            .map_err(|source| AgentsError::RemoveOldExtension { path: old, source })?;
     }
-    forget_obsolete(&extensions)?;
+    forget_obsolete(extensions)?;
     let files = write_files(&EXTENSION, &target)?;
-    let exe = std::env::current_exe()
-        .map_err(|err| Failure::internal(format!("cannot find this program's own path: {err}")))?;
-    let defaults = json!({"binary": exe, "home": config.home});
+    let defaults = json!({"binary": program.path, "home": program.home});
     write_atomically(
         &target.join("config.json"),
         &format!(
@@ -202,13 +178,16 @@ fn install(config: &BridgeConfig, args: &VscodeArgs) -> Result<String, Failure> 
     ))
 }
 
-fn uninstall(args: &VscodeArgs) -> Result<String, Failure> {
-    let extensions = extensions_dir(args)?;
-    let list = ExtensionList::read(&extensions)?;
-    let found = installed_versions(&extensions);
+/// Removes every version of the extension from `extensions`: what to tell
+/// the user.
+pub fn uninstall(extensions: &Path) -> Result<String, AgentsError> {
+    let list = ExtensionList::read(extensions)?;
+    let found = installed_versions(extensions);
     for dir in &found {
-        std::fs::remove_dir_all(dir)
-            .map_err(|err| Failure::usage(format!("cannot remove {}: {err}", dir.display())))?;
+        std::fs::remove_dir_all(dir).map_err(|source| AgentsError::RemoveExtension {
+            path: dir.clone(),
+            source,
+        })?;
     }
     list.record(None)?;
     Ok(if found.is_empty() {
@@ -222,13 +201,4 @@ fn uninstall(args: &VscodeArgs) -> Result<String, Failure> {
             extensions.display()
         )
     })
-}
-
-pub fn run(config: &BridgeConfig, command: VscodeCommand) -> Result<ExitCode, Failure> {
-    let said = match command {
-        VscodeCommand::Install(args) => install(config, &args)?,
-        VscodeCommand::Uninstall(args) => uninstall(&args)?,
-    };
-    write_stdout(&said)?;
-    Ok(ExitCode::SUCCESS)
 }

@@ -6,23 +6,23 @@ use std::path::{Path, PathBuf};
 
 use bridge_util::owner_only::{self, Replace};
 
-use crate::exit::Failure;
+use crate::error::AgentsError;
 
 /// The text of `file`, `None` when it does not exist.
-pub fn read_if_present(file: &Path) -> Result<Option<String>, Failure> {
+pub fn read_if_present(file: &Path) -> Result<Option<String>, AgentsError> {
     match std::fs::read_to_string(file) {
         Ok(text) => Ok(Some(text)),
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(err) => Err(Failure::internal(format!(
-            "cannot read {}: {err}",
-            file.display()
-        ))),
+        Err(source) => Err(AgentsError::Read {
+            path: file.to_owned(),
+            source,
+        }),
     }
 }
 
 /// Copies `old` to `<file>.bak-<UTC timestamp>` (a fresh name, never
 /// overwriting an earlier backup).
-pub fn back_up(file: &Path, old: &str) -> Result<PathBuf, Failure> {
+pub fn back_up(file: &Path, old: &str) -> Result<PathBuf, AgentsError> {
     let stamp: String = bridge_util::time::now_timestamp()
         .chars()
         .filter(char::is_ascii_alphanumeric)
@@ -37,23 +37,23 @@ pub fn back_up(file: &Path, old: &str) -> Result<PathBuf, Failure> {
         match created {
             Ok(mut backup) => {
                 copy_permissions(file, &candidate);
-                backup.write_all(old.as_bytes()).map_err(|err| {
-                    Failure::internal(format!(
-                        "cannot write the backup {}: {err}",
-                        candidate.display()
-                    ))
-                })?;
+                backup
+                    .write_all(old.as_bytes())
+                    .map_err(|source| AgentsError::WriteBackup {
+                        path: candidate.clone(),
+                        source,
+                    })?;
                 return Ok(candidate);
             }
             Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => {
                 candidate = PathBuf::from(format!("{base}-{n}"));
                 n += 1;
             }
-            Err(err) => {
-                return Err(Failure::internal(format!(
-                    "cannot create the backup {}: {err}; nothing was changed",
-                    candidate.display()
-                )));
+            Err(source) => {
+                return Err(AgentsError::CreateBackup {
+                    path: candidate,
+                    source,
+                });
             }
         }
     }
@@ -61,18 +61,22 @@ pub fn back_up(file: &Path, old: &str) -> Result<PathBuf, Failure> {
 
 /// Replaces `file` atomically (the target of `file` when it is a symlink,
 /// so the link stays), with the mode `file` had (0600 for a new file).
-pub fn write_atomically(file: &Path, contents: &str) -> Result<(), Failure> {
+pub fn write_atomically(file: &Path, contents: &str) -> Result<(), AgentsError> {
     replace(file, contents, Replace::KeepingMode)
 }
 
 /// [`write_atomically`] for a file of secrets: mode 0600 whatever it had.
-pub fn write_private(file: &Path, contents: &str) -> Result<(), Failure> {
+pub fn write_private(file: &Path, contents: &str) -> Result<(), AgentsError> {
     replace(file, contents, Replace::Private)
 }
 
-fn replace(file: &Path, contents: &str, how: Replace) -> Result<(), Failure> {
-    owner_only::write_atomically(file, contents.as_bytes(), how)
-        .map_err(|err| Failure::internal(format!("cannot write {}: {err}", file.display())))
+fn replace(file: &Path, contents: &str, how: Replace) -> Result<(), AgentsError> {
+    owner_only::write_atomically(file, contents.as_bytes(), how).map_err(|source| {
+        AgentsError::Write {
+            path: file.to_owned(),
+            source,
+        }
+    })
 }
 
 fn copy_permissions(from: &Path, to: &Path) {

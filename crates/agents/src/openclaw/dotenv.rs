@@ -5,13 +5,13 @@
 
 use std::path::Path;
 
-use crate::commands::json_edit::{read_if_present, write_private};
-use crate::exit::Failure;
+use crate::error::AgentsError;
+use crate::json_edit::{read_if_present, write_private};
 
 /// Sets `key` to `value` (one line, where the first assignment was; any
 /// other assignment of it goes, since the last one would win): whether
 /// the file changed.
-pub fn set(file: &Path, key: &str, value: &str) -> Result<bool, Failure> {
+pub fn set(file: &Path, key: &str, value: &str) -> Result<bool, AgentsError> {
     let old = read_if_present(file)?.unwrap_or_default();
     let wanted = format!("{key}={value}");
     let mut lines: Vec<&str> = Vec::new();
@@ -38,7 +38,7 @@ pub fn set(file: &Path, key: &str, value: &str) -> Result<bool, Failure> {
 
 /// Takes every assignment of `key` out: whether the file changed. A file
 /// left with nothing in it is removed.
-pub fn remove(file: &Path, key: &str) -> Result<bool, Failure> {
+pub fn remove(file: &Path, key: &str) -> Result<bool, AgentsError> {
     let Some(old) = read_if_present(file)? else {
         return Ok(false);
     };
@@ -47,8 +47,10 @@ pub fn remove(file: &Path, key: &str) -> Result<bool, Failure> {
         return Ok(false);
     }
     if lines.iter().all(|line| line.trim().is_empty()) {
-        std::fs::remove_file(file)
-            .map_err(|err| Failure::internal(format!("cannot remove {}: {err}", file.display())))?;
+        std::fs::remove_file(file).map_err(|source| AgentsError::Remove {
+            path: file.to_owned(),
+            source,
+        })?;
         return Ok(true);
     }
     write(file, &lines)?;
@@ -72,7 +74,7 @@ fn assigns(line: &str, key: &str) -> bool {
         .is_some_and(|rest| rest.trim_start().starts_with('='))
 }
 
-fn write(file: &Path, lines: &[&str]) -> Result<(), Failure> {
+fn write(file: &Path, lines: &[&str]) -> Result<(), AgentsError> {
     let mut text = lines.join("\n");
     text.push('\n');
     write_private(file, &text)

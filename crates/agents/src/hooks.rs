@@ -1,5 +1,5 @@
-//! `copilot-bridge hooks install|uninstall|status --agent claude|copilot
-//! [--scope project|user] [--dir DIR]` (see docs/hooks.md).
+//! What `copilot-bridge hooks install|uninstall|status --agent
+//! claude|copilot [--scope project|user]` does (see docs/hooks.md).
 //!
 //! Installing puts one wrapper per event in the agent's hook configuration:
 //! `copilot-bridge hook EVENT --agent AGENT --chain FILE`, which runs our
@@ -12,18 +12,18 @@
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
 
-use bridge_config::BridgeConfig;
+use bridge_policy::agent_tools::Agent;
 use serde_json::{Map, Value, json};
 
-use super::json_edit::{self, back_up, read_if_present, write_atomically};
-use super::tool::write_stdout;
-use crate::args::{HooksArgs, HooksCommand};
-use crate::exit::Failure;
+use crate::env::{AgentEnv, Scope};
+use crate::error::AgentsError;
+use crate::hook::flag_name;
+use crate::json_edit::{self, back_up, read_if_present, write_atomically};
+use crate::program::Program;
 
 /// Claude Code's events we install for, with our names.
-pub(crate) const CLAUDE_EVENTS: &[(&str, &str)] = &[
+pub const CLAUDE_EVENTS: &[(&str, &str)] = &[
     ("SessionStart", "session-start"),
     ("UserPromptSubmit", "user-prompt-submit"),
     ("PreToolUse", "pre-tool-use"),
@@ -31,7 +31,7 @@ pub(crate) const CLAUDE_EVENTS: &[(&str, &str)] = &[
     ("SessionEnd", "session-end"),
 ];
 /// The Copilot CLI's.
-pub(crate) const COPILOT_EVENTS: &[(&str, &str)] = &[
+pub const COPILOT_EVENTS: &[(&str, &str)] = &[
     ("sessionStart", "session-start"),
     ("userPromptSubmitted", "user-prompt-submit"),
     ("preToolUse", "pre-tool-use"),
@@ -39,115 +39,112 @@ pub(crate) const COPILOT_EVENTS: &[(&str, &str)] = &[
     ("sessionEnd", "session-end"),
 ];
 /// Our own hook file in a Copilot CLI hooks directory.
-const COPILOT_FILE: &str = "copilot-bridge.json";
+pub const COPILOT_FILE: &str = "copilot-bridge.json";
 /// The chain file's name, beside the agent's configuration.
-const CHAIN_FILE: &str = "copilot-bridge-hooks.json";
+pub const CHAIN_FILE: &str = "copilot-bridge-hooks.json";
+
+/// How long an agent lets our hook run, in seconds.
+const HOOK_TIMEOUT_SECS: u64 = 90;
+
+/// The agent's events we install for, with our names.
+pub fn events(agent: Agent) -> &'static [(&'static str, &'static str)] {
+    match agent {
+        Agent::ClaudeCode => CLAUDE_EVENTS,
+        Agent::CopilotCli => COPILOT_EVENTS,
+    }
+}
 
 /// Where one agent keeps its hooks in one scope.
-struct Layout {
-    agent: &'static str,
-    events: &'static [(&'static str, &'static str)],
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Layout {
+    pub agent: Agent,
     /// Claude: its settings.json. Copilot: the hooks directory.
-    config: PathBuf,
-    chain: PathBuf,
+    pub config: PathBuf,
+    /// The user's hooks we run through ours, and where they came from.
+    pub chain: PathBuf,
 }
 
 impl Layout {
-    fn new(args: &HooksArgs) -> Result<Self, Failure> {
-        let home = || {
-            std::env::var_os("HOME")
-                .map(PathBuf::from)
-                .ok_or_else(|| Failure::usage("HOME is not set; use --scope project"))
+    /// `agent`'s hooks of `scope`.
+    pub fn new(agent: Agent, scope: Scope<'_>, env: &AgentEnv) -> Result<Self, AgentsError> {
+        let dir = match agent {
+            Agent::ClaudeCode => env.claude_dir(scope),
+            Agent::CopilotCli => env.copilot_dir(scope),
+        }
+        .ok_or(AgentsError::NoHomeForUserScope)?;
+        let config = match agent {
+            Agent::ClaudeCode => dir.join("settings.json"),
+            Agent::CopilotCli => dir.join("hooks"),
         };
-        let project = || -> Result<PathBuf, Failure> {
-            match &args.dir {
-                Some(dir) => Ok(dir.clone()),
-                None => std::env::current_dir().map_err(|err| {
-                    Failure::usage(format!("cannot read the current directory: {err}"))
-                }),
-            }
-        };
-        let user = args.scope == "user";
-        Ok(match args.agent.as_str() {
-            "claude" => {
-                let dir = if user {
-                    match std::env::var_os("CLAUDE_CONFIG_DIR") {
-                        Some(dir) => PathBuf::from(dir),
-                        None => home()?.join(".claude"),
-                    }
-                } else {
-                    project()?.join(".claude")
-                };
-                Self {
-                    agent: "claude",
-                    events: CLAUDE_EVENTS,
-                    config: dir.join("settings.json"),
-                    chain: dir.join(CHAIN_FILE),
-                }
-            }
-            _ => {
-                let dir = if user {
-                    match std::env::var_os("COPILOT_HOME") {
-                        Some(dir) => PathBuf::from(dir),
-                        None => home()?.join(".copilot"),
-                    }
-                } else {
-                    project()?.join(".github")
-                };
-                Self {
-                    agent: "copilot",
-                    events: COPILOT_EVENTS,
-                    config: dir.join("hooks"),
-                    chain: dir.join(CHAIN_FILE),
-                }
-            }
+        Ok(Self {
+            agent,
+            config,
+            chain: dir.join(CHAIN_FILE),
         })
     }
 
-    fn is_claude(&self) -> bool {
-        self.agent == "claude"
+    /// The agent as `--agent` names it, in messages.
+    pub fn agent_name(&self) -> &'static str {
+        flag_name(self.agent)
     }
 
-    /// The wrapper's command line for our `event`.
-    fn command(&self, config: &BridgeConfig, event: &str) -> Result<String, Failure> {
-        hook_command(config, self.agent, event, Some(&self.chain))
+    pub fn events(&self) -> &'static [(&'static str, &'static str)] {
+        events(self.agent)
     }
 
-    /// Our entry for `event`, as the agent's configuration holds it.
-    fn entry(&self, config: &BridgeConfig, event: &str) -> Result<Value, Failure> {
-        let command = self.command(config, event)?;
-        Ok(if self.is_claude() {
-            json!({"matcher": "*", "hooks": [{"type": "command", "command": command, "timeout": 90}]})
+    pub fn is_claude(&self) -> bool {
+        self.agent == Agent::ClaudeCode
+    }
+
+    /// The file our entries are in: Claude's settings.json, or our own file
+    /// in the Copilot CLI's hooks directory.
+    pub fn our_file(&self) -> PathBuf {
+        if self.is_claude() {
+            self.config.clone()
         } else {
-            json!({"type": "command", "bash": command, "timeoutSec": 90})
-        })
+            self.config.join(COPILOT_FILE)
+        }
+    }
+
+    /// Our entry for `event` (our name), as the agent's configuration
+    /// holds it: the wrapper that also runs the chained hooks.
+    pub fn entry(&self, program: &Program, event: &str) -> Value {
+        entry(
+            self.agent,
+            &hook_command(program, self.agent, event, Some(&self.chain)),
+        )
+    }
+}
+
+/// A hook entry running `command` for every tool, in `agent`'s shape.
+pub fn entry(agent: Agent, command: &str) -> Value {
+    match agent {
+        Agent::ClaudeCode => json!({"matcher": "*", "hooks": [
+            {"type": "command", "command": command, "timeout": HOOK_TIMEOUT_SECS}
+        ]}),
+        Agent::CopilotCli => {
+            json!({"type": "command", "bash": command, "timeoutSec": HOOK_TIMEOUT_SECS})
+        }
     }
 }
 
 /// The command line of our hook for `agent`'s `event` (our name): this
 /// very binary, the state directory when it is not the default one (so the
 /// hook finds the same daemon and audit log), and the chain file if any.
-pub(crate) fn hook_command(
-    config: &BridgeConfig,
-    agent: &str,
-    event: &str,
-    chain: Option<&Path>,
-) -> Result<String, Failure> {
-    let exe = std::env::current_exe()
-        .map_err(|err| Failure::internal(format!("cannot find this program's own path: {err}")))?;
-    let mut command = format!("{} ", quote(&exe.display().to_string()));
-    if super::is_configured(config, bridge_config::keys::HOME) {
+pub fn hook_command(program: &Program, agent: Agent, event: &str, chain: Option<&Path>) -> String {
+    let mut command = format!("{} ", quote(&program.path_text()));
+    if program.home_configured {
         let _ = write!(
             command,
             "--home {} ",
-            quote(&config.home.display().to_string())
+            quote(&program.home.display().to_string())
         );
     }
-    let _ = write!(command, "hook {event} --agent {agent}");
+    let _ = write!(command, "hook {event} --agent {}", flag_name(agent));
     if let Some(chain) = chain {
         let _ = write!(command, " --chain {}", quote(&chain.display().to_string()));
     }
-    Ok(command)
+    command
 }
 
 /// `text` in single quotes for `sh`.
@@ -156,7 +153,7 @@ fn quote(text: &str) -> String {
 }
 
 /// Whether a hook entry is one of our wrappers.
-fn is_ours(entry: &Value) -> bool {
+pub fn is_ours(entry: &Value) -> bool {
     let mentions = |command: &str| command.contains(" hook ") && command.contains(" --chain ");
     let commands = entry
         .get("hooks")
@@ -171,35 +168,22 @@ fn is_ours(entry: &Value) -> bool {
     commands.into_iter().any(mentions)
 }
 
-pub fn run(config: &BridgeConfig, command: HooksCommand) -> Result<ExitCode, Failure> {
-    match command {
-        HooksCommand::Install(args) => install(config, &Layout::new(&args)?),
-        HooksCommand::Uninstall(args) => uninstall(&Layout::new(&args)?),
-        HooksCommand::Status(args) => status(config, &Layout::new(&args)?),
-    }
-}
-
 /// The chain file: `{version, hooks: {EVENT: [...]}, restore: {FILE: {EVENT: [...]}}}`.
-fn read_chain(layout: &Layout) -> Result<Value, Failure> {
-    match std::fs::read_to_string(&layout.chain) {
-        Ok(text) => serde_json::from_str(&text).map_err(|err| {
-            Failure::internal(format!(
-                "{} is not JSON ({err}); fix or remove it first, nothing was changed",
-                layout.chain.display()
-            ))
+fn read_chain(layout: &Layout) -> Result<Value, AgentsError> {
+    match read_if_present(&layout.chain)? {
+        Some(text) => serde_json::from_str(&text).map_err(|source| AgentsError::ChainNotJson {
+            path: layout.chain.clone(),
+            source,
         }),
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
-            Ok(json!({"version": 1, "hooks": {}, "restore": {}}))
-        }
-        Err(err) => Err(Failure::internal(format!(
-            "cannot read {}: {err}",
-            layout.chain.display()
-        ))),
+        None => Ok(json!({"version": 1, "hooks": {}, "restore": {}})),
     }
 }
 
-fn edit_failure(file: &Path, err: &json_edit::EditError) -> Failure {
-    Failure::internal(format!("cannot change {}: {err}", file.display()))
+fn edit_failure(file: &Path) -> impl FnOnce(json_edit::EditError) -> AgentsError + '_ {
+    |source| AgentsError::EditHooks {
+        path: file.to_owned(),
+        source,
+    }
 }
 
 /// Takes the user's entries of `event` out of `file`'s text (into `chain`)
@@ -210,8 +194,8 @@ fn take_over(
     event: &str,
     ours: Option<&Value>,
     chain: &mut Value,
-) -> Result<Option<String>, Failure> {
-    let document = json_edit::parse(text).map_err(|err| edit_failure(file, &err))?;
+) -> Result<Option<String>, AgentsError> {
+    let document = json_edit::parse(text).map_err(edit_failure(file))?;
     let entries: Vec<Value> = json_edit::get_at(&document, &["hooks", event])
         .and_then(Value::as_array)
         .cloned()
@@ -233,7 +217,7 @@ fn take_over(
         None if theirs.is_empty() => Ok(None),
         None => json_edit::remove_at(text, &["hooks", event]),
     };
-    edited.map_err(|err| edit_failure(file, &err))
+    edited.map_err(edit_failure(file))
 }
 
 fn push_all(target: &mut Value, event: &str, entries: &[Value]) {
@@ -250,13 +234,19 @@ fn push_all(target: &mut Value, event: &str, entries: &[Value]) {
 }
 
 /// Writes `text` to `file`, backing up what was there; the backup's path.
-fn replace_file(file: &Path, old: Option<&str>, text: &str) -> Result<Option<PathBuf>, Failure> {
+fn replace_file(
+    file: &Path,
+    old: Option<&str>,
+    text: &str,
+) -> Result<Option<PathBuf>, AgentsError> {
     let backup = old.map(|old| back_up(file, old)).transpose()?;
     write_atomically(file, text)?;
     Ok(backup)
 }
 
-fn install(config: &BridgeConfig, layout: &Layout) -> Result<ExitCode, Failure> {
+/// Puts our wrapper in front of every event of `layout`, the user's hooks
+/// of those events moved into the chain file: what was done, for the user.
+pub fn install(program: &Program, layout: &Layout) -> Result<String, AgentsError> {
     let mut chain = read_chain(layout)?;
     let before = chain.clone();
     // (file, old text, new text) to write once everything is decided.
@@ -264,8 +254,8 @@ fn install(config: &BridgeConfig, layout: &Layout) -> Result<ExitCode, Failure> 
     if layout.is_claude() {
         let old = read_if_present(&layout.config)?;
         let mut text = old.clone().unwrap_or_default();
-        for (event, ours) in layout.events {
-            let entry = layout.entry(config, ours)?;
+        for (event, ours) in layout.events() {
+            let entry = layout.entry(program, ours);
             if let Some(edited) = take_over(&layout.config, &text, event, Some(&entry), &mut chain)?
             {
                 text = edited;
@@ -280,7 +270,7 @@ fn install(config: &BridgeConfig, layout: &Layout) -> Result<ExitCode, Failure> 
                 continue;
             };
             let mut text = old.clone();
-            for (event, _) in layout.events {
+            for (event, _) in layout.events() {
                 if let Some(edited) = take_over(&file, &text, event, None, &mut chain)? {
                     text = edited;
                 }
@@ -290,10 +280,10 @@ fn install(config: &BridgeConfig, layout: &Layout) -> Result<ExitCode, Failure> 
             }
         }
         let mut hooks = Map::new();
-        for (event, ours) in layout.events {
-            hooks.insert((*event).to_owned(), json!([layout.entry(config, ours)?]));
+        for (event, ours) in layout.events() {
+            hooks.insert((*event).to_owned(), json!([layout.entry(program, ours)]));
         }
-        let ours = layout.config.join(COPILOT_FILE);
+        let ours = layout.our_file();
         let text = format!(
             "{}\n",
             serde_json::to_string_pretty(&json!({"version": 1, "hooks": hooks}))
@@ -305,12 +295,11 @@ fn install(config: &BridgeConfig, layout: &Layout) -> Result<ExitCode, Failure> 
         }
     }
     if writes.is_empty() && chain == before {
-        write_stdout(&format!(
+        return Ok(format!(
             "copilot-bridge's hooks are already installed for {} ({}).\n",
-            layout.agent,
+            layout.agent_name(),
             layout.config.display()
-        ))?;
-        return Ok(ExitCode::SUCCESS);
+        ));
     }
     // The user's hooks are kept before they leave their files.
     if chain != before {
@@ -339,23 +328,22 @@ fn install(config: &BridgeConfig, layout: &Layout) -> Result<ExitCode, Failure> 
     let _ = writeln!(
         report,
         "copilot-bridge now answers {}'s hooks; {chained} hook(s) of yours run through it ({}).",
-        layout.agent,
+        layout.agent_name(),
         layout.chain.display()
     );
-    write_stdout(&report)?;
-    Ok(ExitCode::SUCCESS)
+    Ok(report)
 }
 
 /// The Copilot CLI hook files of the directory other than ours.
-fn other_hook_files(layout: &Layout) -> Result<Vec<PathBuf>, Failure> {
+fn other_hook_files(layout: &Layout) -> Result<Vec<PathBuf>, AgentsError> {
     let entries = match std::fs::read_dir(&layout.config) {
         Ok(entries) => entries,
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(err) => {
-            return Err(Failure::internal(format!(
-                "cannot list {}: {err}",
-                layout.config.display()
-            )));
+        Err(source) => {
+            return Err(AgentsError::List {
+                path: layout.config.clone(),
+                source,
+            });
         }
     };
     let mut files: Vec<PathBuf> = entries
@@ -368,7 +356,9 @@ fn other_hook_files(layout: &Layout) -> Result<Vec<PathBuf>, Failure> {
     Ok(files)
 }
 
-fn uninstall(layout: &Layout) -> Result<ExitCode, Failure> {
+/// Takes our wrappers out of `layout` and puts the user's hooks back where
+/// they came from: what was done, for the user.
+pub fn uninstall(layout: &Layout) -> Result<String, AgentsError> {
     let chain = read_chain(layout)?;
     let restore = chain["restore"].as_object().cloned().unwrap_or_default();
     let mut report = String::new();
@@ -385,8 +375,8 @@ fn uninstall(layout: &Layout) -> Result<ExitCode, Failure> {
             continue;
         };
         let mut text = old.clone();
-        let document = json_edit::parse(&text).map_err(|err| edit_failure(&file, &err))?;
-        for (event, _) in layout.events {
+        let document = json_edit::parse(&text).map_err(edit_failure(&file))?;
+        for (event, _) in layout.events() {
             let current: Vec<Value> = json_edit::get_at(&document, &["hooks", event])
                 .and_then(Value::as_array)
                 .cloned()
@@ -411,7 +401,7 @@ fn uninstall(layout: &Layout) -> Result<ExitCode, Failure> {
             } else {
                 Ok(None)
             };
-            if let Some(edited) = edited.map_err(|err| edit_failure(&file, &err))? {
+            if let Some(edited) = edited.map_err(edit_failure(&file))? {
                 text = edited;
             }
         }
@@ -424,46 +414,43 @@ fn uninstall(layout: &Layout) -> Result<ExitCode, Failure> {
         }
     }
     if !layout.is_claude() {
-        remove_if_present(&layout.config.join(COPILOT_FILE), &mut report)?;
+        remove_if_present(&layout.our_file(), &mut report)?;
     }
     remove_if_present(&layout.chain, &mut report)?;
     if report.is_empty() {
         report = format!(
             "copilot-bridge's hooks are not installed for {}.\n",
-            layout.agent
+            layout.agent_name()
         );
     }
-    write_stdout(&report)?;
-    Ok(ExitCode::SUCCESS)
+    Ok(report)
 }
 
-fn remove_if_present(file: &Path, report: &mut String) -> Result<(), Failure> {
+fn remove_if_present(file: &Path, report: &mut String) -> Result<(), AgentsError> {
     match std::fs::remove_file(file) {
         Ok(()) => {
             let _ = writeln!(report, "Removed {}.", file.display());
             Ok(())
         }
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(()),
-        Err(err) => Err(Failure::internal(format!(
-            "cannot remove {}: {err}",
-            file.display()
-        ))),
+        Err(source) => Err(AgentsError::Remove {
+            path: file.to_owned(),
+            source,
+        }),
     }
 }
 
-fn status(config: &BridgeConfig, layout: &Layout) -> Result<ExitCode, Failure> {
+/// Which of `layout`'s events our hook answers and how many of the user's
+/// hooks run through it; `home` is the state directory, said last.
+pub fn status(layout: &Layout, home: &Path) -> Result<String, AgentsError> {
     let chain = read_chain(layout)?;
-    let file = if layout.is_claude() {
-        layout.config.clone()
-    } else {
-        layout.config.join(COPILOT_FILE)
-    };
+    let file = layout.our_file();
     let document = match read_if_present(&file)? {
-        Some(text) => json_edit::parse(&text).map_err(|err| edit_failure(&file, &err))?,
+        Some(text) => json_edit::parse(&text).map_err(edit_failure(&file))?,
         None => json!({}),
     };
-    let mut report = format!("{} hooks in {}:\n", layout.agent, file.display());
-    for (event, ours) in layout.events {
+    let mut report = format!("{} hooks in {}:\n", layout.agent_name(), file.display());
+    for (event, ours) in layout.events() {
         let installed = json_edit::get_at(&document, &["hooks", event])
             .and_then(Value::as_array)
             .is_some_and(|entries| entries.iter().any(is_ours));
@@ -478,7 +465,53 @@ fn status(config: &BridgeConfig, layout: &Layout) -> Result<ExitCode, Failure> {
             }
         );
     }
-    let _ = writeln!(report, "state directory: {}", config.home.display());
-    write_stdout(&report)?;
-    Ok(ExitCode::SUCCESS)
+    let _ = writeln!(report, "state directory: {}", home.display());
+    Ok(report)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn program(home_configured: bool) -> Program {
+        Program {
+            path: PathBuf::from("/opt/it's/copilot-bridge"),
+            home: PathBuf::from("/state"),
+            home_configured,
+            port: None,
+        }
+    }
+
+    #[test]
+    fn the_command_names_a_configured_home_and_quotes_for_sh() {
+        let chain = Path::new("/p/.claude/copilot-bridge-hooks.json");
+        assert_eq!(
+            hook_command(
+                &program(true),
+                Agent::ClaudeCode,
+                "pre-tool-use",
+                Some(chain)
+            ),
+            r"'/opt/it'\''s/copilot-bridge' --home '/state' hook pre-tool-use --agent claude --chain '/p/.claude/copilot-bridge-hooks.json'"
+        );
+        assert_eq!(
+            hook_command(&program(false), Agent::CopilotCli, "session-end", None),
+            r"'/opt/it'\''s/copilot-bridge' hook session-end --agent copilot"
+        );
+    }
+
+    #[test]
+    fn only_wrappers_with_a_chain_are_ours() {
+        let ours = entry(
+            Agent::ClaudeCode,
+            "'/cb' hook pre-tool-use --agent claude --chain '/c'",
+        );
+        assert!(is_ours(&ours));
+        // A staged (launch) hook has no chain, and the user's hooks are not ours.
+        assert!(!is_ours(&entry(
+            Agent::CopilotCli,
+            "'/cb' hook pre-tool-use --agent copilot"
+        )));
+        assert!(!is_ours(&entry(Agent::CopilotCli, "./lint.sh")));
+    }
 }

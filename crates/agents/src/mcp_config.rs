@@ -1,5 +1,7 @@
-//! `copilot-bridge mcp config`: ready-to-paste MCP configuration for the
-//! agents we know, each naming this very binary by its absolute path.
+//! What `copilot-bridge mcp config` prints: ready-to-paste MCP
+//! configuration for the agents we know, each naming this very binary by
+//! its absolute path; and the MCP servers `launch` stages for Claude Code
+//! and the Copilot CLI.
 //!
 //! OpenClaw gets the code server (it delegates coding to copilot-bridge);
 //! the coding agents (Copilot CLI, Claude Code, Codex) get OpenClaw's
@@ -7,17 +9,13 @@
 //! server too. When the daemon's home or port is not the default, every
 //! entry carries them in `env`, so the servers find the same daemon.
 
-use std::io::Write;
-use std::process::ExitCode;
-
-use bridge_config::{BridgeConfig, keys};
+use bridge_policy::agent_tools::Agent;
 use serde_json::{Map, Value, json};
 
-use crate::args::McpConfigArgs;
-use crate::exit::Failure;
+use crate::program::Program;
 
 /// Agents, in the order they are printed, with the `--agent` name.
-const AGENTS: &[&str] = &["openclaw", "copilot", "claude", "codex"];
+pub const AGENTS: &[&str] = &["openclaw", "copilot", "claude", "codex"];
 
 /// One server entry: its name and `copilot-bridge` arguments.
 struct Server {
@@ -38,34 +36,16 @@ const SESSION: Server = Server {
     args: &["mcp", "session"],
 };
 
-pub fn run(config: &BridgeConfig, args: McpConfigArgs) -> Result<ExitCode, Failure> {
-    let agents = crate::commands::chosen_agents(args.agent.as_deref(), AGENTS)?;
-    let exe = std::env::current_exe()
-        .map_err(|err| Failure::internal(format!("cannot find this program's own path: {err}")))?
-        .display()
-        .to_string();
-    let env = daemon_env(config);
-    let text = agents
+/// The configuration of each of `agents` (names of [`AGENTS`]), one
+/// commented section each.
+pub fn text(agents: &[&str], program: &Program) -> String {
+    let exe = program.path_text();
+    let env = program.daemon_env();
+    agents
         .iter()
         .map(|agent| section(agent, &exe, &env))
         .collect::<Vec<_>>()
-        .join("\n");
-    let _ = write!(std::io::stdout().lock(), "{text}");
-    Ok(ExitCode::SUCCESS)
-}
-
-/// The variables a server needs to find this configuration's daemon: the
-/// home and the port, when they are not the defaults.
-pub(crate) fn daemon_env(config: &BridgeConfig) -> Vec<(&'static str, String)> {
-    let set = |key: &str| crate::commands::is_configured(config, key);
-    let mut env = Vec::new();
-    if set(keys::HOME) {
-        env.push(("COPILOT_BRIDGE_HOME", config.home.display().to_string()));
-    }
-    if set(keys::PORT) {
-        env.push(("COPILOT_BRIDGE_PORT", config.port.to_string()));
-    }
-    env
+        .join("\n")
 }
 
 fn section(agent: &str, exe: &str, env: &[(&str, String)]) -> String {
@@ -79,11 +59,11 @@ fn section(agent: &str, exe: &str, env: &[(&str, String)]) -> String {
         ),
         "copilot" => format!(
             "# GitHub Copilot CLI: ~/.copilot/mcp-config.json\n{}\n",
-            pretty(&agent_servers("copilot", exe, env))
+            pretty(&servers(Agent::CopilotCli, exe, env))
         ),
         "claude" => format!(
             "# Claude Code: .mcp.json in your project (or `claude mcp add-json NAME 'ENTRY'`)\n{}\n",
-            pretty(&agent_servers("claude", exe, env))
+            pretty(&servers(Agent::ClaudeCode, exe, env))
         ),
         _ => {
             let mut text = String::from("# Codex: ~/.codex/config.toml\n");
@@ -108,20 +88,27 @@ fn section(agent: &str, exe: &str, env: &[(&str, String)]) -> String {
     }
 }
 
-/// The `{"mcpServers": …}` document of a coding agent (`claude` or
-/// `copilot`), as its MCP configuration file holds it.
-pub(crate) fn agent_servers(agent: &str, exe: &str, env: &[(&str, String)]) -> Value {
-    if agent == "claude" {
-        json!({"mcpServers": entries(&[CODE, MEMORY, SESSION], exe, env, &|mut entry| {
-            entry.insert("type".to_owned(), json!("stdio"));
-            entry
-        })})
-    } else {
-        json!({"mcpServers": entries(&[MEMORY, SESSION], exe, env, &|mut entry| {
-            entry.insert("type".to_owned(), json!("local"));
-            entry.insert("tools".to_owned(), json!(["*"]));
-            entry
-        })})
+/// The `{"mcpServers": …}` document of a coding agent, as its MCP
+/// configuration file holds it.
+pub fn agent_servers(agent: Agent, program: &Program) -> Value {
+    servers(agent, &program.path_text(), &program.daemon_env())
+}
+
+fn servers(agent: Agent, exe: &str, env: &[(&str, String)]) -> Value {
+    match agent {
+        Agent::ClaudeCode => {
+            json!({"mcpServers": entries(&[CODE, MEMORY, SESSION], exe, env, &|mut entry| {
+                entry.insert("type".to_owned(), json!("stdio"));
+                entry
+            })})
+        }
+        Agent::CopilotCli => {
+            json!({"mcpServers": entries(&[MEMORY, SESSION], exe, env, &|mut entry| {
+                entry.insert("type".to_owned(), json!("local"));
+                entry.insert("tools".to_owned(), json!(["*"]));
+                entry
+            })})
+        }
     }
 }
 

@@ -6,18 +6,19 @@
 //! shell analysis, read-only mode, the audit log), and answers in the
 //! agent's own shape. It fails closed: a payload it cannot read, a
 //! configuration it cannot load, a workspace it cannot open, or any other
-//! internal error denies the call, with the reason.
-
-mod answer;
-mod chain;
-mod payload;
+//! internal error denies the call, with the reason. The agents' dialects,
+//! their answers and the chained hooks are `bridge_agents::hook`; here is
+//! the decision (a running daemon's, else a session of this process).
 
 use std::io::{Read, Write};
-use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
+use bridge_agents::AgentEnv;
+use bridge_agents::hook::{
+    self, Dialect, HookAnswer, HookDecision, HookEvent, HookInput, answer, chain, payload,
+};
 use bridge_engine::ToolOwner;
 use bridge_policy::AgentAsks;
 use bridge_policy::agent_tools::Agent;
@@ -25,8 +26,6 @@ use bridge_protocol::DecisionKind;
 use serde_json::{Value, json};
 
 use crate::args::{GlobalArgs, HookArgs};
-pub use answer::{HookAnswer, HookDecision};
-pub use payload::{Dialect, HookEvent, HookInput};
 
 /// A hook's stdin beyond this is refused: a tool input that large (a whole
 /// file written at once) is already extreme.
@@ -34,43 +33,34 @@ const MAX_PAYLOAD_BYTES: u64 = 64 * 1024 * 1024;
 
 /// Runs the hook and writes its answer; never fails, since every failure
 /// is itself an answer (a deny).
-pub fn run(global: &GlobalArgs, args: &HookArgs) -> ExitCode {
-    let fallback = fallback_dialect(args.agent.as_deref());
+pub fn run(global: &GlobalArgs, args: &HookArgs, env: &AgentEnv) -> ExitCode {
+    let flag = args.agent.as_deref().and_then(hook::agent_from_flag);
+    let fallback = hook::fallback_dialect(flag, env);
     let answer = match read_stdin() {
-        Ok(text) => answer(global, args, &text, fallback),
+        Ok(text) => answer(global, args, env, &text, flag, fallback),
         Err(reason) => answer::unreadable(fallback, &reason),
     };
     emit(&answer)
 }
 
-fn answer(global: &GlobalArgs, args: &HookArgs, text: &str, fallback: Dialect) -> HookAnswer {
+fn answer(
+    global: &GlobalArgs,
+    args: &HookArgs,
+    env: &AgentEnv,
+    text: &str,
+    flag: Option<Agent>,
+    fallback: Dialect,
+) -> HookAnswer {
     let input = match payload::parse(text, fallback) {
         Ok(input) => input,
         Err(err) => return answer::unreadable(fallback, &err.to_string()),
     };
-    let event = match args.event.as_deref() {
-        Some(name) => match HookEvent::parse(name) {
-            Some(event) => event,
-            None => {
-                return answer::unreadable(
-                    input.dialect,
-                    &format!("unknown hook event {name:?} (see `copilot-bridge hook --help`)"),
-                );
-            }
-        },
-        None => match input.event {
-            Some(event) => event,
-            None if input.tool.is_some() => HookEvent::PreToolUse,
-            None => {
-                return answer::unreadable(
-                    input.dialect,
-                    "the hook event is neither given nor in the payload",
-                );
-            }
-        },
+    let event = match hook::event_of(args.event.as_deref(), &input) {
+        Ok(event) => event,
+        Err(err) => return answer::unreadable(input.dialect, &err.to_string()),
     };
-    let agent = agent_of(args.agent.as_deref(), input.dialect);
-    let (decision, context) = match decide(global, agent, event, &input) {
+    let agent = hook::agent_of(flag, input.dialect, env);
+    let (decision, context) = match decide(global, env, agent, event, &input) {
         Ok(decided) => decided,
         // Fail closed where it matters: a tool about to run.
         Err(reason) if event == HookEvent::PreToolUse => (HookDecision::Deny(reason), Vec::new()),
@@ -91,9 +81,12 @@ fn answer(global: &GlobalArgs, args: &HookArgs, text: &str, fallback: Dialect) -
             Ok(chained) => {
                 chain::combine(input.dialect, event, &decision, &context, &chained, text)
             }
-            Err(reason) if event == HookEvent::PreToolUse => {
-                answer::render(input.dialect, event, &HookDecision::Deny(reason), &[])
-            }
+            Err(reason) if event == HookEvent::PreToolUse => answer::render(
+                input.dialect,
+                event,
+                &HookDecision::Deny(reason.to_string()),
+                &[],
+            ),
             Err(reason) => {
                 let _ = writeln!(std::io::stderr().lock(), "copilot-bridge hook: {reason}");
                 answer::render(input.dialect, event, &decision, &context)
@@ -112,6 +105,7 @@ const DAEMON_PATIENCE: Duration = Duration::from_secs(5);
 /// knows the agent's session); else the local policy does.
 fn decide(
     global: &GlobalArgs,
+    env: &AgentEnv,
     agent: Agent,
     event: HookEvent,
     input: &HookInput,
@@ -126,7 +120,7 @@ fn decide(
             failure.message
         )
     })?;
-    let root = workspace_root(agent, input)?;
+    let root = hook::workspace_root(agent, input, env).map_err(|err| err.to_string())?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -157,7 +151,7 @@ async fn ask_daemon(
 ) -> Result<(HookDecision, Vec<String>), String> {
     let mut params = json!({
         "agent": agent.name(),
-        "agentSession": agent_session_id(input),
+        "agentSession": hook::agent_session_id(input),
         "cwd": root,
         "event": event.name(),
     });
@@ -223,7 +217,7 @@ async fn decide_locally(
     let session = super::run::create_session(
         config,
         root,
-        &format!("{}-{}", agent.name(), agent_session_id(input)),
+        &format!("{}-{}", agent.name(), hook::agent_session_id(input)),
         &format!("{} hook", agent.display_name()),
         Arc::new(AgentAsks),
     )
@@ -248,67 +242,6 @@ async fn decide_locally(
         .await;
     let decision = HookDecision::from_outcome(verdict.outcome(), verdict.reason());
     Ok((decision, verdict.context))
-}
-
-/// Where the agent works: the project directory it names in its
-/// environment, else the payload's `cwd`, else ours.
-fn workspace_root(agent: Agent, input: &HookInput) -> Result<PathBuf, String> {
-    let variable = match agent {
-        Agent::ClaudeCode => "CLAUDE_PROJECT_DIR",
-        Agent::CopilotCli => "COPILOT_PROJECT_DIR",
-    };
-    if let Some(dir) = std::env::var_os(variable).filter(|dir| !dir.is_empty()) {
-        return Ok(PathBuf::from(dir));
-    }
-    if let Some(cwd) = &input.cwd {
-        return Ok(cwd.clone());
-    }
-    std::env::current_dir().map_err(|err| format!("cannot read the current directory: {err}"))
-}
-
-/// The agent's own session id, as the hub's session ids can carry it.
-fn agent_session_id(input: &HookInput) -> String {
-    let own: String = input
-        .session_id
-        .as_deref()
-        .unwrap_or("unknown")
-        .chars()
-        .filter(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
-        .take(64)
-        .collect();
-    if own.is_empty() {
-        "unknown".to_owned()
-    } else {
-        own
-    }
-}
-
-/// The agent the hook serves: `--agent`, else the one whose payload shape
-/// it is.
-fn agent_of(flag: Option<&str>, dialect: Dialect) -> Agent {
-    match flag {
-        Some("claude") => Agent::ClaudeCode,
-        Some("copilot") => Agent::CopilotCli,
-        _ => match dialect {
-            // The Copilot CLI sends Claude's shape to hooks configured under
-            // Claude's event names, and says so in its environment.
-            Dialect::Claude if std::env::var_os("COPILOT_CLI").is_some() => Agent::CopilotCli,
-            Dialect::Claude => Agent::ClaudeCode,
-            Dialect::Copilot => Agent::CopilotCli,
-        },
-    }
-}
-
-/// The shape to answer in before the payload says: `--agent`, else the
-/// agent's environment, else Claude's.
-fn fallback_dialect(flag: Option<&str>) -> Dialect {
-    match flag {
-        Some("copilot") => Dialect::Copilot,
-        Some(_) => Dialect::Claude,
-        None if std::env::var_os("CLAUDECODE").is_some() => Dialect::Claude,
-        None if std::env::var_os("COPILOT_CLI").is_some() => Dialect::Copilot,
-        None => Dialect::Claude,
-    }
 }
 
 fn read_stdin() -> Result<String, String> {

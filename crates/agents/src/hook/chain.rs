@@ -14,7 +14,7 @@
 //! the agent had them: Claude's matcher groups, the Copilot CLI's entries.
 
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -47,20 +47,41 @@ enum Said {
     Nothing,
 }
 
+/// Why the chain file cannot be used; a tool call is denied for it.
+#[derive(Debug, thiserror::Error)]
+pub enum ChainError {
+    #[error("cannot read the chained hooks {}: {source}", path.display())]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("the chained hooks {} are not JSON: {source}", path.display())]
+    NotJson {
+        path: PathBuf,
+        source: serde_json::Error,
+    },
+}
+
 /// The hooks of `event` in the chain file `path` that apply to `input`.
-pub fn load(path: &Path, event: HookEvent, input: &HookInput) -> Result<Vec<ChainedHook>, String> {
+pub fn load(
+    path: &Path,
+    event: HookEvent,
+    input: &HookInput,
+) -> Result<Vec<ChainedHook>, ChainError> {
     let text = match std::fs::read_to_string(path) {
         Ok(text) => text,
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(err) => {
-            return Err(format!(
-                "cannot read the chained hooks {}: {err}",
-                path.display()
-            ));
+        Err(source) => {
+            return Err(ChainError::Read {
+                path: path.to_owned(),
+                source,
+            });
         }
     };
-    let chain: Value = serde_json::from_str(&text)
-        .map_err(|err| format!("the chained hooks {} are not JSON: {err}", path.display()))?;
+    let chain: Value = serde_json::from_str(&text).map_err(|source| ChainError::NotJson {
+        path: path.to_owned(),
+        source,
+    })?;
     let names = match input.dialect {
         Dialect::Claude => [event.claude_name(), event.name()],
         Dialect::Copilot => [copilot_name(event), event.name()],

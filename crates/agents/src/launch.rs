@@ -1,0 +1,115 @@
+//! The hub staged around one run of Claude Code or the Copilot CLI, leaving
+//! the user's own configuration as it is (docs/hooks.md, "launch"): our
+//! hook for every event and our MCP servers, written into a private
+//! directory the caller made and removes when the agent is done. Used by
+//! `copilot-bridge launch` and by the orchestrator's nested agents.
+//!
+//! Claude Code gets `--settings FILE` (the hooks) and `--mcp-config FILE`;
+//! the Copilot CLI a plugin with `hooks/hooks.json` (`--plugin-dir DIR`,
+//! which needs `--experimental`) and `--additional-mcp-config @FILE`.
+
+use std::path::Path;
+
+use bridge_policy::agent_tools::Agent;
+use serde_json::{Map, Value, json};
+
+use crate::error::AgentsError;
+use crate::hooks::{entry, events, hook_command};
+use crate::mcp_config::agent_servers;
+use crate::program::Program;
+
+/// Tells our Copilot CLI extension (assets/copilot-extension/extension.mjs)
+/// that the staged hooks decide the CLI's tool calls, so it only brings
+/// the providers' tools.
+pub const HOOKS_ACTIVE_VARIABLE: &str = "COPILOT_BRIDGE_HOOKS_ACTIVE";
+
+/// What the agent is started with for a staged run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Staged {
+    /// Arguments before the user's own.
+    pub args: Vec<String>,
+    /// Variables to set.
+    pub env: Vec<(&'static str, &'static str)>,
+}
+
+/// Stages our hooks and MCP servers for `agent` in `dir` (created if
+/// needed).
+pub fn stage(agent: Agent, program: &Program, dir: &Path) -> Result<Staged, AgentsError> {
+    match agent {
+        Agent::ClaudeCode => stage_claude(program, dir),
+        Agent::CopilotCli => stage_copilot(program, dir),
+    }
+}
+
+/// Our hook for each of `agent`'s events, without a chain: a staged run
+/// has no hooks of the user's to run through ours.
+fn hooks(agent: Agent, program: &Program) -> Map<String, Value> {
+    events(agent)
+        .iter()
+        .map(|(event, ours)| {
+            let command = hook_command(program, agent, ours, None);
+            ((*event).to_owned(), json!([entry(agent, &command)]))
+        })
+        .collect()
+}
+
+fn stage_claude(program: &Program, dir: &Path) -> Result<Staged, AgentsError> {
+    let agent = Agent::ClaudeCode;
+    let settings = dir.join("settings.json");
+    write_json(&settings, &json!({"hooks": hooks(agent, program)}))?;
+    let mcp = dir.join("mcp.json");
+    write_json(&mcp, &agent_servers(agent, program))?;
+    Ok(Staged {
+        args: vec![
+            "--settings".to_owned(),
+            settings.display().to_string(),
+            "--mcp-config".to_owned(),
+            mcp.display().to_string(),
+        ],
+        env: Vec::new(),
+    })
+}
+
+/// The Copilot CLI's plugin (our hooks and the extension, which needs
+/// `--experimental`) and MCP servers.
+fn stage_copilot(program: &Program, dir: &Path) -> Result<Staged, AgentsError> {
+    let agent = Agent::CopilotCli;
+    let plugin = dir.join("copilot-bridge");
+    write_json(
+        &plugin.join("plugin.json"),
+        &json!({"name": "copilot-bridge", "version": env!("CARGO_PKG_VERSION"),
+                "description": "copilot-bridge's policy and providers in this session"}),
+    )?;
+    write_json(
+        &plugin.join("hooks/hooks.json"),
+        &json!({"version": 1, "hooks": hooks(agent, program)}),
+    )?;
+    let mcp = dir.join("mcp.json");
+    write_json(&mcp, &agent_servers(agent, program))?;
+    Ok(Staged {
+        args: vec![
+            "--plugin-dir".to_owned(),
+            plugin.display().to_string(),
+            "--additional-mcp-config".to_owned(),
+            format!("@{}", mcp.display()),
+            "--experimental".to_owned(),
+        ],
+        env: vec![(HOOKS_ACTIVE_VARIABLE, "1")],
+    })
+}
+
+/// Writes `value` to `file` in the private stage directory (plainly: the
+/// directory is ours, fresh, and gone after the run).
+fn write_json(file: &Path, value: &Value) -> Result<(), AgentsError> {
+    if let Some(dir) = file.parent() {
+        std::fs::create_dir_all(dir).map_err(|source| AgentsError::CreateDir {
+            path: dir.to_owned(),
+            source,
+        })?;
+    }
+    let text = serde_json::to_string_pretty(value).unwrap_or_default();
+    std::fs::write(file, text).map_err(|source| AgentsError::Write {
+        path: file.to_owned(),
+        source,
+    })
+}

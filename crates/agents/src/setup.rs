@@ -1,0 +1,137 @@
+//! What `copilot-bridge setup` prints: what a user pastes to route each
+//! agent's model requests through the daemon's facade — Claude Code's
+//! `ANTHROPIC_BASE_URL` (without `/v1`), Codex's `[model_providers]` block
+//! (`wire_api = "responses"`), Copilot CLI's `COPILOT_PROVIDER_*`, OpenClaw's
+//! `models.providers` entry. With a daemon running, its address and token;
+//! otherwise the configured port and a command that reads the token.
+
+use std::path::Path;
+
+use serde_json::json;
+
+use crate::openclaw::TOKEN_VARIABLE;
+
+/// Agents, in the order they are printed, with the `--agent` name.
+pub const AGENTS: &[&str] = &["claude", "codex", "copilot", "openclaw"];
+
+/// The environment variable Codex reads the key from. Not
+/// `COPILOT_BRIDGE_TOKEN`: that one sets the daemon's own token.
+pub const CODEX_KEY_VARIABLE: &str = "COPILOT_BRIDGE_API_KEY";
+
+/// Where and how the facade is reached.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Facade {
+    /// `http://127.0.0.1:PORT`.
+    pub origin: String,
+    /// The token, or a shell expression that prints it ([`token_command`]).
+    pub token: String,
+    /// Whether `token` is the running daemon's (it changes at each start
+    /// unless `token` is configured).
+    pub live: bool,
+    /// Whether OpenClaw already has the daemon's kept token as
+    /// `COPILOT_BRIDGE_TOKEN` (`openclaw register` wrote it): its block then
+    /// names the variable, which survives restarts.
+    pub openclaw_has_token: bool,
+}
+
+/// A shell expression that prints the token of the daemon whose state
+/// file is `gateway_file`, when it runs.
+pub fn token_command(gateway_file: &Path) -> String {
+    format!(
+        "$(jq -r .token {})",
+        shell_word(&gateway_file.display().to_string())
+    )
+}
+
+/// What to paste for each of `agents` (names of [`AGENTS`]), after a word
+/// on where the token comes from; `model` is the model the agents ask for.
+pub fn text(agents: &[&str], facade: &Facade, model: &str) -> String {
+    let mut text = String::new();
+    if facade.live {
+        text.push_str(&format!(
+            "# The daemon at {} answers; its token changes when it restarts unless `token` is configured.\n\n",
+            facade.origin
+        ));
+    } else {
+        text.push_str(
+            "# No daemon is running: start one with `copilot-bridge serve` (or `daemon start`).\n\
+             # The token is read from its state file when you paste these lines.\n\n",
+        );
+    }
+    let sections: Vec<String> = agents
+        .iter()
+        .map(|agent| section(agent, facade, model))
+        .collect();
+    text.push_str(&sections.join("\n"));
+    text
+}
+
+fn section(agent: &str, facade: &Facade, model: &str) -> String {
+    let Facade { origin, token, .. } = facade;
+    let v1 = format!("{origin}/v1");
+    match agent {
+        "claude" => format!(
+            "# Claude Code (/v1/messages): in the shell that runs `claude`. No /v1: Claude Code adds it.\n\
+             export ANTHROPIC_BASE_URL={origin}\n\
+             export ANTHROPIC_AUTH_TOKEN={token}\n"
+        ),
+        "codex" => format!(
+            "# Codex (/v1/responses): in ~/.codex/config.toml\n\
+             model = {model:?}\n\
+             model_provider = \"copilot-bridge\"\n\n\
+             [model_providers.copilot-bridge]\n\
+             name = \"copilot-bridge\"\n\
+             base_url = {v1:?}\n\
+             env_key = \"{CODEX_KEY_VARIABLE}\"\n\
+             wire_api = \"responses\"\n\n\
+             # and in the shell that runs `codex`:\n\
+             export {CODEX_KEY_VARIABLE}={token}\n"
+        ),
+        "copilot" => format!(
+            "# GitHub Copilot CLI (BYOK, /v1/chat/completions): in the shell that runs `copilot`.\n\
+             # COPILOT_PROVIDER_TYPE=anthropic with COPILOT_PROVIDER_BASE_URL={origin} uses /v1/messages instead.\n\
+             export COPILOT_PROVIDER_BASE_URL={v1}\n\
+             export COPILOT_PROVIDER_TYPE=openai\n\
+             export COPILOT_PROVIDER_API_KEY={token}\n\
+             export COPILOT_MODEL={model}\n"
+        ),
+        _ => {
+            let api_key = if facade.openclaw_has_token {
+                format!("${{{TOKEN_VARIABLE}}}")
+            } else if facade.live {
+                token.clone()
+            } else {
+                "PASTE-THE-TOKEN".to_owned()
+            };
+            let block = json!({"models": {"mode": "merge", "providers": {"copilot-bridge": {
+                "baseUrl": v1,
+                "apiKey": api_key,
+                "api": "openai-completions",
+                "models": [{"id": model, "name": format!("{model} via copilot-bridge")}],
+            }}}, "agents": {"defaults": {"model": {"primary": format!("copilot-bridge/{model}")}}}});
+            format!(
+                "# OpenClaw (/v1/chat/completions): merge into ~/.openclaw/openclaw.json{}\n{}\n",
+                if facade.openclaw_has_token {
+                    " (apiKey: the kept token, from OpenClaw's .env)"
+                } else if facade.live {
+                    ""
+                } else {
+                    " (apiKey: the `token` of gateway.json)"
+                },
+                serde_json::to_string_pretty(&block).unwrap_or_default()
+            )
+        }
+    }
+}
+
+/// `text` as one shell word (single-quoted when it needs to be).
+fn shell_word(text: &str) -> String {
+    if text
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || b"/._-+:@".contains(&b))
+    {
+        text.to_owned()
+    } else {
+        format!("'{}'", text.replace('\'', r"'\''"))
+    }
+}

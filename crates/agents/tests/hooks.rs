@@ -1,0 +1,190 @@
+//! `hooks install` / `uninstall` / `status` on a temporary home and
+//! project: our wrapper in front of every event, the user's own hooks
+//! moved into the chain file and put back, nothing changed twice.
+
+use std::path::{Path, PathBuf};
+
+use bridge_agents::hooks::{self, CHAIN_FILE, COPILOT_FILE, Layout};
+use bridge_agents::json_edit;
+use bridge_agents::{AgentEnv, AgentsError, Program, Scope};
+use bridge_policy::agent_tools::Agent;
+use serde_json::{Value, json};
+
+fn program(home: &Path) -> Program {
+    Program {
+        path: PathBuf::from("/opt/bin/copilot-bridge"),
+        home: home.to_owned(),
+        home_configured: true,
+        port: None,
+    }
+}
+
+/// Claude Code's settings of a user who has a hook of their own, other
+/// settings and a comment (Claude Code reads JSON; we keep whatever is
+/// there).
+const CLAUDE_SETTINGS: &str = r#"{
+  // my settings
+  "model": "opus",
+  "hooks": {
+    "PreToolUse": [
+      {"matcher": "Bash", "hooks": [{"type": "command", "command": "./lint.sh"}]}
+    ]
+  }
+}
+"#;
+
+fn read_json5(path: &Path) -> Value {
+    json_edit::parse(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+fn backups(dir: &Path) -> usize {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .filter(|entry| {
+            entry
+                .as_ref()
+                .unwrap()
+                .file_name()
+                .to_string_lossy()
+                .contains(".bak-")
+        })
+        .count()
+}
+
+#[test]
+fn claude_codes_hooks_go_in_and_come_out_with_the_users_hook_kept() {
+    let project = tempfile::tempdir().unwrap();
+    let state = tempfile::tempdir().unwrap();
+    let claude = project.path().join(".claude");
+    std::fs::create_dir_all(&claude).unwrap();
+    let settings = claude.join("settings.json");
+    std::fs::write(&settings, CLAUDE_SETTINGS).unwrap();
+    let env = AgentEnv::from_vars([("HOME", "/nonexistent")]);
+    let layout = Layout::new(Agent::ClaudeCode, Scope::Project(project.path()), &env).unwrap();
+    assert_eq!(layout.config, settings);
+
+    let report = hooks::install(&program(state.path()), &layout).unwrap();
+    assert!(
+        report.contains("1 hook(s) of yours run through it"),
+        "{report}"
+    );
+    let text = std::fs::read_to_string(&settings).unwrap();
+    assert!(text.contains("// my settings"), "comments kept:\n{text}");
+    let installed = read_json5(&settings);
+    assert_eq!(installed["model"], "opus");
+    for (event, ours) in hooks::CLAUDE_EVENTS {
+        let groups = installed["hooks"][event].as_array().unwrap();
+        assert_eq!(groups.len(), 1, "only our wrapper for {event}");
+        let command = groups[0]["hooks"][0]["command"].as_str().unwrap();
+        assert!(
+            command.starts_with(&format!(
+                "'/opt/bin/copilot-bridge' --home '{}' hook {ours} --agent claude --chain ",
+                state.path().display()
+            )),
+            "{command}"
+        );
+    }
+    let chain = read_json5(&claude.join(CHAIN_FILE));
+    assert_eq!(
+        chain["hooks"]["PreToolUse"][0]["hooks"][0]["command"],
+        "./lint.sh"
+    );
+    assert_eq!(backups(&claude), 1, "the old settings were backed up");
+
+    let again = hooks::install(&program(state.path()), &layout).unwrap();
+    assert!(again.contains("already installed"), "{again}");
+    assert_eq!(backups(&claude), 1, "nothing written the second time");
+    let status = hooks::status(&layout, state.path()).unwrap();
+    assert!(
+        status.contains("PreToolUse") && status.contains("1 of yours chained"),
+        "{status}"
+    );
+
+    let report = hooks::uninstall(&layout).unwrap();
+    assert!(report.contains("Restored"), "{report}");
+    assert_eq!(
+        read_json5(&settings),
+        json_edit::parse(CLAUDE_SETTINGS).unwrap(),
+        "the settings are the user's again"
+    );
+    assert!(
+        std::fs::read_to_string(&settings)
+            .unwrap()
+            .contains("// my settings")
+    );
+    assert!(!claude.join(CHAIN_FILE).exists());
+    let twice = hooks::uninstall(&layout).unwrap();
+    assert!(twice.contains("not installed"), "{twice}");
+}
+
+#[test]
+fn the_copilot_clis_hook_files_in_copilot_home_are_taken_over_and_restored() {
+    let home = tempfile::tempdir().unwrap();
+    let state = tempfile::tempdir().unwrap();
+    let copilot_home = home.path().join("copilot");
+    let hooks_dir = copilot_home.join("hooks");
+    std::fs::create_dir_all(&hooks_dir).unwrap();
+    let mine = hooks_dir.join("mine.json");
+    let users = json!({"version": 1, "hooks": {
+        "preToolUse": [{"type": "command", "bash": "./check.sh", "timeoutSec": 5}],
+        "agentStop": [{"type": "command", "bash": "./notify.sh"}],
+    }});
+    std::fs::write(&mine, serde_json::to_string_pretty(&users).unwrap()).unwrap();
+    let env = AgentEnv::from_vars([
+        ("HOME", home.path().as_os_str()),
+        ("COPILOT_HOME", copilot_home.as_os_str()),
+    ]);
+    let layout = Layout::new(Agent::CopilotCli, Scope::User, &env).unwrap();
+    assert_eq!(layout.config, hooks_dir);
+
+    hooks::install(&program(state.path()), &layout).unwrap();
+    let ours = read_json5(&hooks_dir.join(COPILOT_FILE));
+    assert!(
+        ours["hooks"]["preToolUse"][0]["bash"]
+            .as_str()
+            .unwrap()
+            .contains(" hook pre-tool-use --agent copilot --chain ")
+    );
+    let taken = read_json5(&mine);
+    assert!(
+        taken["hooks"].get("preToolUse").is_none(),
+        "runs through ours now"
+    );
+    assert_eq!(
+        taken["hooks"]["agentStop"], users["hooks"]["agentStop"],
+        "events we do not answer stay"
+    );
+    let chain = read_json5(&copilot_home.join(CHAIN_FILE));
+    assert_eq!(chain["hooks"]["preToolUse"][0]["bash"], "./check.sh");
+
+    hooks::uninstall(&layout).unwrap();
+    assert_eq!(read_json5(&mine), users);
+    assert!(!hooks_dir.join(COPILOT_FILE).exists());
+    assert!(!copilot_home.join(CHAIN_FILE).exists());
+}
+
+#[test]
+fn the_users_scope_needs_a_home_and_a_broken_file_is_left_alone() {
+    let env = AgentEnv::from_vars([("PATH", "/bin")]);
+    let err = Layout::new(Agent::ClaudeCode, Scope::User, &env).unwrap_err();
+    assert!(matches!(err, AgentsError::NoHomeForUserScope));
+    assert_eq!(err.to_string(), "HOME is not set; use --scope project");
+
+    let project = tempfile::tempdir().unwrap();
+    let state = tempfile::tempdir().unwrap();
+    let claude = project.path().join(".claude");
+    std::fs::create_dir_all(&claude).unwrap();
+    let settings = claude.join("settings.json");
+    std::fs::write(&settings, "{\"hooks\": ").unwrap();
+    let layout = Layout::new(Agent::ClaudeCode, Scope::Project(project.path()), &env).unwrap();
+    let err = hooks::install(&program(state.path()), &layout).unwrap_err();
+    assert!(
+        err.to_string().starts_with(&format!(
+            "cannot change {}: it is not valid JSON5",
+            settings.display()
+        )),
+        "{err}"
+    );
+    assert_eq!(std::fs::read_to_string(&settings).unwrap(), "{\"hooks\": ");
+    assert!(!claude.join(CHAIN_FILE).exists());
+}
