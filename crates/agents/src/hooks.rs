@@ -294,7 +294,10 @@ pub fn install(program: &Program, layout: &Layout) -> Result<String, AgentsError
             writes.push((ours, old, text));
         }
     }
-    if writes.is_empty() && chain == before {
+    // The wrapper names the chain file: it is written even when it chains
+    // nothing, since a missing one is refused.
+    let chain_missing = read_if_present(&layout.chain)?.is_none();
+    if writes.is_empty() && chain == before && !chain_missing {
         return Ok(format!(
             "copilot-bridge's hooks are already installed for {} ({}).\n",
             layout.agent_name(),
@@ -302,7 +305,7 @@ pub fn install(program: &Program, layout: &Layout) -> Result<String, AgentsError
         ));
     }
     // The user's hooks are kept before they leave their files.
-    if chain != before {
+    if chain != before || chain_missing {
         let old = read_if_present(&layout.chain)?;
         let text = format!(
             "{}\n",

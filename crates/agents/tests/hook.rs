@@ -226,14 +226,15 @@ fn a_users_legacy_block_is_a_deny_and_their_input_is_the_agents_payload() {
 }
 
 #[test]
-fn a_missing_chain_file_chains_nothing_and_a_broken_one_is_an_error() {
+fn a_missing_chain_file_is_refused_with_the_fix_and_a_broken_one_is_an_error() {
     let dir = tempfile::tempdir().unwrap();
     let input = payload::parse(&claude_payload("/w", "Bash", json!({})), Dialect::Claude).unwrap();
+    // `hooks install` always writes one: gone, the user's hooks cannot run.
     let absent = dir.path().join("absent.json");
+    let err = chain::load(&absent, HookEvent::PreToolUse, &input).unwrap_err();
     assert!(
-        chain::load(&absent, HookEvent::PreToolUse, &input)
-            .unwrap()
-            .is_empty()
+        err.to_string().contains("are missing") && err.to_string().contains("hooks install"),
+        "{err}"
     );
     let broken = dir.path().join("broken.json");
     std::fs::write(&broken, "{").unwrap();

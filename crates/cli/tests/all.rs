@@ -7,6 +7,7 @@ mod cli_audit;
 mod cli_config;
 mod cli_copilot_extension;
 mod cli_daemon;
+mod cli_hardening;
 mod cli_hook;
 mod cli_hook_daemon;
 mod cli_hooks_install;

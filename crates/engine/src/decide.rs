@@ -120,12 +120,42 @@ impl Session {
         args: &Value,
     ) -> Verdict {
         let started = Instant::now();
-        let verdict = if args.is_object() {
+        let verdict = self.decide_agent_reading(tool, owner, args).await;
+        self.audit_agent_verdict_since(agent, hook, tool, args, &verdict, started);
+        verdict
+    }
+
+    /// The decision of one reading of an agent's tool; arguments that are
+    /// not an object are checked whole under `input`.
+    async fn decide_agent_reading(&self, tool: &str, owner: &ToolOwner, args: &Value) -> Verdict {
+        if args.is_object() {
             self.decide(tool, args, owner).await
         } else {
             let wrapped = json!({ "input": args });
             self.decide(tool, &wrapped, owner).await
-        };
+        }
+    }
+
+    fn audit_agent_verdict(
+        &self,
+        agent: Agent,
+        hook: &str,
+        tool: &str,
+        args: &Value,
+        verdict: &Verdict,
+    ) {
+        self.audit_agent_verdict_since(agent, hook, tool, args, verdict, Instant::now());
+    }
+
+    fn audit_agent_verdict_since(
+        &self,
+        agent: Agent,
+        hook: &str,
+        tool: &str,
+        args: &Value,
+        verdict: &Verdict,
+        started: Instant,
+    ) {
         if !verdict.allowed() {
             self.log(
                 agent.name(),
@@ -143,7 +173,64 @@ impl Session {
                 u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
             );
         }
-        verdict
+    }
+
+    /// Decides a tool call an agent's hook reports by the name the agent
+    /// gave the tool (`mcp__github__x`, `github-x`, `Bash`): every reading
+    /// of the name in ours ([`crate::agent_names`]) is decided, the
+    /// strictest verdict wins, and it is audited under the likeliest
+    /// reading. A name that reads no way is refused.
+    pub async fn check_agent_call(
+        &self,
+        agent: Agent,
+        hook: &str,
+        raw_tool: &str,
+        args: &Value,
+    ) -> (String, Verdict) {
+        let readings = crate::agent_names::readings(agent, raw_tool);
+        let Some(first) = readings.first() else {
+            let verdict = Verdict::denied(format!(
+                "{raw_tool} looks like an MCP tool but names no server and tool; it is refused"
+            ));
+            if self.audit().is_some() {
+                self.audit_entry(
+                    hook,
+                    agent.name(),
+                    raw_tool,
+                    Redacted::record_of(args),
+                    &verdict.decision,
+                    Redacted::new(json!({"reason": verdict.reason()})),
+                    0,
+                );
+            }
+            return (raw_tool.to_owned(), verdict);
+        };
+        if readings.len() == 1 {
+            let verdict = self
+                .check_agent_tool(agent, hook, &first.name, &first.owner, args)
+                .await;
+            return (first.name.clone(), verdict);
+        }
+        let mut strictest: Option<(String, Verdict)> = None;
+        for reading in &readings {
+            let verdict = self
+                .decide_agent_reading(&reading.name, &reading.owner, args)
+                .await;
+            let stricter = strictest
+                .as_ref()
+                .is_none_or(|(_, kept)| strictness(&verdict) > strictness(kept));
+            if stricter {
+                strictest = Some((reading.name.clone(), verdict));
+            }
+        }
+        let (name, verdict) = strictest.unwrap_or_else(|| {
+            (
+                first.name.clone(),
+                Verdict::denied("no reading of the tool's name"),
+            )
+        });
+        self.audit_agent_verdict(agent, hook, &first.name, args, &verdict);
+        (name, verdict)
     }
 
     /// Records that `agent` ran `tool` (its post-tool-use hook): an audit
@@ -267,5 +354,14 @@ impl Session {
             refusal: None,
             context: hooks.context,
         }
+    }
+}
+
+/// How strict a verdict is: a refusal over a question over a pass.
+fn strictness(verdict: &Verdict) -> u8 {
+    match verdict.outcome() {
+        DecisionKind::Deny => 2,
+        DecisionKind::Ask => 1,
+        DecisionKind::Allow => 0,
     }
 }

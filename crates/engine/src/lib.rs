@@ -14,6 +14,7 @@
 //! provider message. No tool runs except through `Session::call_tool`, and no tool is allowed
 //! except by `Session::decide` (which `call_tool` uses).
 
+pub mod agent_names;
 mod call;
 mod decide;
 mod events;

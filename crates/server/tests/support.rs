@@ -238,85 +238,11 @@ pub async fn run_peer(command: &mut tokio::process::Command) -> String {
     String::from_utf8(output.stdout).unwrap()
 }
 
-/// A minimal MCP client over streamable HTTP: initialize, then calls, each
-/// answer read from JSON or from the SSE stream the server may choose.
-pub struct McpHttp<'a> {
-    daemon: &'a TestDaemon,
-    path: String,
-    session: String,
-    next_id: u64,
-}
+/// An MCP client of `daemon`'s `path` (`/mcp/code?…`).
+pub struct McpHttp;
 
-impl<'a> McpHttp<'a> {
-    pub async fn connect(daemon: &'a TestDaemon, path: &str) -> Self {
-        let mut client = Self {
-            daemon,
-            path: path.to_owned(),
-            session: String::new(),
-            next_id: 1,
-        };
-        let (answer, session) = client
-            .post(json!({
-                "jsonrpc": "2.0", "id": 0, "method": "initialize",
-                "params": {"protocolVersion": "2025-06-18", "capabilities": {},
-                           "clientInfo": {"name": "swap-race", "version": "1"}}
-            }))
-            .await;
-        assert!(answer["result"]["serverInfo"].is_object(), "{answer}");
-        client.session = session.expect("the server names its MCP session");
-        client
-            .post(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
-            .await;
-        client
-    }
-
-    async fn post(&self, body: Value) -> (Value, Option<String>) {
-        let mut request = self
-            .daemon
-            .http()
-            .post(self.daemon.url(&self.path))
-            .bearer_auth(&self.daemon.token)
-            .header("accept", "application/json, text/event-stream")
-            .json(&body);
-        if !self.session.is_empty() {
-            request = request.header("mcp-session-id", &self.session);
-        }
-        let response = request.send().await.unwrap();
-        let session = response
-            .headers()
-            .get("mcp-session-id")
-            .and_then(|value| value.to_str().ok())
-            .map(str::to_owned);
-        let text = response.text().await.unwrap();
-        let json_text = text
-            .lines()
-            .filter_map(|line| line.strip_prefix("data:"))
-            .map(str::trim)
-            .find(|data| data.starts_with('{'))
-            .unwrap_or(text.trim());
-        (
-            serde_json::from_str(json_text).unwrap_or(Value::Null),
-            session,
-        )
-    }
-
-    pub async fn call(&mut self, tool: &str, arguments: Value) -> String {
-        self.next_id += 1;
-        let body = json!({"jsonrpc": "2.0", "id": self.next_id, "method": "tools/call",
-                          "params": {"name": tool, "arguments": arguments}});
-        self.post(body).await.0.to_string()
-    }
-
-    /// `tools/list`: the tools' names.
-    pub async fn tool_names(&mut self) -> Vec<String> {
-        self.next_id += 1;
-        let body = json!({"jsonrpc": "2.0", "id": self.next_id, "method": "tools/list"});
-        let answer = self.post(body).await.0;
-        answer["result"]["tools"]
-            .as_array()
-            .unwrap_or_else(|| panic!("no tools in {answer}"))
-            .iter()
-            .filter_map(|tool| tool["name"].as_str().map(str::to_owned))
-            .collect()
+impl McpHttp {
+    pub async fn connect(daemon: &TestDaemon, path: &str) -> bridge_testkit::mcp_http::McpHttp {
+        bridge_testkit::mcp_http::McpHttp::connect(&daemon.url(path), &daemon.token).await
     }
 }

@@ -85,6 +85,16 @@ impl FakeKey {
         Self::armored("OPENSSH PRIVATE KEY", wrap(&base64(&blob), 70))
     }
 
+    /// The same key with its body wrapped at `width` (MIME tools wrap at
+    /// 76; some write one long line).
+    pub fn wrapped_at(self, width: usize) -> Self {
+        let joined: String = self.body.concat();
+        Self {
+            body: wrap(&joined, width),
+            ..self
+        }
+    }
+
     fn armored(label: &str, body: Vec<String>) -> Self {
         Self {
             header: format!("-----BEGIN {label}-----"),

@@ -10,6 +10,7 @@
 //! directories and real symlinks for tests to run against.
 
 pub mod fake_keys;
+pub mod mcp_http;
 pub mod memory_corpus;
 pub mod mock_llm;
 pub mod openclaw;

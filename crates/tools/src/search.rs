@@ -373,6 +373,9 @@ impl Worker<'_, '_> {
             self.unreadable += 1;
             tracing::debug!(path = %relative.display(), error = %err, "search_code: read failed");
         }
+        if !self.file_hits.is_empty() {
+            withhold_key_lines(relative, file, &mut self.file_hits);
+        }
         let with_context = request.context_lines > 0;
         self.rendered
             .extend(self.file_hits.drain(..).map(|hit| RenderedHit {
@@ -380,6 +383,27 @@ impl Worker<'_, '_> {
                 line: hit.line,
                 json: hit.into_json(with_context),
             }));
+    }
+}
+
+/// The hits of `file` with the lines inside its private key blocks
+/// withheld (the file is read once more, only when it has hits). A file
+/// that cannot be read again keeps no hit: they cannot be judged.
+fn withhold_key_lines(relative: &Path, file: &File, hits: &mut Vec<Hit>) {
+    use std::io::{Seek, SeekFrom};
+    let mut reader = file;
+    let blocks = reader
+        .seek(SeekFrom::Start(0))
+        .and_then(|_| bridge_policy::redact::KeyBlocks::of_reader(reader));
+    match blocks {
+        Ok(blocks) if blocks.is_empty() => {}
+        Ok(blocks) => hits
+            .iter_mut()
+            .for_each(|hit| hit.withhold_key_lines(&blocks)),
+        Err(err) => {
+            tracing::debug!(path = %relative.display(), error = %err, "search_code: cannot reread for keys");
+            hits.clear();
+        }
     }
 }
 

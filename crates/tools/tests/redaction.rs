@@ -224,3 +224,80 @@ async fn a_token_cut_by_a_search_snippet_shows_no_part_of_it() {
         );
     }
 }
+
+/// Keys whose body lines a shape alone does not give away: wrapped at 76
+/// (MIME) or 40, and the short last line read alone.
+fn odd_keys() -> Vec<FakeKey> {
+    vec![
+        FakeKey::pem(26).wrapped_at(76),
+        FakeKey::pem(27).wrapped_at(40),
+        FakeKey::openssh(28).wrapped_at(52),
+    ]
+}
+
+#[tokio::test]
+async fn a_range_or_a_hit_inside_a_key_of_any_width_shows_none_of_it_nor_does_the_audit_log() {
+    for (index, key) in odd_keys().into_iter().enumerate() {
+        let ws = TempWorkspace::new();
+        ws.write(
+            "secrets/deploy.pem",
+            format!("# staging\n{}\nafter the key\n", key.text_with("")),
+        );
+        let audit_dir = tempfile::tempdir().unwrap();
+        let runner =
+            runner(&ws, false).with_audit(bridge_policy::AuditLog::new(audit_dir.path()), "keys");
+        // The key's lines are 2 (header) ..= body + 3 (footer).
+        let body = u64::try_from(key.body.len()).unwrap();
+        let last_body = body + 2;
+        for (start, end) in [(3, 4), (last_body, last_body), (last_body, last_body + 2)] {
+            let result = call(
+                &runner,
+                "read_file",
+                json!({"path": "secrets/deploy.pem", "startLine": start, "endLine": end}),
+            )
+            .await;
+            let content = result["content"].as_str().unwrap();
+            assert_no_key_material(&key, content);
+            assert!(
+                content.starts_with("[REDACTED]"),
+                "key {index} {start}..{end}: {content}"
+            );
+        }
+        let tail = call(
+            &runner,
+            "read_file",
+            json!({"path": "secrets/deploy.pem", "startLine": last_body + 1}),
+        )
+        .await;
+        assert_eq!(
+            tail["content"], "[REDACTED]\nafter the key\n",
+            "the footer and on"
+        );
+        // A hit on the short last line, and context reaching into the key.
+        let needle = &key.body[key.body.len() - 1][..6];
+        let result = call(
+            &runner,
+            "search_code",
+            json!({"query": needle, "contextLines": 2}),
+        )
+        .await;
+        let hits = result["hits"].as_array().unwrap();
+        assert!(!hits.is_empty(), "key {index}: {result}");
+        for hit in hits {
+            assert_no_key_material(&key, &hit.to_string());
+        }
+        let after = call(
+            &runner,
+            "search_code",
+            json!({"query": "after the key", "contextLines": 3}),
+        )
+        .await;
+        assert_no_key_material(&key, &after.to_string());
+        assert_eq!(after["hits"][0]["snippet"], "after the key", "{after}");
+        let audit = crate::runner::audit_entries(audit_dir.path());
+        assert!(audit.len() >= 6, "{audit:?}");
+        for entry in &audit {
+            assert_no_key_material(&key, &entry.to_string());
+        }
+    }
+}

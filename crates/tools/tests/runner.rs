@@ -20,7 +20,7 @@ use serde_json::{Value, json};
 use crate::common::{runner, runner_with};
 
 /// Every audit line written under `dir`, parsed.
-fn audit_entries(dir: &std::path::Path) -> Vec<Value> {
+pub(crate) fn audit_entries(dir: &std::path::Path) -> Vec<Value> {
     // The log's writer thread writes behind the call: wait for it.
     bridge_policy::audit::flush_all().unwrap();
     let mut entries = Vec::new();

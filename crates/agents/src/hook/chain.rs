@@ -50,6 +50,11 @@ enum Said {
 /// Why the chain file cannot be used; a tool call is denied for it.
 #[derive(Debug, thiserror::Error)]
 pub enum ChainError {
+    #[error(
+        "the chained hooks {} are missing, so your own hooks cannot run: run `copilot-bridge hooks install` again for this agent (or `copilot-bridge hooks uninstall` to take copilot-bridge's hooks out)",
+        path.display()
+    )]
+    Missing { path: PathBuf },
     #[error("cannot read the chained hooks {}: {source}", path.display())]
     Read {
         path: PathBuf,
@@ -70,7 +75,13 @@ pub fn load(
 ) -> Result<Vec<ChainedHook>, ChainError> {
     let text = match std::fs::read_to_string(path) {
         Ok(text) => text,
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        // `hooks install` always writes it: gone, the user's hooks cannot
+        // run, and a deny says how to put them back.
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
+            return Err(ChainError::Missing {
+                path: path.to_owned(),
+            });
+        }
         Err(source) => {
             return Err(ChainError::Read {
                 path: path.to_owned(),

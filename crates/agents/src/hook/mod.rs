@@ -51,10 +51,11 @@ pub enum EventError {
 pub fn event_of(given: Option<&str>, input: &HookInput) -> Result<HookEvent, EventError> {
     match given {
         Some(name) => HookEvent::parse(name).ok_or_else(|| EventError::Unknown(name.to_owned())),
-        None => match input.event {
-            Some(event) => Ok(event),
-            None if input.tool.is_some() => Ok(HookEvent::PreToolUse),
-            None => Err(EventError::Missing),
+        None => match (input.event, &input.unknown_event) {
+            (Some(event), _) => Ok(event),
+            (None, Some(name)) => Err(EventError::Unknown(name.clone())),
+            (None, None) if input.tool.is_some() => Ok(HookEvent::PreToolUse),
+            (None, None) => Err(EventError::Missing),
         },
     }
 }
@@ -127,6 +128,7 @@ mod tests {
         HookInput {
             dialect: Dialect::Claude,
             event: None,
+            unknown_event: None,
             session_id: session_id.map(str::to_owned),
             cwd: None,
             tool: None,

@@ -13,7 +13,6 @@
 
 use std::path::PathBuf;
 
-use bridge_policy::agent_tools::Agent;
 use serde_json::{Map, Value};
 
 /// The hook events copilot-bridge answers, by our name.
@@ -93,8 +92,10 @@ pub struct AgentToolCall {
 #[derive(Debug, Clone, PartialEq)]
 pub struct HookInput {
     pub dialect: Dialect,
-    /// The event the payload names, when it names one.
+    /// The event the payload names, when it names one we know.
     pub event: Option<HookEvent>,
+    /// The event the payload names when it is none we know.
+    pub unknown_event: Option<String>,
     /// The agent's own session id.
     pub session_id: Option<String>,
     pub cwd: Option<PathBuf>,
@@ -121,6 +122,8 @@ pub enum PayloadError {
         field: &'static str,
         expected: &'static str,
     },
+    #[error("the tool's arguments cannot be read (not a JSON object): {0}")]
+    UnreadableArguments(String),
 }
 
 /// Reads a payload. `dialect` is the shape to assume when the payload's
@@ -145,7 +148,9 @@ pub fn parse(text: &str, fallback: Dialect) -> Result<HookInput, PayloadError> {
         Dialect::Claude => ("hook_event_name", "session_id", "tool_name", "tool_input"),
         Dialect::Copilot => ("hookEventName", "sessionId", "toolName", "toolArgs"),
     };
-    let event = string(&object, event_key)?.and_then(HookEvent::parse);
+    let named_event = string(&object, event_key)?.filter(|name| !name.is_empty());
+    let event = named_event.and_then(HookEvent::parse);
+    let unknown_event = named_event.filter(|_| event.is_none()).map(str::to_owned);
     let session_id = string(&object, session_key)?.map(str::to_owned);
     let cwd = match string(&object, "cwd")? {
         Some(cwd) => Some(cwd),
@@ -157,7 +162,7 @@ pub fn parse(text: &str, fallback: Dialect) -> Result<HookInput, PayloadError> {
         None => None,
         Some(name) => Some(AgentToolCall {
             name: name.to_owned(),
-            input: tool_input(object.get(input_key)),
+            input: tool_input(object.get(input_key))?,
             mcp_server: object
                 .get("mcp_server")
                 .and_then(|server| server.get("name"))
@@ -188,6 +193,7 @@ pub fn parse(text: &str, fallback: Dialect) -> Result<HookInput, PayloadError> {
     Ok(HookInput {
         dialect,
         event,
+        unknown_event,
         session_id,
         cwd,
         tool,
@@ -212,33 +218,22 @@ fn string<'a>(
 }
 
 /// The tool's arguments: an object as is; a JSON string (the Copilot CLI
-/// may send `toolArgs` encoded) decoded; anything else kept whole, so the
-/// decision still sees it.
-fn tool_input(input: Option<&Value>) -> Value {
+/// may send `toolArgs` encoded) decoded. Anything else cannot be checked,
+/// so the call is refused rather than decided on what could be read.
+fn tool_input(input: Option<&Value>) -> Result<Value, PayloadError> {
     match input {
-        None | Some(Value::Null) => Value::Object(Map::new()),
+        None | Some(Value::Null) => Ok(Value::Object(Map::new())),
+        Some(object @ Value::Object(_)) => Ok(object.clone()),
         Some(Value::String(text)) => match serde_json::from_str::<Value>(text) {
-            Ok(decoded @ Value::Object(_)) => decoded,
-            _ => Value::String(text.clone()),
+            Ok(decoded @ Value::Object(_)) => Ok(decoded),
+            _ => Err(PayloadError::UnreadableArguments(
+                bridge_policy::redact::shorten(text, 80),
+            )),
         },
-        Some(other) => other.clone(),
+        Some(other) => Err(PayloadError::UnreadableArguments(
+            bridge_policy::redact::shorten(&other.to_string(), 80),
+        )),
     }
-}
-
-/// The name our policy knows an agent's tool by, and whether an MCP server
-/// (named) runs it rather than the agent itself. Claude names MCP tools
-/// `mcp__server__tool`; ours is `server__tool` at every door.
-pub fn policy_subject(agent: Agent, call: &AgentToolCall) -> (String, Option<String>) {
-    if agent == Agent::ClaudeCode
-        && let Some(rest) = call.name.strip_prefix("mcp__")
-        && let Some((server, tool)) = rest.split_once("__")
-        && !server.is_empty()
-        && !tool.is_empty()
-    {
-        let server = call.mcp_server.clone().unwrap_or_else(|| server.to_owned());
-        return (format!("{server}__{tool}"), Some(server));
-    }
-    (call.name.clone(), None)
 }
 
 #[cfg(test)]
@@ -271,12 +266,12 @@ mod tests {
         assert_eq!(input.event, None);
         let tool = input.tool.unwrap();
         assert_eq!(tool.input, json!({"command": "rm -rf /"}));
-        // Arguments that are not an object are kept whole.
+        // Arguments that cannot be read refuse the call.
         let text = r#"{"sessionId":"9","toolName":"bash","toolArgs":"not json"}"#;
-        assert_eq!(
-            parse(text, Dialect::Claude).unwrap().tool.unwrap().input,
-            json!("not json")
-        );
+        assert!(matches!(
+            parse(text, Dialect::Claude),
+            Err(PayloadError::UnreadableArguments(_))
+        ));
     }
 
     #[test]
@@ -316,27 +311,5 @@ mod tests {
             assert_eq!(HookEvent::parse(name), Some(event), "{name}");
         }
         assert_eq!(HookEvent::parse("pre_tool_use"), None);
-    }
-
-    #[test]
-    fn claude_mcp_tools_are_known_by_our_name_and_their_server() {
-        let call = AgentToolCall {
-            name: "mcp__cbcode__copilot_read_file".into(),
-            input: json!({}),
-            mcp_server: Some("cbcode".into()),
-        };
-        assert_eq!(
-            policy_subject(Agent::ClaudeCode, &call),
-            ("cbcode__copilot_read_file".into(), Some("cbcode".into()))
-        );
-        let own = AgentToolCall {
-            name: "Bash".into(),
-            input: json!({}),
-            mcp_server: None,
-        };
-        assert_eq!(
-            policy_subject(Agent::ClaudeCode, &own),
-            ("Bash".into(), None)
-        );
     }
 }

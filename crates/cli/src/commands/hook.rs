@@ -19,7 +19,6 @@ use bridge_agents::AgentEnv;
 use bridge_agents::hook::{
     self, Dialect, HookAnswer, HookDecision, HookEvent, HookInput, answer, chain, payload,
 };
-use bridge_engine::ToolOwner;
 use bridge_policy::AgentAsks;
 use bridge_policy::agent_tools::Agent;
 use bridge_protocol::DecisionKind;
@@ -121,6 +120,9 @@ fn decide(
         )
     })?;
     let root = hook::workspace_root(agent, input, env).map_err(|err| err.to_string())?;
+    // What the agent names (`CLAUDE_PROJECT_DIR=/`) is its workspace only
+    // if it may be one (the daemon checks too).
+    let root = bridge_compose::workspace_choice(&config).check(&root)?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -158,12 +160,9 @@ async fn ask_daemon(
     if let Some(call) = &input.tool
         && matches!(event, HookEvent::PreToolUse | HookEvent::PostToolUse)
     {
-        let (tool, server) = payload::policy_subject(agent, call);
-        params["tool"] = json!(tool);
+        // The name as the agent gave it: the daemon reads it as ours.
+        params["tool"] = json!(call.name);
         params["arguments"] = call.input.clone();
-        if let Some(server) = server {
-            params["mcpServer"] = json!(server);
-        }
         if let Some(output) = &input.tool_output {
             params["output"] = output.clone();
         }
@@ -222,23 +221,18 @@ async fn decide_locally(
         Arc::new(AgentAsks),
     )
     .map_err(|failure| failure.message)?;
-    let (tool, server) = payload::policy_subject(agent, call);
     if event == HookEvent::PostToolUse {
         session.record_agent_tool_ran(
             agent,
             event.name(),
-            &tool,
+            &bridge_engine::agent_names::likeliest_name(agent, &call.name),
             &call.input,
             input.tool_output.as_ref(),
         );
         return Ok((HookDecision::Pass, Vec::new()));
     }
-    let owner = match server {
-        Some(server) => ToolOwner::Mcp(server),
-        None => ToolOwner::Agent(agent),
-    };
-    let verdict = session
-        .check_agent_tool(agent, event.name(), &tool, &owner, &call.input)
+    let (_, verdict) = session
+        .check_agent_call(agent, event.name(), &call.name, &call.input)
         .await;
     let decision = HookDecision::from_outcome(verdict.outcome(), verdict.reason());
     Ok((decision, verdict.context))

@@ -14,6 +14,7 @@
 mod armor;
 mod body_lines;
 mod cut;
+mod key_blocks;
 mod keys;
 mod rules;
 mod values;
@@ -29,6 +30,7 @@ pub use cut::{
     CUT_CONTEXT_BYTES, Cut, char_offset, preview, printable, redact_and_cut, redact_excerpt,
     shorten,
 };
+pub use key_blocks::{KeyBlocks, LINE_VIEW, in_key_block};
 pub use keys::is_secret_key;
 use rules::Kind;
 

@@ -8,8 +8,11 @@
 //! registering one), `agent` (`claude-code` | `copilot-cli`), `agentSession` (the
 //! agent's own session id), `cwd` (absolute), `event` (`session-start`,
 //! `session-end`, `user-prompt-submit`, `pre-tool-use`, `post-tool-use`,
-//! `error`), and by event `tool` (in the hub's naming), `mcpServer`,
-//! `arguments`, `output`, `prompt`, `message`, `label`. The first hook of
+//! `error`), and by event `tool` (the name as the agent gave it: `Bash`,
+//! `mcp__github__list_issues`, `github-list_issues`; read as the hub's
+//! naming, `bridge_engine::agent_names`), `mcpServer` (accepted and
+//! ignored: the server a tool's name carries is its server), `arguments`,
+//! `output`, `prompt`, `message`, `label`. The first hook of
 //! an agent session registers it (id `<agent>-<agentSession>`); it ends at
 //! `session-end` or after [`AGENT_SESSION_IDLE`] without a hook.
 //!
@@ -21,7 +24,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use bridge_engine::{RegistryError, Session, SessionRegistry, SessionSpec, ToolOwner};
+use bridge_engine::{RegistryError, Session, SessionRegistry, SessionSpec};
 use bridge_policy::AgentAsks;
 use bridge_policy::agent_tools::Agent;
 use bridge_protocol::jsonrpc::ErrorObject;
@@ -156,9 +159,9 @@ pub(super) async fn agent_hook(ctx: ServerContext, params: Params) -> RpcResult 
             Ok(json!({"session": id, "ending": true}))
         }
         "pre-tool-use" => {
-            let (tool, owner, arguments) = tool_call(agent, &params)?;
-            let verdict = session
-                .check_agent_tool(agent, &event, &tool, &owner, &arguments)
+            let (tool, arguments) = tool_call(&params)?;
+            let (_, verdict) = session
+                .check_agent_call(agent, &event, &tool, &arguments)
                 .await;
             Ok(json!({
                 "session": id,
@@ -168,9 +171,10 @@ pub(super) async fn agent_hook(ctx: ServerContext, params: Params) -> RpcResult 
             }))
         }
         "post-tool-use" => {
-            let (tool, _, arguments) = tool_call(agent, &params)?;
+            let (tool, arguments) = tool_call(&params)?;
             let output = params.optional_value("output")?;
-            session.record_agent_tool_ran(agent, &event, &tool, &arguments, output);
+            let name = bridge_engine::agent_names::likeliest_name(agent, &tool);
+            session.record_agent_tool_ran(agent, &event, &name, &arguments, output);
             let mut answer = json!({"session": id});
             // The output as the model may see it, when redaction changed it
             // (for agents that let a hook replace a tool's result).
@@ -212,19 +216,16 @@ fn context_texts(project_context: Option<&str>, ambient: &[(String, String)]) ->
         .collect()
 }
 
-/// The call of a tool event: its name in our naming, who runs it, and its
-/// arguments (any JSON: the decision checks what is not an object whole).
-fn tool_call(agent: Agent, params: &Params) -> Result<(String, ToolOwner, Value), ErrorObject> {
+/// The call of a tool event: the tool's name as the agent gave it (read as
+/// ours by the decision, whatever the agent's dialect) and its arguments
+/// (any JSON: the decision checks what is not an object whole).
+fn tool_call(params: &Params) -> Result<(String, Value), ErrorObject> {
     let tool = params.required_str("tool")?.to_owned();
-    let owner = match params.optional_str("mcpServer")? {
-        Some(server) => ToolOwner::Mcp(server.to_owned()),
-        None => ToolOwner::Agent(agent),
-    };
     let arguments = params
         .optional_value("arguments")?
         .cloned()
         .unwrap_or_else(|| json!({}));
-    Ok((tool, owner, arguments))
+    Ok((tool, arguments))
 }
 
 /// The hub session of this agent session, registered on its first hook.

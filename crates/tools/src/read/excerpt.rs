@@ -8,7 +8,9 @@
 
 use std::io::{ErrorKind, Read};
 
-use bridge_policy::redact::{CUT_CONTEXT_BYTES, redact_and_cut};
+use bridge_policy::redact::{
+    CUT_CONTEXT_BYTES, KeyBlocks, LINE_VIEW, REDACTED, in_key_block, redact_and_cut,
+};
 use sha2::{Digest, Sha256};
 
 const CHUNK_BYTES: usize = 64 * 1024;
@@ -71,6 +73,11 @@ struct Collector {
     /// Set when the first selected line alone is over the cap: the content
     /// runs past the cap, to be cut there once redacted.
     cut_at: Option<usize>,
+    /// The private key blocks of the whole file, so that selected lines
+    /// inside one are withheld even without the key's header.
+    keys: KeyBlocks,
+    /// The start of the current line, for `keys`.
+    line_view: Vec<u8>,
 }
 
 impl Collector {
@@ -86,6 +93,8 @@ impl Collector {
             last_included: first_line.saturating_sub(1),
             truncated: false,
             cut_at: None,
+            keys: KeyBlocks::new(),
+            line_view: Vec::with_capacity(LINE_VIEW),
         }
     }
 
@@ -97,10 +106,17 @@ impl Collector {
             };
             bytes = &bytes[segment.len()..];
             let line = self.completed_lines + 1;
+            if !self.inside_line {
+                self.line_view.clear();
+            }
+            let room = LINE_VIEW - self.line_view.len();
+            self.line_view
+                .extend_from_slice(&segment[..segment.len().min(room)]);
             if !self.truncated && (self.first_line..=self.last_line).contains(&line) {
                 self.keep(segment, line, ends_line);
             }
             if ends_line {
+                self.keys.line(line, &self.line_view);
                 self.completed_lines += 1;
             }
             self.inside_line = !ends_line;
@@ -155,7 +171,17 @@ impl Collector {
                 self.last_included = total_lines;
             }
         }
+        if self.inside_line {
+            self.keys.line(total_lines, &self.line_view);
+        }
+        // A block whose header is shown is redacted whole with the rest of
+        // the text; one that began above the range is not seen as a key.
+        let mut blocks = self.keys.finish(total_lines);
+        blocks.retain(|block| *block.start() < self.first_line);
         let mut bytes = self.content;
+        if !blocks.is_empty() {
+            bytes = withhold_key_lines(&bytes, self.first_line, &blocks);
+        }
         if self.cut_at.is_some() {
             bytes.truncate(utf8_prefix_len(
                 &bytes,
@@ -180,6 +206,30 @@ impl Collector {
             sha256,
         }
     }
+}
+
+/// `content` (lines from `first_line` on) with every line inside a key
+/// block replaced by the redaction mark, its line break kept.
+fn withhold_key_lines(
+    content: &[u8],
+    first_line: u64,
+    blocks: &[std::ops::RangeInclusive<u64>],
+) -> Vec<u8> {
+    let mut out = Vec::with_capacity(content.len());
+    for (offset, line) in content.split_inclusive(|&byte| byte == b'\n').enumerate() {
+        if in_key_block(blocks, first_line + offset as u64) {
+            out.extend_from_slice(REDACTED.as_bytes());
+            let ending = if line.ends_with(b"\r\n") {
+                2
+            } else {
+                usize::from(line.ends_with(b"\n"))
+            };
+            out.extend_from_slice(&line[line.len() - ending..]);
+        } else {
+            out.extend_from_slice(line);
+        }
+    }
+    out
 }
 
 /// The longest prefix of `bytes` within `max` bytes that does not split a

@@ -43,6 +43,29 @@ impl Hit {
     }
 }
 
+impl Hit {
+    /// The hit with every line it shows that lies in a private key block
+    /// (`blocks` of its file) replaced by the redaction mark: a hit on a key
+    /// body line never shows the header the redactor would need.
+    pub(crate) fn withhold_key_lines(&mut self, blocks: &[std::ops::RangeInclusive<u64>]) {
+        use bridge_policy::redact::{REDACTED, in_key_block};
+        if in_key_block(blocks, self.line) {
+            REDACTED.clone_into(&mut self.snippet);
+        }
+        let first_before = self.line - self.before.len() as u64;
+        for (offset, text) in self.before.iter_mut().enumerate() {
+            if in_key_block(blocks, first_before + offset as u64) {
+                REDACTED.clone_into(text);
+            }
+        }
+        for (offset, text) in self.after.iter_mut().enumerate() {
+            if in_key_block(blocks, self.line + 1 + offset as u64) {
+                REDACTED.clone_into(text);
+            }
+        }
+    }
+}
+
 /// How many hits may still be taken, shared by all search workers.
 #[derive(Debug)]
 pub(crate) struct Budget {
