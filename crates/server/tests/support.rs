@@ -9,7 +9,7 @@ use std::time::Duration;
 use bridge_config::ConfigLoader;
 use bridge_server::{ConnectionLimits, Daemon, DaemonOptions, ServerContext};
 use bridge_testkit::TempWorkspace;
-use serde_json::{Value, json};
+use serde_json::Value;
 use tempfile::TempDir;
 use tokio::task::JoinHandle;
 
