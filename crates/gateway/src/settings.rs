@@ -13,8 +13,19 @@ pub struct GatewaySettings {
     /// 1009 (between the per-type limits and this, `PAYLOAD_TOO_LARGE`
     /// answers and the connection stays).
     pub frame_hard_max_bytes: usize,
-    /// Concurrent WebSocket connections (spec: 50).
+    /// Authenticated WebSocket connections (spec: 50). Connections still
+    /// authenticating do not count: they have their own budget.
     pub max_connections: usize,
+    /// WebSocket connections not yet authenticated, in all: a web page that
+    /// opens many cannot lock providers out.
+    pub max_unauthenticated: usize,
+    /// WebSocket connections not yet authenticated from one `Origin` (a
+    /// browser cannot lie about its origin; local clients without one share
+    /// one budget).
+    pub max_unauthenticated_per_origin: usize,
+    /// A connection must send its `auth` message within this (pairing then
+    /// has `auth_timeout`).
+    pub handshake_timeout: Duration,
     pub max_tools_per_provider: usize,
     pub max_hook_rules_per_provider: usize,
     pub max_streams_per_provider: usize,
@@ -75,6 +86,9 @@ impl Default for GatewaySettings {
             message_max_bytes: 2 * MIB,
             frame_hard_max_bytes: 8 * MIB,
             max_connections: 50,
+            max_unauthenticated: 64,
+            max_unauthenticated_per_origin: 8,
+            handshake_timeout: Duration::from_secs(3),
             max_tools_per_provider: 100,
             max_hook_rules_per_provider: 50,
             max_streams_per_provider: 20,
@@ -93,7 +107,7 @@ impl Default for GatewaySettings {
             auth_timeout: Duration::from_secs(10),
             ping_interval: Duration::from_secs(15),
             outbound_queue: 4096,
-            outbound_queue_bytes: 8 * MIB,
+            outbound_queue_bytes: MIB,
             idle_exit_grace: Duration::from_secs(30),
             project_restart_limit: 3,
             project_restart_backoff: Duration::from_secs(1),

@@ -148,7 +148,10 @@ pub(crate) struct GatewayInner {
     pub settings: GatewaySettings,
     pub state_dir: PathBuf,
     pub state: Mutex<GatewayState>,
+    /// Authenticated WebSocket connections.
     pub connections: AtomicUsize,
+    /// Connections still authenticating, by `Origin` ("" without one).
+    pub unauthenticated: Mutex<HashMap<String, usize>>,
     next_connection: AtomicU64,
     activity: AtomicU64,
     /// Provider instances per (session, provider name), for routing.
@@ -180,6 +183,7 @@ impl GatewayInner {
             state_dir,
             state: Mutex::new(GatewayState::default()),
             connections: AtomicUsize::new(0),
+            unauthenticated: Mutex::new(HashMap::new()),
             next_connection: AtomicU64::new(1),
             activity: AtomicU64::new(1),
             groups: InstanceGroups::default(),

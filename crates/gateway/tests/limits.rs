@@ -179,3 +179,54 @@ async fn raw_over_cap(gw: &TestGateway) -> crate::transport::RawSocket {
         .unwrap();
     ws
 }
+
+/// A web page holding many WebSockets open while they never authenticate:
+/// each origin has a small budget of its own, refused before the upgrade,
+/// and a provider with a token still gets in at once.
+#[tokio::test]
+async fn unauthenticated_connections_from_a_page_never_lock_a_provider_out() {
+    let gw = TestGateway::start().await;
+    let per_origin = gw.gateway.settings().max_unauthenticated_per_origin;
+    let attempts = (0..200).map(|_| {
+        let url = gw.url.clone();
+        async move {
+            let mut request =
+                tokio_tungstenite::tungstenite::client::IntoClientRequest::into_client_request(
+                    url.as_str(),
+                )
+                .unwrap();
+            request
+                .headers_mut()
+                .insert("origin", "https://evil.example".parse().unwrap());
+            tokio_tungstenite::connect_async(request).await
+        }
+    });
+    let results = futures::future::join_all(attempts).await;
+    let (held, refused): (Vec<_>, Vec<_>) = results.into_iter().partition(Result::is_ok);
+    assert_eq!(held.len(), per_origin, "the page's budget");
+    for err in refused {
+        let err = err.unwrap_err().to_string();
+        assert!(err.contains("429"), "{err}");
+    }
+    let started = std::time::Instant::now();
+    let mut provider = ProviderClient::connect(&gw.url).await.unwrap();
+    let sessions = provider
+        .authenticate(&gw.project_token("default"))
+        .await
+        .unwrap();
+    assert_eq!(sessions["active"][0]["id"], "default");
+    assert!(
+        started.elapsed() < Duration::from_secs(1),
+        "{:?}",
+        started.elapsed()
+    );
+    // The page's sockets are dropped once the handshake deadline passed.
+    let mut held: Vec<_> = held.into_iter().map(Result::unwrap).collect();
+    let (socket, _) = &mut held[0];
+    let first = tokio::time::timeout(Duration::from_secs(5), socket.next())
+        .await
+        .expect("told within the handshake deadline")
+        .unwrap()
+        .unwrap();
+    assert!(first.to_string().contains("no auth message"), "{first}");
+}

@@ -10,7 +10,7 @@ use axum::Router;
 use axum::extract::State;
 use axum::extract::ws::{CloseFrame, Message, WebSocket, WebSocketUpgrade};
 use axum::http::HeaderMap;
-use axum::response::Response;
+use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use bridge_protocol::provider::{ErrorCode, ErrorMessage, GatewayMessage};
 use bridge_util::batch::{Outgoing, send_batched};
@@ -20,7 +20,7 @@ use tokio::sync::mpsc;
 use tokio::time::MissedTickBehavior;
 use tokio_util::sync::CancellationToken;
 
-use crate::connection::{Connection, Flow, close_code};
+use crate::connection::{ConnState, Connection, Flow, close_code};
 use crate::provider::{OutFrame, Outbound, OutboundQueue, QueuedBytes};
 use crate::state::GatewayInner;
 use crate::transport::{Inbound, classify_text};
@@ -34,12 +34,69 @@ async fn upgrade(
     headers: HeaderMap,
     ws: WebSocketUpgrade,
 ) -> Response {
+    let origin = headers
+        .get(axum::http::header::ORIGIN)
+        .map(|value| String::from_utf8_lossy(value.as_bytes()).into_owned())
+        .unwrap_or_default();
+    // Refused before the upgrade: a page holding many connections open
+    // costs no WebSocket and no slot of the providers.
+    let Some(pending) = Unauthenticated::take(&gw, origin) else {
+        return (
+            axum::http::StatusCode::TOO_MANY_REQUESTS,
+            "too many connections are authenticating from this origin; try again later",
+        )
+            .into_response();
+    };
     let peer = describe_peer(&headers);
     let hard_max = gw.settings.frame_hard_max_bytes;
     ws.max_message_size(hard_max)
         .max_frame_size(hard_max)
         .read_buffer_size(READ_BUFFER_BYTES)
-        .on_upgrade(move |socket| serve(gw, socket, peer))
+        .on_upgrade(move |socket| serve(gw, socket, peer, pending))
+}
+
+/// One place of the unauthenticated budget (in all, and of its origin),
+/// held until the connection authenticates or ends.
+struct Unauthenticated {
+    gw: Arc<GatewayInner>,
+    origin: String,
+}
+
+impl Unauthenticated {
+    fn take(gw: &Arc<GatewayInner>, origin: String) -> Option<Self> {
+        let mut pending = bridge_util::sync::lock(&gw.unauthenticated);
+        let all: usize = pending.values().sum();
+        let of_origin = pending.get(&origin).copied().unwrap_or(0);
+        if all >= gw.settings.max_unauthenticated
+            || of_origin >= gw.settings.max_unauthenticated_per_origin
+        {
+            return None;
+        }
+        *pending.entry(origin.clone()).or_default() += 1;
+        Some(Self {
+            gw: gw.clone(),
+            origin,
+        })
+    }
+}
+
+impl Drop for Unauthenticated {
+    fn drop(&mut self) {
+        let mut pending = bridge_util::sync::lock(&self.gw.unauthenticated);
+        if let Some(count) = pending.get_mut(&self.origin) {
+            *count = count.saturating_sub(1);
+            if *count == 0 {
+                pending.remove(&self.origin);
+            }
+        }
+    }
+}
+
+/// Where a connection stands with the budgets: authenticating (its place
+/// in the unauthenticated budget) or admitted (a slot of the cap).
+enum Admission {
+    Authenticating { _place: Unauthenticated },
+    Admitted { _slot: ConnectionSlot },
 }
 
 /// The read buffer of the daemon's WebSocket connections (the gateway's
@@ -69,10 +126,30 @@ fn describe_peer(headers: &HeaderMap) -> String {
 /// Holds one slot of the connection cap for as long as it lives.
 struct ConnectionSlot(Arc<GatewayInner>);
 
+impl ConnectionSlot {
+    /// A slot of the cap, if one is free.
+    fn take(gw: &Arc<GatewayInner>) -> Option<Self> {
+        let count = gw.connections.fetch_add(1, Ordering::Relaxed) + 1;
+        let slot = Self(gw.clone());
+        (count <= gw.settings.max_connections).then_some(slot)
+    }
+}
+
 impl Drop for ConnectionSlot {
     fn drop(&mut self) {
         self.0.connections.fetch_sub(1, Ordering::Relaxed);
     }
+}
+
+/// What a connection over the cap is told.
+fn at_capacity(gw: &GatewayInner) -> ErrorMessage {
+    ErrorMessage::new(
+        ErrorCode::RateLimited,
+        format!(
+            "the gateway already has {} connections (the limit); try again later",
+            gw.settings.max_connections
+        ),
+    )
 }
 
 /// Close codes only the WebSocket layer uses (RFC 6455 §7.4.1).
@@ -98,18 +175,12 @@ enum End {
     Killed,
 }
 
-async fn serve(gw: Arc<GatewayInner>, socket: WebSocket, peer: String) {
-    let count = gw.connections.fetch_add(1, Ordering::Relaxed) + 1;
-    let _slot = ConnectionSlot(gw.clone());
+async fn serve(gw: Arc<GatewayInner>, socket: WebSocket, peer: String, pending: Unauthenticated) {
     let (mut sink, mut stream) = socket.split();
-    if count > gw.settings.max_connections {
-        let error = GatewayMessage::Error(ErrorMessage::new(
-            ErrorCode::RateLimited,
-            format!(
-                "the gateway already has {} connections (the limit); try again later",
-                gw.settings.max_connections
-            ),
-        ));
+    // With every slot taken, a newcomer is told at once rather than after
+    // it authenticated.
+    if gw.connections.load(Ordering::Relaxed) >= gw.settings.max_connections {
+        let error = GatewayMessage::Error(at_capacity(&gw));
         // Bounded: a peer that does not read must not hold its would-be slot.
         let reject = async {
             sink.feed(Message::Text(error.to_json().into())).await?;
@@ -126,7 +197,8 @@ async fn serve(gw: Arc<GatewayInner>, socket: WebSocket, peer: String) {
     let kill = queue.kill.clone();
     let mut writer = tokio::spawn(write_frames(sink, queue));
     let mut conn = Connection::new(gw.clone(), out.clone(), peer, None);
-    let end = read_frames(&gw, &mut conn, &mut stream, &kill).await;
+    let mut admission = Admission::Authenticating { _place: pending };
+    let end = read_frames(&gw, &mut conn, &mut stream, &kill, &mut admission).await;
     conn.closed().await;
     if end == End::Killed {
         // The writer drops what is queued (and tells a peer that stopped
@@ -155,8 +227,11 @@ async fn read_frames(
     conn: &mut Connection,
     stream: &mut SplitStream<WebSocket>,
     kill: &CancellationToken,
+    admission: &mut Admission,
 ) -> End {
-    let auth_deadline = tokio::time::Instant::now() + gw.settings.auth_timeout;
+    let started = tokio::time::Instant::now();
+    let handshake_deadline = started + gw.settings.handshake_timeout;
+    let auth_deadline = started + gw.settings.auth_timeout;
     let ping_every = gw.settings.ping_interval;
     let mut ping = tokio::time::interval_at(tokio::time::Instant::now() + ping_every, ping_every);
     ping.set_missed_tick_behavior(MissedTickBehavior::Delay);
@@ -182,6 +257,23 @@ async fn read_frames(
                 if conn.handle(inbound).await == Flow::Close {
                     return End::Orderly;
                 }
+                if matches!(admission, Admission::Authenticating { .. }) && !conn.state.authenticating() {
+                    match ConnectionSlot::take(gw) {
+                        Some(slot) => *admission = Admission::Admitted { _slot: slot },
+                        None => {
+                            conn.error(at_capacity(gw));
+                            conn.out.close(close_code::TRY_AGAIN_LATER, "too many connections");
+                            return End::Orderly;
+                        }
+                    }
+                }
+            }
+            () = tokio::time::sleep_until(handshake_deadline), if conn.state == ConnState::AwaitAuth => {
+                conn.error(ErrorMessage::new(
+                    ErrorCode::AuthFailed,
+                    format!("no auth message within {} s", gw.settings.handshake_timeout.as_secs_f32()),
+                ));
+                return End::Orderly;
             }
             () = tokio::time::sleep_until(auth_deadline), if conn.state.authenticating() => {
                 conn.error(ErrorMessage::new(
