@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The daemon's memory under the provider amplification attack.
+"""The daemon's memory under attack.
 
 Starts `BINARY serve` in a fresh state directory, reads the default
 session's provider token from its state file (gateway.json), then runs
@@ -16,6 +16,17 @@ attackers disconnect and the daemon is left idle for SETTLE seconds.
 The daemon's RSS is sampled every 50 ms from /proc; printed as one JSON
 line: RSS at start, and per round the peak during the attack and the RSS
 2 s and SETTLE s after the attackers left.
+
+--case picks the attack (default amplify, the one above):
+
+  nonreaders     NONREADERS (49) providers that never read: each sends
+                 stream.query for its own ~3.9 MB stream ten times a second,
+                 so the daemon queues answers it cannot deliver;
+  orchestrations ORCHESTRATIONS (40) orchestrate.start over /rpc, each with
+                 a TASK_MB (15) MiB task and a one-task plan, cancelled at
+                 once; RSS is read while they run and after they ended;
+  agent-sessions AGENT_SESSIONS (2000) agent.hook registrations, each a new
+                 agent session, as fast as /rpc takes them.
 
 Standard library only (its own minimal WebSocket client). A daemon past
 RSS_CAP_MB is killed and the run reported as over the cap, so an unbounded
@@ -35,6 +46,7 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.request
 
 
 def rss_mb(pid):
@@ -167,6 +179,53 @@ def attack(port, token, name, mode, until, counters):
                 provider.close()
 
 
+def rpc(port, token, method, params):
+    """One JSON-RPC call over HTTP POST /rpc."""
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{port}/rpc",
+        data=json.dumps({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}).encode(),
+        headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(request, timeout=60) as response:
+        return json.loads(response.read())
+
+
+def attack_orchestrations(port, token, workspace, count, task_mb, counters):
+    task = "task " + "x" * (task_mb * 1024 * 1024)
+    ids = []
+    for _ in range(count):
+        answer = rpc(
+            port, token, "orchestrate.start",
+            {"task": task, "cwd": workspace,
+             "plan": {"tasks": [{"id": "a", "description": "do it"}]}},
+        )
+        plan_id = answer.get("result", {}).get("id")
+        if plan_id:
+            ids.append(plan_id)
+            rpc(port, token, "orchestrate.cancel", {"id": plan_id})
+            counters["connections"] += 1
+        else:
+            counters["dropped"] += 1
+    for plan_id in ids:
+        while not rpc(port, token, "orchestrate.watch", {"id": plan_id, "waitMs": 500})["result"]["done"]:
+            pass
+    counters["sent"] = len(ids)
+
+
+def attack_agent_sessions(port, token, workspace, count, counters):
+    for n in range(count):
+        answer = rpc(
+            port, token, "agent.hook",
+            {"agent": "claude-code", "agentSession": f"burst-{n}", "cwd": workspace,
+             "event": "session-start"},
+        )
+        if "result" in answer:
+            counters["connections"] += 1
+        else:
+            counters["dropped"] += 1
+    counters["sent"] = count
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("binary")
@@ -177,10 +236,18 @@ def main():
     parser.add_argument("--bogus", type=int, default=int(os.environ.get("BOGUS", 4)))
     parser.add_argument("--query", type=int, default=int(os.environ.get("QUERY", 4)))
     parser.add_argument("--rss-cap-mb", type=float, default=float(os.environ.get("RSS_CAP_MB", 4096)))
+    parser.add_argument("--case", default=os.environ.get("CASE", "amplify"),
+                        choices=["amplify", "nonreaders", "orchestrations", "agent-sessions"])
+    parser.add_argument("--nonreaders", type=int, default=int(os.environ.get("NONREADERS", 49)))
+    parser.add_argument("--orchestrations", type=int, default=int(os.environ.get("ORCHESTRATIONS", 40)))
+    parser.add_argument("--task-mb", type=int, default=int(os.environ.get("TASK_MB", 15)))
+    parser.add_argument("--agent-sessions", type=int, default=int(os.environ.get("AGENT_SESSIONS", 2000)))
     args = parser.parse_args()
 
-    home = tempfile.mkdtemp(prefix="bench-memory-")
-    workspace = os.path.join(home, "workspace")
+    root = tempfile.mkdtemp(prefix="bench-memory-")
+    # The workspace beside the state directory: never inside it.
+    home = os.path.join(root, "state")
+    workspace = os.path.join(root, "workspace")
     os.makedirs(workspace)
     env = dict(os.environ)
     env.update(
@@ -206,6 +273,9 @@ def main():
     with open(state) as f:
         gateway = json.load(f)
     port, token = gateway["port"], gateway["providerToken"]
+    rpc_token = gateway["token"]
+    if args.case == "nonreaders":
+        args.bogus, args.query = 0, args.nonreaders
 
     samples = []
     sampling = threading.Event()
@@ -223,25 +293,40 @@ def main():
 
     sampler = threading.Thread(target=sample, daemon=True)
     time.sleep(1)
-    report = {"label": args.label, "start_mb": round(rss_mb(daemon.pid), 1), "rounds": []}
+    report = {"label": args.label, "case": args.case,
+              "start_mb": round(rss_mb(daemon.pid), 1), "rounds": []}
     sampler.start()
     for round_no in range(args.rounds):
         counters = {"connections": 0, "sent": 0, "dropped": 0}
         began = time.monotonic()
         until = began + args.seconds
-        attackers = [
-            threading.Thread(
-                target=attack,
-                args=(port, token, f"{mode}{i}", mode, until, counters),
+        if args.case == "orchestrations":
+            attackers = [threading.Thread(
+                target=attack_orchestrations,
+                args=(port, rpc_token, workspace, args.orchestrations, args.task_mb, counters),
                 daemon=True,
-            )
-            for mode, count in (("bogus", args.bogus), ("query", args.query))
-            for i in range(count)
-        ]
+            )]
+        elif args.case == "agent-sessions":
+            attackers = [threading.Thread(
+                target=attack_agent_sessions,
+                args=(port, rpc_token, workspace, args.agent_sessions, counters),
+                daemon=True,
+            )]
+        else:
+            attackers = [
+                threading.Thread(
+                    target=attack,
+                    args=(port, token, f"{mode}{i}", mode, until, counters),
+                    daemon=True,
+                )
+                for mode, count in (("bogus", args.bogus), ("query", args.query))
+                for i in range(count)
+            ]
         for attacker in attackers:
             attacker.start()
         for attacker in attackers:
-            attacker.join(args.seconds + 15)
+            # The orchestration and session bursts run to their end.
+            attacker.join(args.seconds + 15 if args.case in ("amplify", "nonreaders") else 600)
         left = time.monotonic()
         time.sleep(2)
         after_2s = rss_mb(daemon.pid)

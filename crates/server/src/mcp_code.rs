@@ -83,6 +83,7 @@ impl SessionSource for DaemonSessions {
                 .file_name()
                 .map_or_else(|| shown.clone(), |name| name.to_string_lossy().into_owned())
         );
+        crate::rpc::agent_hook::end_least_recent(&self.ctx, self.ctx.agent_sessions.make_room());
         let spec = SessionSpec {
             id: Some(id.clone()),
             label,

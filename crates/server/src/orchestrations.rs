@@ -23,6 +23,13 @@ use bridge_compose::{Backends, PlanningBackend};
 pub const KEPT_FINISHED: usize = 32;
 /// Events of one orchestration kept for watchers (the log has them all).
 pub const KEPT_EVENTS: usize = 10_000;
+/// Bytes of events (as JSON) one running orchestration keeps for watchers;
+/// a finished one keeps [`KEPT_FINISHED_EVENT_BYTES`].
+pub const KEPT_EVENT_BYTES: usize = 4 * 1024 * 1024;
+pub const KEPT_FINISHED_EVENT_BYTES: usize = 256 * 1024;
+/// Characters of one text (a task, a description, an output) kept in
+/// memory for watchers; the log on disk has it whole.
+pub const KEPT_TEXT_CHARS: usize = 16 * 1024;
 
 /// What to run.
 #[derive(Debug, Clone)]
@@ -48,9 +55,65 @@ pub struct RunningPlan {
 
 #[derive(Default)]
 struct PlanState {
-    /// `{seq, type, data}` of each event after the plan.
-    events: VecDeque<Value>,
+    /// `{seq, type, data}` of each event after the plan, with its size.
+    events: VecDeque<(Value, usize)>,
+    /// The sizes of `events`, summed.
+    event_bytes: usize,
     result: Option<OrchestratedResult>,
+}
+
+impl PlanState {
+    /// Keeps `event`, dropping the oldest past `max_bytes` or
+    /// [`KEPT_EVENTS`] (the newest always stays).
+    fn keep(&mut self, event: Value) {
+        let size = serde_json::to_vec(&event).map_or(0, |bytes| bytes.len());
+        self.events.push_back((event, size));
+        self.event_bytes += size;
+        self.trim(KEPT_EVENT_BYTES);
+    }
+
+    fn trim(&mut self, max_bytes: usize) {
+        while self.events.len() > 1
+            && (self.event_bytes > max_bytes || self.events.len() > KEPT_EVENTS)
+        {
+            if let Some((_, size)) = self.events.pop_front() {
+                self.event_bytes -= size;
+            }
+        }
+    }
+}
+
+/// `value` with every string longer than [`KEPT_TEXT_CHARS`] cut: what is
+/// kept in memory of a big task or output (the log has it whole).
+fn keep_short(value: &mut Value) {
+    match value {
+        Value::String(text) if text.len() > KEPT_TEXT_CHARS => {
+            *text = bridge_policy::redact::shorten(text, KEPT_TEXT_CHARS);
+        }
+        Value::Array(items) => items.iter_mut().for_each(keep_short),
+        Value::Object(map) => map.values_mut().for_each(keep_short),
+        _ => {}
+    }
+}
+
+/// What a finished orchestration keeps of its result for watchers: every
+/// text cut to [`KEPT_TEXT_CHARS`] (the task of 15 MiB a caller gave, say).
+fn kept_result(result: OrchestratedResult) -> OrchestratedResult {
+    let mut result = result;
+    let cut = |text: &mut String| {
+        if text.len() > KEPT_TEXT_CHARS {
+            *text = bridge_policy::redact::shorten(text, KEPT_TEXT_CHARS);
+        }
+    };
+    cut(&mut result.task);
+    cut(&mut result.summary);
+    for task in &mut result.plan.tasks {
+        cut(&mut task.description);
+    }
+    for task in &mut result.tasks {
+        cut(&mut task.output);
+    }
+    result
 }
 
 impl RunningPlan {
@@ -60,6 +123,10 @@ impl RunningPlan {
 
     pub fn result(&self) -> Option<OrchestratedResult> {
         bridge_util::sync::lock(&self.state).result.clone()
+    }
+
+    pub fn is_finished(&self) -> bool {
+        bridge_util::sync::lock(&self.state).result.is_some()
     }
 
     /// Waits for the plan to end; its result.
@@ -87,8 +154,8 @@ impl RunningPlan {
             state
                 .events
                 .iter()
-                .filter(|e| e["seq"].as_u64().unwrap_or(0) > since)
-                .cloned()
+                .filter(|(e, _)| e["seq"].as_u64().unwrap_or(0) > since)
+                .map(|(e, _)| e.clone())
                 .collect()
         };
         loop {
@@ -176,7 +243,16 @@ impl Orchestrations {
         let running = Arc::new(RunningPlan {
             id: opened.id.clone(),
             waves: opened.wave_ids(),
-            plan: opened.plan.clone(),
+            plan: {
+                let mut plan = opened.plan.clone();
+                for task in &mut plan.tasks {
+                    if task.description.len() > KEPT_TEXT_CHARS {
+                        task.description =
+                            bridge_policy::redact::shorten(&task.description, KEPT_TEXT_CHARS);
+                    }
+                }
+                plan
+            },
             source: opened.source.clone(),
             cancel: cancel.clone(),
             state: Mutex::new(PlanState::default()),
@@ -189,16 +265,11 @@ impl Orchestrations {
                 loop {
                     match events.recv().await {
                         Ok(event) => {
-                            let mut state = bridge_util::sync::lock(&running.state);
-                            if state.events.len() == KEPT_EVENTS {
-                                state.events.pop_front();
-                            }
                             let mut data = event.data;
                             bridge_policy::redact_value(&mut data);
-                            state.events.push_back(
-                                json!({"seq": event.seq, "type": event.kind, "data": data}),
-                            );
-                            drop(state);
+                            keep_short(&mut data);
+                            let kept = json!({"seq": event.seq, "type": event.kind, "data": data});
+                            bridge_util::sync::lock(&running.state).keep(kept);
                             running.changed.send_modify(|n| *n += 1);
                         }
                         Err(RecvError::Lagged(_)) => {}
@@ -219,7 +290,11 @@ impl Orchestrations {
                 if let Some(forward) = forward {
                     let _ = forward.await;
                 }
-                bridge_util::sync::lock(&running.state).result = Some(result);
+                {
+                    let mut state = bridge_util::sync::lock(&running.state);
+                    state.result = Some(kept_result(result));
+                    state.trim(KEPT_FINISHED_EVENT_BYTES);
+                }
                 running.changed.send_modify(|n| *n += 1);
             }
         });
@@ -231,9 +306,9 @@ impl Orchestrations {
     fn remember(&self, running: Arc<RunningPlan>) {
         let mut plans = bridge_util::sync::lock(&self.plans);
         plans.push_back(running);
-        let finished = plans.iter().filter(|p| p.result().is_some()).count();
+        let finished = plans.iter().filter(|p| p.is_finished()).count();
         if finished > KEPT_FINISHED
-            && let Some(at) = plans.iter().position(|p| p.result().is_some())
+            && let Some(at) = plans.iter().position(|p| p.is_finished())
         {
             plans.remove(at);
         }

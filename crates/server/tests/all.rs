@@ -5,6 +5,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod backends;
+mod bounds;
 mod facade_anthropic;
 mod facade_openai;
 mod facade_openai_errors;

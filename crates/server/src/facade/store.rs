@@ -259,4 +259,29 @@ mod tests {
             & 0o777;
         assert_eq!(dir_mode, 0o700);
     }
+
+    #[test]
+    fn a_symlink_planted_at_the_store_or_a_response_is_refused_not_followed() {
+        let (dir, planted_store) = store(StoreLimits::default());
+        let elsewhere = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink(elsewhere.path(), dir.path().join("responses")).unwrap();
+        let id = new_response_id();
+        let err = planted_store.save(&id, &[]).unwrap_err();
+        assert!(err.to_string().contains("symbolic link"), "{err}");
+        assert_eq!(std::fs::read_dir(elsewhere.path()).unwrap().count(), 0);
+
+        let (dir, store) = store(StoreLimits::default());
+        let kept = new_response_id();
+        store.save(&kept, &[]).unwrap();
+        let victim = dir.path().join("victim.json");
+        std::fs::write(&victim, "[]").unwrap();
+        let planted = new_response_id();
+        std::os::unix::fs::symlink(
+            &victim,
+            dir.path().join(format!("responses/{planted}.json")),
+        )
+        .unwrap();
+        assert!(store.load(&planted).is_err(), "not read through the link");
+        assert_eq!(store.load(&kept).unwrap(), Some(Vec::new()));
+    }
 }

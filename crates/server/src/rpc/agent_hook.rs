@@ -42,6 +42,11 @@ pub const AGENT_SESSION_IDLE: Duration = Duration::from_secs(30 * 60);
 /// How long the providers of an ending agent session get to let it go.
 const SESSION_END_DEADLINE: Duration = Duration::from_secs(5);
 
+/// Agent sessions (registered by hooks, or by `/mcp/code?workspace=`) the
+/// daemon keeps at once: a burst of registrations ends the least recently
+/// heard of first, so memory stays bounded.
+pub const MAX_AGENT_SESSIONS: usize = 256;
+
 /// The longest agent session id taken into a hub session id.
 const MAX_AGENT_SESSION_CHARS: usize = 128;
 
@@ -84,6 +89,24 @@ impl AgentSessions {
         bridge_util::sync::lock(&self.last_seen).remove(id);
     }
 
+    /// Makes room for one more under [`MAX_AGENT_SESSIONS`]: the sessions
+    /// least recently heard of, forgotten (the caller ends them).
+    pub(crate) fn make_room(&self) -> Vec<String> {
+        let mut seen = bridge_util::sync::lock(&self.last_seen);
+        let excess = (seen.len() + 1).saturating_sub(MAX_AGENT_SESSIONS);
+        if excess == 0 {
+            return Vec::new();
+        }
+        let mut by_age: Vec<(Instant, String)> =
+            seen.iter().map(|(id, at)| (*at, id.clone())).collect();
+        by_age.sort();
+        let oldest: Vec<String> = by_age.into_iter().take(excess).map(|(_, id)| id).collect();
+        for id in &oldest {
+            seen.remove(id);
+        }
+        oldest
+    }
+
     /// The sessions not heard of for `idle`, forgotten.
     fn take_idle(&self, idle: Duration) -> Vec<String> {
         let mut seen = bridge_util::sync::lock(&self.last_seen);
@@ -96,6 +119,18 @@ impl AgentSessions {
             seen.remove(id);
         }
         idle_ids
+    }
+}
+
+/// Ends the sessions [`AgentSessions::make_room`] gave up, in the
+/// background (their providers get their time to let go).
+pub(crate) fn end_least_recent(ctx: &ServerContext, ids: Vec<String>) {
+    for id in ids {
+        tracing::info!(session = %id, "more than {MAX_AGENT_SESSIONS} agent sessions: ending the least recently heard of");
+        let registry = ctx.registry().clone();
+        tokio::spawn(async move {
+            let _ = registry.end(&id, Some(SESSION_END_DEADLINE)).await;
+        });
     }
 }
 
@@ -277,6 +312,7 @@ async fn agent_session(
             )
         ),
     };
+    end_least_recent(ctx, ctx.agent_sessions.make_room());
     let spec = SessionSpec {
         id: Some(id.clone()),
         label,
