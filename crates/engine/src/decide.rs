@@ -121,7 +121,7 @@ impl Session {
     ) -> Verdict {
         let started = Instant::now();
         let verdict = self.decide_agent_reading(tool, owner, args).await;
-        self.audit_agent_verdict_since(agent, hook, tool, args, &verdict, started);
+        self.audit_agent_verdict(agent, hook, tool, args, &verdict, started);
         verdict
     }
 
@@ -137,17 +137,6 @@ impl Session {
     }
 
     fn audit_agent_verdict(
-        &self,
-        agent: Agent,
-        hook: &str,
-        tool: &str,
-        args: &Value,
-        verdict: &Verdict,
-    ) {
-        self.audit_agent_verdict_since(agent, hook, tool, args, verdict, Instant::now());
-    }
-
-    fn audit_agent_verdict_since(
         &self,
         agent: Agent,
         hook: &str,
@@ -187,22 +176,13 @@ impl Session {
         raw_tool: &str,
         args: &Value,
     ) -> (String, Verdict) {
+        let started = Instant::now();
         let readings = crate::agent_names::readings(agent, raw_tool);
         let Some(first) = readings.first() else {
             let verdict = Verdict::denied(format!(
                 "{raw_tool} looks like an MCP tool but names no server and tool; it is refused"
             ));
-            if self.audit().is_some() {
-                self.audit_entry(
-                    hook,
-                    agent.name(),
-                    raw_tool,
-                    Redacted::record_of(args),
-                    &verdict.decision,
-                    Redacted::new(json!({"reason": verdict.reason()})),
-                    0,
-                );
-            }
+            self.audit_agent_verdict(agent, hook, raw_tool, args, &verdict, started);
             return (raw_tool.to_owned(), verdict);
         };
         if readings.len() == 1 {
@@ -229,7 +209,7 @@ impl Session {
                 Verdict::denied("no reading of the tool's name"),
             )
         });
-        self.audit_agent_verdict(agent, hook, &first.name, args, &verdict);
+        self.audit_agent_verdict(agent, hook, &first.name, args, &verdict, started);
         (name, verdict)
     }
 

@@ -125,12 +125,7 @@ impl ToolTable {
         owner: &ToolOwner,
         entries: Vec<ToolEntry>,
     ) -> Result<(), ToolConflict> {
-        let mut table = write_lock(&self.entries);
-        check_conflicts(&table, owner, &entries)?;
-        for entry in entries {
-            table.insert(entry.spec.name.clone(), Arc::new(entry));
-        }
-        Ok(())
+        self.install(owner, entries, false)
     }
 
     /// Replaces everything `owner` holds with `entries`, all or nothing.
@@ -139,9 +134,22 @@ impl ToolTable {
         owner: &ToolOwner,
         entries: Vec<ToolEntry>,
     ) -> Result<(), ToolConflict> {
+        self.install(owner, entries, true)
+    }
+
+    /// Puts `entries` in the table for `owner`, first taking out what the
+    /// owner held when `replace`.
+    fn install(
+        &self,
+        owner: &ToolOwner,
+        entries: Vec<ToolEntry>,
+        replace: bool,
+    ) -> Result<(), ToolConflict> {
         let mut table = write_lock(&self.entries);
         check_conflicts(&table, owner, &entries)?;
-        table.retain(|_, entry| &entry.owner != owner);
+        if replace {
+            table.retain(|_, entry| &entry.owner != owner);
+        }
         for entry in entries {
             table.insert(entry.spec.name.clone(), Arc::new(entry));
         }

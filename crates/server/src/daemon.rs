@@ -296,10 +296,7 @@ impl Daemon {
         // client's: refused, the default session says so and works in home.
         let workspaces = Arc::new(bridge_compose::workspace_choice(config));
         let default_cwd = default_workspace(&workspaces, &options.cwd).await?;
-        let label = default_cwd.file_name().map_or_else(
-            || default_cwd.display().to_string(),
-            |n| n.to_string_lossy().into_owned(),
-        );
+        let label = crate::rpc::params::dir_label(&default_cwd);
         let default_session = {
             let registry = registry.clone();
             let spec = SessionSpec {

@@ -297,19 +297,13 @@ async fn agent_session(
         return Ok(session);
     }
     // What the agent names is its workspace only if it may be one.
-    let cwd = ctx
-        .workspace(&cwd)
-        .await
-        .map_err(|refused| invalid("cwd", &refused))?;
+    let cwd = super::params::named_workspace(ctx, "cwd", &cwd).await?;
     let label = match params.optional_str("label")? {
         Some(label) => label.to_owned(),
         None => format!(
             "{} · {}",
             agent.display_name(),
-            cwd.file_name().map_or_else(
-                || cwd.display().to_string(),
-                |n| n.to_string_lossy().into_owned()
-            )
+            super::params::dir_label(&cwd)
         ),
     };
     end_least_recent(ctx, ctx.agent_sessions.make_room());

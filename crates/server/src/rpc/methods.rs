@@ -104,16 +104,10 @@ async fn session_create(ctx: ServerContext, params: Params) -> RpcResult {
             "must be an absolute path (the daemon's working directory is not the caller's)",
         ));
     }
-    let cwd = ctx
-        .workspace(&cwd)
-        .await
-        .map_err(|refused| invalid("cwd", &refused))?;
+    let cwd = super::params::named_workspace(&ctx, "cwd", &cwd).await?;
     let label = match params.optional_str("label")? {
         Some(label) => label.to_owned(),
-        None => cwd.file_name().map_or_else(
-            || cwd.display().to_string(),
-            |n| n.to_string_lossy().into_owned(),
-        ),
+        None => super::params::dir_label(&cwd),
     };
     let foreground = params.optional_bool("foreground")?.unwrap_or(false);
     let registry = ctx.registry().clone();

@@ -7,7 +7,7 @@ pub mod agent_hook;
 pub(crate) mod body;
 pub mod methods;
 mod orchestrate;
-mod params;
+pub(crate) mod params;
 pub mod status;
 pub mod toolbus;
 pub mod transport;

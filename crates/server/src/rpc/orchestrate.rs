@@ -73,9 +73,7 @@ async fn start(ctx: ServerContext, params: Params) -> RpcResult {
                     "must be an absolute path of an existing directory",
                 ));
             }
-            ctx.workspace(&dir)
-                .await
-                .map_err(|refused| invalid("cwd", &refused))?
+            super::params::named_workspace(&ctx, "cwd", &dir).await?
         }
         (None, session) => {
             let id = session.unwrap_or(crate::app::DEFAULT_ALIAS);

@@ -124,3 +124,24 @@ pub fn invalid(field: &str, problem: &str) -> ErrorObject {
     )
     .with_data(json!({"field": field}))
 }
+
+/// The directory a client named as a workspace (`field` of its params), if
+/// it may be one (docs/policy.md, "Which directories may be a workspace").
+pub(crate) async fn named_workspace(
+    ctx: &crate::app::ServerContext,
+    field: &str,
+    dir: &std::path::Path,
+) -> Result<std::path::PathBuf, ErrorObject> {
+    ctx.workspace(dir)
+        .await
+        .map_err(|refused| invalid(field, &refused))
+}
+
+/// What a session of `dir` is called when nobody names it: the directory's
+/// own name.
+pub(crate) fn dir_label(dir: &std::path::Path) -> String {
+    dir.file_name().map_or_else(
+        || dir.display().to_string(),
+        |name| name.to_string_lossy().into_owned(),
+    )
+}
