@@ -12,7 +12,7 @@ mod budget;
 pub(crate) mod filter;
 mod store;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -83,6 +83,7 @@ fn limits(gw: &GatewayInner) -> StreamLimits {
         retention: gw.settings.stream_retention,
         max_bytes: gw.settings.stream_max_bytes,
         max_streams: gw.settings.max_streams_per_provider,
+        store_max_bytes: gw.settings.stream_store_max_bytes,
     }
 }
 
@@ -409,18 +410,18 @@ pub(crate) fn on_stream_query(conn: &Connection, query: StreamQuery) -> Flow {
     let last = query
         .last
         .map_or(max, |last| usize::try_from(last).unwrap_or(max).min(max));
-    let streams: BTreeMap<String, _> = keys
-        .into_iter()
-        .map(|key| {
-            let history = store.history(&session_id, &key, last);
-            (key, history)
-        })
-        .collect();
+    let answer = store.histories(
+        &session_id,
+        keys,
+        last,
+        conn.gw.settings.stream_answer_max_bytes,
+    );
     provider
         .out
         .send(GatewayMessage::StreamHistory(StreamHistory {
             query_id: query.query_id,
-            streams,
+            streams: answer.streams,
+            truncated: answer.truncated,
         }));
     Flow::Continue
 }

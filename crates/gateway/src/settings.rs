@@ -34,8 +34,17 @@ pub struct GatewaySettings {
     /// Bytes kept per stream (ours: 200 events of up to 2 MB each must not
     /// pin 400 MB); the oldest events go first, the newest always stays.
     pub stream_max_bytes: usize,
+    /// Bytes kept in every stream of every session together: past it, the
+    /// oldest events of whoever holds the most go first, so a flood of
+    /// providers shortens its own history, not the daemon's memory.
+    pub stream_store_max_bytes: usize,
     /// Largest `last` of `stream.query` (spec: 100).
     pub stream_query_max: usize,
+    /// Bytes of events in one `stream.history` answer (ours): the newest
+    /// that fit, `truncated` when any were left out. Equal to the outbound
+    /// queue's bound, so an answer never outgrows what a connection may
+    /// have waiting.
+    pub stream_answer_max_bytes: usize,
     /// Pairing attempts per minute, gateway-wide (spec: 5).
     pub pairing_attempts_per_minute: usize,
     /// How long a shown pairing code stays valid.
@@ -94,7 +103,9 @@ impl Default for GatewaySettings {
             max_streams_per_provider: 20,
             stream_retention: 200,
             stream_max_bytes: 4 * MIB,
+            stream_store_max_bytes: 64 * MIB,
             stream_query_max: 100,
+            stream_answer_max_bytes: MIB,
             pairing_attempts_per_minute: 5,
             pairing_code_ttl: Duration::from_secs(300),
             rebinds_per_minute: 10,

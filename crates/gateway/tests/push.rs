@@ -309,6 +309,65 @@ async fn streams_keep_the_retention_and_queries_are_capped() {
 }
 
 #[tokio::test]
+async fn a_history_answer_stays_within_its_bound_newest_first_and_says_it_was_cut() {
+    let gw = gateway_with(|s| s.pushes_per_second = 10_000).await;
+    let (mut ci, _) = gw.provider("ci", json!({})).await;
+    for i in 0..4 {
+        let event = format!("{i}{}", "x".repeat(400 * 1024));
+        push(
+            &mut ci,
+            json!({"stream": "big", "event": event, "level": "keep"}),
+        )
+        .await;
+    }
+    push(
+        &mut ci,
+        json!({"stream": "small", "event": "s", "level": "keep"}),
+    )
+    .await;
+    let history = query(&mut ci, json!({})).await;
+    // The default bound, 1 MiB of events: two of the large ones fit.
+    assert!(history.to_string().len() <= (1 << 20) + 512);
+    assert_eq!(history["truncated"], true);
+    let big: Vec<char> = events(&history, "big@ci")
+        .iter()
+        .map(|e| e.chars().next().unwrap())
+        .collect();
+    assert_eq!(big, ['3', '2']);
+    assert_eq!(events(&history, "small@ci"), ["s"]);
+    // What fits is answered whole, without the flag.
+    let history = query(&mut ci, json!({"last": 1})).await;
+    assert!(
+        history.get("truncated").is_none(),
+        "{}",
+        &history.to_string()[..200]
+    );
+    assert_eq!(events(&history, "small@ci"), ["s"]);
+}
+
+#[tokio::test]
+async fn a_flood_of_stored_events_costs_the_flooder_its_history_not_the_others() {
+    let gw = gateway_with(|s| {
+        s.pushes_per_second = 10_000;
+        s.stream_store_max_bytes = 64 * 1024;
+    })
+    .await;
+    let (mut quiet, _) = gw.provider("quiet", json!({})).await;
+    push(&mut quiet, json!({"event": "still here", "level": "keep"})).await;
+    let (mut flood, _) = gw.provider("flood", json!({})).await;
+    for i in 0..40 {
+        let event = format!("{i} {}", "f".repeat(8 * 1024));
+        push(&mut flood, json!({"event": event, "level": "keep"})).await;
+    }
+    let history = query(&mut flood, json!({})).await;
+    let kept = events(&history, "flood@flood");
+    assert!(kept.len() < 8, "{} events kept", kept.len());
+    assert!(kept[0].starts_with("39 "), "the newest stays");
+    let history = query(&mut quiet, json!({})).await;
+    assert_eq!(events(&history, "quiet@quiet"), ["still here"]);
+}
+
+#[tokio::test]
 async fn a_provider_may_have_at_most_max_streams_streams() {
     let gw = gateway_with(|s| s.pushes_per_second = 10_000).await;
     let (mut ci, _) = gw.provider("ci", json!({})).await;

@@ -53,13 +53,54 @@ async fn agent_sessions_are_capped_and_the_least_recently_heard_of_go_first() {
 }
 
 #[tokio::test]
-async fn a_finished_orchestration_keeps_a_short_copy_of_a_huge_task() {
+async fn a_task_or_a_description_too_long_for_any_prompt_is_refused_before_planning() {
     let daemon = TestDaemon::start().await;
-    let task = format!("HUGE-TASK {}", "x".repeat(2 * 1024 * 1024));
+    let task = format!("HUGE-TASK {}", "x".repeat(15 * 1024 * 1024));
+    let answer = daemon
+        .rpc(
+            "orchestrate.start",
+            json!({"task": task, "plan": {"tasks": [{"id": "a", "description": "do it"}]}}),
+        )
+        .await;
+    assert_eq!(
+        answer["error"]["code"],
+        -32602,
+        "{}",
+        &answer.to_string()[..300.min(answer.to_string().len())]
+    );
+    let message = answer["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("`task`") && message.contains("at most 262144"),
+        "{message}"
+    );
+    assert!(message.len() < 400, "the refusal does not quote the task");
+    let description = "d".repeat(65 * 1024);
+    let answer = daemon
+        .rpc(
+            "orchestrate.start",
+            json!({"task": "t", "plan": {"tasks": [{"id": "a", "description": description}]}}),
+        )
+        .await;
+    let message = answer["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("`plan`") && message.contains("description of 66560 bytes"),
+        "{message}"
+    );
+    // Nothing was started, and the daemon still answers.
+    let listed = daemon.rpc("orchestrate.list", json!({})).await;
+    assert_eq!(listed["result"], json!([]));
+    daemon.stop().await;
+}
+
+#[tokio::test]
+async fn a_finished_orchestration_keeps_a_short_copy_of_a_long_task() {
+    let daemon = TestDaemon::start().await;
+    let task = format!("LONG-TASK {}", "x".repeat(250 * 1024));
+    let description = format!("LONG-DESCRIPTION {}", "y".repeat(60 * 1024));
     let started = daemon
         .rpc(
             "orchestrate.start",
-            json!({"task": task, "plan": {"tasks": [{"id": "a", "description": task}]}}),
+            json!({"task": task, "plan": {"tasks": [{"id": "a", "description": description}]}}),
         )
         .await;
     let id = started["result"]["id"]
@@ -85,18 +126,18 @@ async fn a_finished_orchestration_keeps_a_short_copy_of_a_huge_task() {
     assert!(
         result["task"]
             .as_str()
-            .is_some_and(|t| t.starts_with("HUGE-TASK")),
+            .is_some_and(|t| t.starts_with("LONG-TASK")),
         "{}",
         &shown[..shown.len().min(2000)]
     );
     let kept = watched.to_string().len();
     assert!(
-        kept < 256 * 1024,
-        "{kept} bytes kept of a 2 MiB task twice over"
+        kept < 128 * 1024,
+        "{kept} bytes kept of a 250 KiB task and a 60 KiB description"
     );
-    // The log on disk has it whole.
+    // The log on disk has them whole.
     let log =
         std::fs::read_to_string(daemon.state.path().join(format!("sessions/{id}.jsonl"))).unwrap();
-    assert!(log.len() > 2 * 1024 * 1024, "{}", log.len());
+    assert!(log.len() > 310 * 1024, "{}", log.len());
     daemon.stop().await;
 }

@@ -4,7 +4,7 @@
 //! [`recovery`] (error classification and the one [`Backoff`]),
 //! [`owner_only`] (files and directories private to their owner, never
 //! through a symlink), [`batch`] (messages queued together sent with one
-//! flush) and [`time`].
+//! flush), [`json`] (sizes of JSON without building it) and [`time`].
 //!
 //! This crate must not decide anything about a tool call (that is
 //! bridge-policy), talk to the network, start processes, or depend on
@@ -12,6 +12,7 @@
 
 pub mod batch;
 pub mod ids;
+pub mod json;
 pub mod owner_only;
 pub mod recovery;
 pub mod secret;

@@ -79,12 +79,29 @@ pub struct OrchestratorSettings {
 /// Why an orchestration could not start.
 #[derive(Debug, thiserror::Error)]
 pub enum OrchestrateError {
+    #[error(
+        "the task is {bytes} bytes; at most {MAX_TASK_BYTES} (256 KiB) are allowed: put long material in a file of the workspace and name it in the task"
+    )]
+    TaskTooLong { bytes: usize },
     #[error("invalid plan: {0}")]
     Plan(#[from] PlanError),
     #[error(transparent)]
     Log(#[from] LogError),
     #[error("cannot resume {id}: {reason}")]
     Resume { id: String, reason: String },
+}
+
+/// Longest task text, in bytes: the planner's prompt and every sub-task's
+/// prompt repeat it, and its log and watchers keep it.
+pub const MAX_TASK_BYTES: usize = 256 * 1024;
+
+/// Refuses a task text over [`MAX_TASK_BYTES`]; every door calls it before
+/// planning (a planner would send it to a model first).
+pub fn check_task(task: &str) -> Result<(), OrchestrateError> {
+    if task.len() > MAX_TASK_BYTES {
+        return Err(OrchestrateError::TaskTooLong { bytes: task.len() });
+    }
+    Ok(())
 }
 
 /// Runs plans. One per host (the CLI, the daemon); cheap to share.
@@ -180,6 +197,7 @@ impl Orchestrator {
         plan: TaskPlan,
         source: PlanSource,
     ) -> Result<Opened, OrchestrateError> {
+        check_task(task)?;
         let waves = plan.waves()?;
         let id = new_session_id();
         let meta = json!({

@@ -15,6 +15,9 @@ use serde::{Deserialize, Serialize};
 pub const MAX_TASKS: usize = 10_000;
 /// Longest task id (ids name worktrees and files).
 pub const MAX_ID_LEN: usize = 64;
+/// Longest sub-task description, in bytes: it goes into a prompt, a log
+/// and every watcher's events.
+pub const MAX_DESCRIPTION_BYTES: usize = 64 * 1024;
 
 /// A task split into sub-tasks.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -112,6 +115,10 @@ pub enum PlanError {
     InvalidId { id: String, reason: &'static str },
     #[error("task {0:?} has an empty description")]
     EmptyDescription(String),
+    #[error(
+        "task {id:?} has a description of {bytes} bytes; at most {MAX_DESCRIPTION_BYTES} are allowed (put long material in a file and name it)"
+    )]
+    DescriptionTooLong { id: String, bytes: usize },
     #[error("task id {0:?} is used twice")]
     Duplicate(String),
     #[error("the dependencies name an unknown task {0:?}")]
@@ -242,6 +249,12 @@ impl Graph {
             check_id(&task.id)?;
             if task.description.trim().is_empty() {
                 return Err(PlanError::EmptyDescription(task.id.clone()));
+            }
+            if task.description.len() > MAX_DESCRIPTION_BYTES {
+                return Err(PlanError::DescriptionTooLong {
+                    id: task.id.clone(),
+                    bytes: task.description.len(),
+                });
             }
             if index.insert(task.id.as_str(), position).is_some() {
                 return Err(PlanError::Duplicate(task.id.clone()));

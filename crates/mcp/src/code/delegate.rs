@@ -111,6 +111,8 @@ impl CodeServer {
         let name = tools::ORCHESTRATE;
         let args: tools::OrchestrateArgs = tools::parse(name, args)?;
         check_task(name, &args.task, args.timeout)?;
+        bridge_engine::orchestrate::check_task(&args.task)
+            .map_err(|err| tools::invalid_params(format!("{name}: {err}")))?;
         let max_concurrency = args
             .max_concurrency
             .map_or(Ok(DEFAULT_MAX_CONCURRENCY), usize::try_from)

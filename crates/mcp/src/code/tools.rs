@@ -208,32 +208,16 @@ fn annotations(name: &str) -> ToolAnnotations {
 
 /// Refuses arguments over [`MAX_ARGUMENT_BYTES`].
 pub fn check_size(tool: &str, args: &Map<String, Value>) -> Result<(), ErrorData> {
-    let mut counter = ByteCounter(0);
-    // Writing into a counter cannot fail; a failure would only undercount.
-    let _ = serde_json::to_writer(&mut counter, args);
-    if counter.0 > MAX_ARGUMENT_BYTES {
+    let bytes = bridge_util::json::encoded_len(args);
+    if bytes > MAX_ARGUMENT_BYTES {
         return Err(ErrorData::invalid_params(
             format!(
-                "{tool}: the arguments are {} bytes; the limit is {MAX_ARGUMENT_BYTES} bytes (1 MiB). Split the content into smaller files or calls.",
-                counter.0
+                "{tool}: the arguments are {bytes} bytes; the limit is {MAX_ARGUMENT_BYTES} bytes (1 MiB). Split the content into smaller files or calls."
             ),
-            Some(json!({"bytes": counter.0, "limit": MAX_ARGUMENT_BYTES})),
+            Some(json!({"bytes": bytes, "limit": MAX_ARGUMENT_BYTES})),
         ));
     }
     Ok(())
-}
-
-struct ByteCounter(usize);
-
-impl std::io::Write for ByteCounter {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0 = self.0.saturating_add(buf.len());
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
 }
 
 /// Parses a tool's arguments; a mismatch is an invalid-params error naming

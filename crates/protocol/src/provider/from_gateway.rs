@@ -250,6 +250,10 @@ pub struct StreamHistory {
     pub query_id: String,
     /// `stream@provider` → entries, newest first.
     pub streams: BTreeMap<String, Vec<StreamEntry>>,
+    /// Older events were left out to keep the answer within its byte
+    /// bound (ours; absent when the answer is whole).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub truncated: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

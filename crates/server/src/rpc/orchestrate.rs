@@ -63,6 +63,8 @@ async fn start(ctx: ServerContext, params: Params) -> RpcResult {
     if task.is_empty() && plan.is_none() {
         return Err(invalid("task", "is required (or give a plan)"));
     }
+    bridge_engine::orchestrate::check_task(&task)
+        .map_err(|err| invalid("task", &format!("is refused: {err}")))?;
     let cwd = match (params.optional_str("cwd")?, params.optional_str("session")?) {
         (Some(_), Some(_)) => return Err(invalid("cwd", "and `session` exclude each other")),
         (Some(dir), None) => {

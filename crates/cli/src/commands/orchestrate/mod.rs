@@ -184,6 +184,8 @@ pub async fn run(
                 if task.trim().is_empty() {
                     return Err(Failure::usage("the task is empty: say what to do"));
                 }
+                bridge_engine::orchestrate::check_task(task)
+                    .map_err(|err| Failure::usage(err.to_string()))?;
                 eprintln!("{:>12} {}", "Planning", first_line(task));
                 (task.clone(), prepared.plan(task).await?)
             }

@@ -143,3 +143,32 @@ fn a_thousand_task_chain_orders_without_recursion() {
     }
     assert_eq!(chain.waves().unwrap().len(), MAX_TASKS);
 }
+
+#[test]
+fn a_description_past_its_bound_is_refused_by_task_and_size() {
+    let mut long = plan(&["a", "b"], &[]);
+    long.tasks[1].description = "x".repeat(MAX_DESCRIPTION_BYTES);
+    assert!(long.waves().is_ok(), "the bound itself is allowed");
+    long.tasks[1].description.push('x');
+    let err = long.waves().unwrap_err();
+    assert_eq!(
+        err,
+        PlanError::DescriptionTooLong {
+            id: "b".into(),
+            bytes: MAX_DESCRIPTION_BYTES + 1
+        }
+    );
+    assert!(err.to_string().contains("\"b\""), "{err}");
+}
+
+#[test]
+fn a_task_past_its_bound_is_refused_with_its_size() {
+    use crate::orchestrate::{MAX_TASK_BYTES, OrchestrateError, check_task};
+    assert!(check_task(&"t".repeat(MAX_TASK_BYTES)).is_ok());
+    let err = check_task(&"t".repeat(MAX_TASK_BYTES + 1)).unwrap_err();
+    assert!(matches!(err, OrchestrateError::TaskTooLong { bytes } if bytes == MAX_TASK_BYTES + 1));
+    assert!(
+        err.to_string().contains("put long material in a file"),
+        "{err}"
+    );
+}
