@@ -143,7 +143,9 @@ class Provider:
 
 
 BOGUS = json.dumps({"type": "t" * (1024 * 1024)})
-EVENT = "e" * 1_300_000
+# What a query provider keeps in its stream: STREAM_EVENTS events of
+# EVENT_KB KiB (3 of ~1.3 MB by default; smaller events fit in an answer).
+STREAM = {"events": 3, "event": "e" * 1_300_000}
 
 
 def attack(port, token, name, mode, until, counters):
@@ -155,9 +157,9 @@ def attack(port, token, name, mode, until, counters):
             provider.register(token, name)
             counters["connections"] += 1
             if mode == "query":
-                for _ in range(3):
+                for _ in range(STREAM["events"]):
                     provider.send(
-                        json.dumps({"type": "push", "event": EVENT, "level": "keep"})
+                        json.dumps({"type": "push", "event": STREAM["event"], "level": "keep"})
                     )
                 query = json.dumps(
                     {"type": "stream.query", "queryId": "q", "streams": [name]}
@@ -246,6 +248,8 @@ def main():
     parser.add_argument("--nonreaders", type=int, default=int(os.environ.get("NONREADERS", 49)))
     parser.add_argument("--orchestrations", type=int, default=int(os.environ.get("ORCHESTRATIONS", 40)))
     parser.add_argument("--task-kb", type=int, default=int(os.environ.get("TASK_KB", 15 * 1024)))
+    parser.add_argument("--event-kb", type=int, default=int(os.environ.get("EVENT_KB", 1270)))
+    parser.add_argument("--stream-events", type=int, default=int(os.environ.get("STREAM_EVENTS", 3)))
     parser.add_argument("--agent-sessions", type=int, default=int(os.environ.get("AGENT_SESSIONS", 2000)))
     args = parser.parse_args()
 
@@ -279,6 +283,7 @@ def main():
         gateway = json.load(f)
     port, token = gateway["port"], gateway["providerToken"]
     rpc_token = gateway["token"]
+    STREAM.update(events=args.stream_events, event="e" * (args.event_kb * 1024))
     if args.case == "nonreaders":
         args.bogus, args.query = 0, args.nonreaders
 

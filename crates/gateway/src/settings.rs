@@ -103,7 +103,7 @@ impl Default for GatewaySettings {
             max_streams_per_provider: 20,
             stream_retention: 200,
             stream_max_bytes: 4 * MIB,
-            stream_store_max_bytes: 64 * MIB,
+            stream_store_max_bytes: 32 * MIB,
             stream_query_max: 100,
             stream_answer_max_bytes: MIB,
             pairing_attempts_per_minute: 5,
