@@ -6,8 +6,9 @@ use std::io::{IsTerminal, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
-use bridge_policy::{Approver, DenyAll};
-use serde_json::Value;
+use std::time::Instant;
+
+use bridge_policy::{Approval, ApprovalFuture, Approver, Ask, DenyAll, Scope, Surface};
 
 /// The approver of a command: [`TerminalApprover`] when stdin and stderr are
 /// terminals, else [`DenyAll`].
@@ -22,7 +23,7 @@ pub fn for_this_terminal(asking: Arc<AtomicBool>) -> Arc<dyn Approver> {
 /// Asks on the terminal when the policy says "ask".
 pub struct TerminalApprover {
     /// One question at a time, even when tools run in parallel.
-    one_at_a_time: Mutex<()>,
+    one_at_a_time: Arc<Mutex<()>>,
     /// Set while a question is on the screen, so a progress indicator stays
     /// quiet.
     asking: Arc<AtomicBool>,
@@ -31,42 +32,78 @@ pub struct TerminalApprover {
 impl TerminalApprover {
     pub fn new(asking: Arc<AtomicBool>) -> Self {
         Self {
-            one_at_a_time: Mutex::new(()),
+            one_at_a_time: Arc::new(Mutex::new(())),
             asking,
         }
     }
+}
 
-    fn ask(&self, tool: &str, args: &Value, reason: &str) -> bool {
-        let _turn = bridge_util::sync::lock(&self.one_at_a_time);
-        self.asking.store(true, Ordering::SeqCst);
-        let mut shown = args.clone();
-        bridge_policy::redact_value(&mut shown);
-        let reason = bridge_policy::redact(reason);
-        let mut stderr = std::io::stderr().lock();
-        let _ = write!(
-            stderr,
-            "\r\x1b[Kcopilot-bridge: {tool} needs approval: {reason}\n  arguments: {shown}\nAllow? [y/N] "
-        );
-        let _ = stderr.flush();
-        drop(stderr);
-        let mut answer = String::new();
-        let read = std::io::stdin().read_line(&mut answer);
-        self.asking.store(false, Ordering::SeqCst);
-        read.is_ok() && matches!(answer.trim().to_ascii_lowercase().as_str(), "y" | "yes")
+/// Shows `ask` and reads the answer: `y` once, `s` for the session, `r`
+/// for a rule (when the ask offers them), anything else no.
+fn ask_on_terminal(ask: &Ask, turn: &Mutex<()>, asking: &AtomicBool) -> Option<Scope> {
+    let _turn = bridge_util::sync::lock(turn);
+    asking.store(true, Ordering::SeqCst);
+    let choices = ask.choices();
+    let mut options = String::from("[y] once");
+    if choices.contains(&"session") {
+        options.push_str(if ask.shared {
+            ", [s] this session (shared with other clients)"
+        } else {
+            ", [s] this session"
+        });
+    }
+    if choices.contains(&"rule") {
+        options.push_str(&format!(
+            ", [r] keep the rule {} for this workspace",
+            ask.rule_texts().join(" + ")
+        ));
+    }
+    let mut stderr = std::io::stderr().lock();
+    let _ = write!(
+        stderr,
+        "\r\x1b[Kcopilot-bridge: {} needs approval: {}\n  arguments: {}\nAllow? {options}, [N] no: ",
+        ask.tool, ask.reason, ask.arguments
+    );
+    let _ = stderr.flush();
+    drop(stderr);
+    let mut answer = String::new();
+    let read = std::io::stdin().read_line(&mut answer);
+    asking.store(false, Ordering::SeqCst);
+    if read.is_err() {
+        return None;
+    }
+    match answer.trim().to_ascii_lowercase().as_str() {
+        "y" | "yes" => Some(Scope::Once),
+        "s" if choices.contains(&"session") => Some(Scope::Session),
+        "r" if choices.contains(&"rule") => Some(Scope::Rule { expires_at: None }),
+        _ => None,
     }
 }
 
 impl Approver for TerminalApprover {
-    fn approve(&self, tool: &str, args: &Value, reason: &str) -> bool {
-        // Waiting for a person blocks this thread: tell the runtime, so the
-        // other tasks (the model stream, the log writer) move elsewhere.
-        let in_multi_thread_runtime = tokio::runtime::Handle::try_current().is_ok_and(|handle| {
-            handle.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread
-        });
-        if in_multi_thread_runtime {
-            tokio::task::block_in_place(|| self.ask(tool, args, reason))
-        } else {
-            self.ask(tool, args, reason)
-        }
+    fn approve(&self, ask: Ask) -> ApprovalFuture<'_> {
+        let turn = self.one_at_a_time.clone();
+        let asking = self.asking.clone();
+        Box::pin(async move {
+            let started = Instant::now();
+            // Waiting for a person blocks a thread: not one of the runtime's.
+            let scope = tokio::task::spawn_blocking(move || ask_on_terminal(&ask, &turn, &asking))
+                .await
+                .ok()
+                .flatten();
+            let waited = started.elapsed();
+            match scope {
+                Some(scope) => Approval::Allowed {
+                    scope,
+                    surface: Surface::Cli,
+                    waited,
+                },
+                None => Approval::Denied {
+                    surface: Surface::Cli,
+                    reason: None,
+                    waited,
+                },
+            }
+        })
     }
 }

@@ -195,8 +195,8 @@ async fn an_agent_session_whose_hooks_fall_silent_ends() {
 async fn a_daemon_that_refuses_the_hook_is_a_deny() {
     let served = Served::start();
     let mut bad = bash(&served, "PreToolUse", "echo hi");
-    // A workspace the daemon cannot open: the call must not go through.
-    bad["cwd"] = json!("/nonexistent/copilot-bridge/workspace");
+    // An agent session id the daemon refuses: the call must not go through.
+    bad["session_id"] = json!("not/a session id");
     let (code, answer, _) = hook(&served, &bad).await;
     assert_eq!(code, 0);
     let (kind, reason) = decision(&answer);

@@ -5,9 +5,27 @@ use std::sync::Arc;
 
 use bridge_config::BridgeConfig;
 use bridge_engine::{RegistrySettings, SessionDefaults, SessionRegistry};
-use bridge_policy::{Approver, AuditLog, PermissionPolicy, WorkspaceChoice};
+use bridge_policy::{Approver, AuditLog, PermissionPolicy, RuleStore, WorkspaceChoice};
 
 use crate::ComposeError;
+
+/// Where people's approval rules are kept (see docs/approvals.md).
+pub fn rules_path(config: &BridgeConfig) -> std::path::PathBuf {
+    config.home.join("approval-rules.json")
+}
+
+/// The rules people kept, or none (said in the log) when the file cannot
+/// be read as ours: a grant is never taken from a file in doubt.
+fn rule_store(config: &BridgeConfig) -> Option<Arc<RuleStore>> {
+    let path = rules_path(config);
+    match RuleStore::open(&path) {
+        Ok(store) => Some(Arc::new(store)),
+        Err(err) => {
+            tracing::error!(error = %err, "approval rules not used: every ask is asked");
+            None
+        }
+    }
+}
 
 /// A registry whose sessions have the configured permission rules,
 /// read-only mode, tool settings and audit log, their "ask"s going to
@@ -24,6 +42,7 @@ pub fn registry(
         tool_settings: Arc::new(config.tools.clone()),
         audit: Some(AuditLog::new(&config.audit_log_dir)),
         approver,
+        rules: rule_store(config),
         home: None,
     };
     Ok(SessionRegistry::new(defaults, RegistrySettings::default()))

@@ -110,6 +110,16 @@ impl CallOutcome {
     }
 }
 
+/// What an audit entry is about: `event` (`toolCall`, `preToolUse`, ...)
+/// at `door` (`rpc`, `copilot-cli`, ...) decided `decision` about `tool`.
+pub(crate) struct AuditEvent<'a> {
+    pub event: &'a str,
+    pub door: &'a str,
+    pub tool: &'a str,
+    pub decision: &'a Decision,
+    pub elapsed_ms: u64,
+}
+
 /// What one call decided and produced, before redaction.
 struct Ran {
     owner: Option<ToolOwner>,
@@ -119,6 +129,8 @@ struct Ran {
     /// The arguments as the audit entry and the event record them, when
     /// either will be written.
     recorded_args: Option<Redacted>,
+    /// When a person was asked: the answer's record.
+    approval: Option<Value>,
 }
 
 /// A record for the audit entry: a copy when the event needs it too
@@ -151,6 +163,7 @@ impl Session {
             mut outcome,
             context,
             mut recorded_args,
+            approval,
         } = self.decide_and_run(name, &call_id, args).await;
         let mut output = match &mut outcome {
             Ok(value) => redact_result(value, self.keeps_records()),
@@ -174,13 +187,16 @@ impl Session {
                 Err(err) => Redacted::record_of(&json!({"error": err})),
             };
             self.audit_entry(
-                "toolCall",
-                origin.as_str(),
-                name,
+                AuditEvent {
+                    event: "toolCall",
+                    door: origin.as_str(),
+                    tool: name,
+                    decision: &decision,
+                    elapsed_ms,
+                },
                 input,
-                &decision,
                 audited_output,
-                elapsed_ms,
+                approval.map(Redacted::new),
             );
         }
         if let Some(owner) = event_owner {
@@ -210,12 +226,13 @@ impl Session {
     }
 
     async fn decide_and_run(&self, name: &str, call_id: &str, args: Value) -> Ran {
-        let ended = |owner: Option<ToolOwner>, decision, failure, context| Ran {
+        let ended = |owner: Option<ToolOwner>, decision, failure, context, approval| Ran {
             recorded_args: self.keeps_records().then(|| Redacted::record_of(&args)),
             owner,
             decision,
             outcome: Err(failure),
             context,
+            approval,
         };
         let Some(entry) = self.tool(name) else {
             let reason = format!("unknown tool {name:?} in session {}", self.id());
@@ -224,6 +241,7 @@ impl Session {
                 Decision::deny(reason.clone()),
                 ToolFailure::new("unknown_tool", reason),
                 Vec::new(),
+                None,
             );
         };
         let owner = Some(entry.owner.clone());
@@ -237,12 +255,19 @@ impl Session {
                 Decision::deny(reason.clone()),
                 ToolFailure::new("invalid_arguments", reason),
                 Vec::new(),
+                None,
             );
         }
         let accesses = entry.handler.accesses(&args);
         let verdict = self.decide_with(name, &args, &entry.owner, accesses).await;
         if let Some(refusal) = verdict.refusal {
-            return ended(owner, verdict.decision, refusal, verdict.context);
+            return ended(
+                owner,
+                verdict.decision,
+                refusal,
+                verdict.context,
+                verdict.approval,
+            );
         }
         if verdict.asks() {
             // A question left to a caller who is not here to put it: the
@@ -253,6 +278,7 @@ impl Session {
                 Decision::deny(reason.clone()),
                 ToolFailure::denied(reason),
                 verdict.context,
+                verdict.approval,
             );
         }
         // The record is taken before the tool gets the arguments by value.
@@ -274,23 +300,19 @@ impl Session {
             outcome,
             context: verdict.context,
             recorded_args: recorded,
+            approval: verdict.approval,
         }
     }
 
-    /// One audit entry: `event` (`toolCall`, `preToolUse`, ...) at `door`
-    /// (`rpc`, `copilot-cli`, ...) decided `decision` about `tool`; `input`
-    /// is the record of the arguments (see [`Redacted::record_of`]),
-    /// `output` the summarized result or the reason.
-    #[allow(clippy::too_many_arguments)]
+    /// One audit entry about `what`: `input` is the record of the
+    /// arguments (see [`Redacted::record_of`]), `output` the summarized
+    /// result or the reason, `approval` a person's answer.
     pub(crate) fn audit_entry(
         &self,
-        event: &str,
-        door: &str,
-        tool: &str,
+        what: AuditEvent<'_>,
         input: Redacted,
-        decision: &Decision,
         output: Redacted,
-        elapsed_ms: u64,
+        approval: Option<Redacted>,
     ) {
         let Some(audit) = self.audit() else { return };
         let entry = AuditEntry {
@@ -298,15 +320,16 @@ impl Session {
             // its writer thread rather than here.
             timestamp: String::new(),
             session_id: self.id().to_owned(),
-            hook: format!("{event}:{door}"),
-            tool: tool.to_owned(),
+            hook: format!("{}:{}", what.event, what.door),
+            tool: what.tool.to_owned(),
             input,
             output,
-            decision: decision.decision.as_str().to_owned(),
-            elapsed_ms,
+            decision: what.decision.decision.as_str().to_owned(),
+            elapsed_ms: what.elapsed_ms,
+            approval: approval.map(Box::new),
         };
         if let Err(err) = audit.append_redacted(entry) {
-            tracing::error!(tool, error = %err, "audit log append failed");
+            tracing::error!(tool = what.tool, error = %err, "audit log append failed");
         }
     }
 }

@@ -16,13 +16,13 @@
 
 use std::time::Instant;
 
-use bridge_policy::Access;
 use bridge_policy::agent_tools::Agent;
 use bridge_policy::audit::Redacted;
+use bridge_policy::{Access, Approval, Ask, GrantKey, Scope};
 use bridge_protocol::{Decision, DecisionKind};
 use serde_json::{Value, json};
 
-use crate::call::ToolFailure;
+use crate::call::{AuditEvent, ToolFailure};
 use crate::hooks;
 use crate::session::Session;
 use crate::tools::ToolOwner;
@@ -38,6 +38,9 @@ pub struct Verdict {
     pub refusal: Option<ToolFailure>,
     /// Text that `context` rules and gates asked to add for the agent.
     pub context: Vec<String>,
+    /// When a person was asked: the answer as the audit log records it
+    /// (see `bridge_policy::Approval::record`).
+    pub approval: Option<Value>,
 }
 
 impl Verdict {
@@ -47,6 +50,7 @@ impl Verdict {
             decision: Decision::deny(reason.clone()),
             refusal: Some(ToolFailure::denied(reason)),
             context: Vec::new(),
+            approval: None,
         }
     }
 
@@ -56,6 +60,7 @@ impl Verdict {
             decision: Decision::deny(failure.message.clone()),
             refusal: Some(failure),
             context: Vec::new(),
+            approval: None,
         }
     }
 
@@ -153,13 +158,16 @@ impl Session {
         }
         if self.audit().is_some() {
             self.audit_entry(
-                hook,
-                agent.name(),
-                tool,
+                AuditEvent {
+                    event: hook,
+                    door: agent.name(),
+                    tool,
+                    decision: &verdict.decision,
+                    elapsed_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+                },
                 Redacted::record_of(args),
-                &verdict.decision,
                 Redacted::new(json!({"reason": verdict.reason()})),
-                u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+                verdict.approval.clone().map(Redacted::new),
             );
         }
     }
@@ -227,13 +235,16 @@ impl Session {
         let recorded_args = Redacted::record_of(args);
         if self.audit().is_some() {
             self.audit_entry(
-                hook,
-                agent.name(),
-                tool,
+                AuditEvent {
+                    event: hook,
+                    door: agent.name(),
+                    tool,
+                    decision: &Decision::allow(),
+                    elapsed_ms: 0,
+                },
                 recorded_args.clone(),
-                &Decision::allow(),
                 Redacted::new(json!({"reason": "ran"})),
-                0,
+                None,
             );
         }
         let mut result = json!({"type": "success"});
@@ -282,6 +293,7 @@ impl Session {
         if rules.is_deny() {
             return Verdict::denied(rules.reason_or_default().to_owned());
         }
+        let rules_ask = rules.decision == DecisionKind::Ask;
         let accesses = match accesses {
             Ok(accesses) => accesses,
             Err(failure) => return Verdict::refused(failure),
@@ -297,18 +309,41 @@ impl Session {
                 "the audit log cannot be written ({err}); no tool runs unaudited"
             ));
         }
+        let mut approval = None;
         let decision = match decision.decision {
-            // The caller's user is asked, after the hook rules and gates
-            // below had their say.
-            DecisionKind::Ask if self.approver().leaves_asking_to_caller() => decision,
             DecisionKind::Ask => {
-                let reason = decision.reason_or_default();
-                if !self.approver().approve(name, args, reason) {
-                    return Verdict::denied(format!("approval required and not given: {reason}"));
-                }
-                Decision {
-                    decision: DecisionKind::Allow,
-                    reason: Some(format!("approved: {reason}")),
+                let keys = guard.grant_keys(name, rules_ask, &accesses);
+                match self.granted(keys.as_deref()) {
+                    Some(grant) => Decision {
+                        decision: DecisionKind::Allow,
+                        reason: Some(format!(
+                            "approved {grant}: {}",
+                            decision.reason_or_default()
+                        )),
+                    },
+                    // The caller's user is asked, after the hook rules and
+                    // gates below had their say.
+                    None if self.approver().leaves_asking_to_caller() => decision,
+                    None => {
+                        let reason = decision.reason_or_default().to_owned();
+                        let answer = self.ask_person(name, args, &reason, keys).await;
+                        approval = Some(answer.record());
+                        if !answer.is_allowed() {
+                            return Verdict {
+                                approval,
+                                ..Verdict::denied(answer.refusal(&reason))
+                            };
+                        }
+                        Decision {
+                            decision: DecisionKind::Allow,
+                            reason: Some(format!(
+                                "approved by {}: {reason}",
+                                answer
+                                    .surface()
+                                    .map_or("a person", bridge_policy::Surface::as_str)
+                            )),
+                        }
+                    }
                 }
             }
             _ => decision,
@@ -326,6 +361,7 @@ impl Session {
         if let Some(reason) = hooks.denied {
             return Verdict {
                 context: hooks.context,
+                approval,
                 ..Verdict::denied(reason)
             };
         }
@@ -333,7 +369,72 @@ impl Session {
             decision,
             refusal: None,
             context: hooks.context,
+            approval,
         }
+    }
+
+    /// What grants the call, if every one of its `keys` is granted for the
+    /// session or by a rule of its workspace: said as "for this session"
+    /// or "by rule run cargo test".
+    fn granted(&self, keys: Option<&[GrantKey]>) -> Option<String> {
+        let keys = keys.filter(|keys| !keys.is_empty())?;
+        let mut by_rule = Vec::new();
+        for key in keys {
+            if self.grants().has(key) {
+                continue;
+            }
+            if self
+                .approval_rules()
+                .is_some_and(|rules| rules.grants(self.cwd(), key))
+            {
+                by_rule.push(key.rule_text());
+                continue;
+            }
+            return None;
+        }
+        Some(if by_rule.is_empty() {
+            "for this session".to_owned()
+        } else {
+            format!("by rule {}", by_rule.join(", "))
+        })
+    }
+
+    /// Puts the call to a person through the session's approver and keeps
+    /// what a session or rule answer grants.
+    async fn ask_person(
+        &self,
+        name: &str,
+        args: &Value,
+        reason: &str,
+        keys: Option<Vec<GrantKey>>,
+    ) -> Approval {
+        let ask = Ask {
+            session: self.id().to_owned(),
+            shared: self.shared(),
+            workspace: self.cwd().to_path_buf(),
+            tool: name.to_owned(),
+            arguments: Redacted::record_of(args).into_value(),
+            reason: bridge_policy::redact(reason).into_owned(),
+            keys: keys.clone(),
+            rules_kept: self.approval_rules().is_some(),
+        };
+        let answer = self.approver().approve(ask).await;
+        if let (Approval::Allowed { scope, surface, .. }, Some(keys)) = (&answer, &keys) {
+            match scope {
+                Scope::Once => {}
+                Scope::Session => self.grants().grant(keys),
+                Scope::Rule { expires_at } => match self.approval_rules() {
+                    Some(rules) => {
+                        if let Err(err) = rules.add(self.cwd(), keys, *expires_at, *surface) {
+                            tracing::error!(error = %err, "an approval rule could not be kept; granted for this session");
+                            self.grants().grant(keys);
+                        }
+                    }
+                    None => self.grants().grant(keys),
+                },
+            }
+        }
+        answer
     }
 }
 

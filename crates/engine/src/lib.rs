@@ -15,6 +15,7 @@
 //! except by `Session::decide` (which `call_tool` uses).
 
 pub mod agent_names;
+pub mod approvals;
 mod call;
 mod decide;
 mod events;

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
-use bridge_policy::{Approver, DenyAll};
+use bridge_policy::{Approver, DenyAll, RuleStore};
 use bridge_policy::{AuditLog, Guard, PermissionPolicy, WorkspacePolicy, WorkspaceRoot};
 use bridge_protocol::ToolSpec;
 use bridge_tools::{ToolContext, ToolRegistry, ToolSettings};
@@ -45,6 +45,9 @@ pub struct SessionDefaults {
     pub tool_settings: Arc<ToolSettings>,
     pub audit: Option<AuditLog>,
     pub approver: Arc<dyn Approver>,
+    /// Rules people kept per workspace (see `bridge_policy::RuleStore`);
+    /// `None`: no rules, every grant lasts a session at most.
+    pub rules: Option<Arc<RuleStore>>,
     /// Home directory for shell analysis; `None` keeps the process's.
     pub home: Option<Option<PathBuf>>,
 }
@@ -58,6 +61,7 @@ impl SessionDefaults {
             tool_settings: Arc::new(ToolSettings::default()),
             audit: None,
             approver: Arc::new(DenyAll),
+            rules: None,
             home: None,
         })
     }
@@ -223,6 +227,7 @@ impl SessionRegistry {
             },
             guard: guard.clone(),
             approver,
+            rules: defaults.rules.clone(),
             audit: defaults.audit.clone(),
             settings: self.inner.settings.clone(),
             listeners: self.inner.listeners.clone(),

@@ -3,10 +3,10 @@
 
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
-use bridge_policy::Approver;
+use bridge_policy::{Approver, RuleStore, SessionGrants};
 use bridge_policy::{AuditLog, Guard};
 use serde::Serialize;
 use tokio::sync::{broadcast, watch};
@@ -67,6 +67,13 @@ pub struct Session {
     runner: Mutex<crate::runner::RunnerKind>,
     guard: Arc<Guard>,
     approver: Arc<dyn Approver>,
+    /// What its people allowed for the rest of the session.
+    grants: SessionGrants,
+    /// Rules kept per workspace, shared by the registry's sessions.
+    approval_rules: Option<Arc<RuleStore>>,
+    /// Several clients share it (the daemon's default session): a grant
+    /// for the session reaches all of them, and an ask says so.
+    shared: AtomicBool,
     audit: Option<AuditLog>,
     settings: Arc<RegistrySettings>,
     listeners: Arc<Listeners>,
@@ -84,6 +91,7 @@ pub(crate) struct SessionParts {
     pub info: SessionInfo,
     pub guard: Arc<Guard>,
     pub approver: Arc<dyn Approver>,
+    pub rules: Option<Arc<RuleStore>>,
     pub audit: Option<AuditLog>,
     pub settings: Arc<RegistrySettings>,
     pub listeners: Arc<Listeners>,
@@ -109,6 +117,9 @@ impl Session {
             runner: Mutex::new(crate::runner::RunnerKind::default()),
             guard: parts.guard,
             approver: parts.approver,
+            grants: SessionGrants::default(),
+            approval_rules: parts.rules,
+            shared: AtomicBool::new(false),
             audit: parts.audit,
             settings: parts.settings,
             listeners: parts.listeners,
@@ -163,6 +174,25 @@ impl Session {
 
     pub(crate) fn approver(&self) -> &Arc<dyn Approver> {
         &self.approver
+    }
+
+    /// What the session's people allowed for the rest of it.
+    pub fn grants(&self) -> &SessionGrants {
+        &self.grants
+    }
+
+    pub(crate) fn approval_rules(&self) -> Option<&Arc<RuleStore>> {
+        self.approval_rules.as_ref()
+    }
+
+    /// Marks the session as shared by several clients (see [`Self::shared`]).
+    pub fn mark_shared(&self) {
+        self.shared.store(true, Ordering::Relaxed);
+    }
+
+    /// Several clients share the session: a session grant reaches them all.
+    pub fn shared(&self) -> bool {
+        self.shared.load(Ordering::Relaxed)
     }
 
     pub(crate) fn audit(&self) -> Option<&AuditLog> {

@@ -1,5 +1,6 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod approvals;
 mod copilot_runner;
 mod log;
 mod mcp;

@@ -56,6 +56,8 @@ async fn a_provider_that_never_reads_large_answers_is_dropped_at_the_byte_bound(
     let bound = 2 * MIB;
     let settings = GatewaySettings {
         outbound_queue_bytes: bound,
+        // Whole ~4 MB answers, past the default bound of an answer.
+        stream_answer_max_bytes: 8 * MIB,
         ..fast_settings()
     };
     let gw = TestGateway::start_with(settings, fast_registry_settings()).await;

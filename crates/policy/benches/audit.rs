@@ -31,6 +31,7 @@ fn realistic_entry() -> AuditEntry {
         output: json!({"type": "success", "output": "created src/components/widgets/table/row.rs (372 bytes)"}),
         decision: "allow".to_owned(),
         elapsed_ms: 1,
+        approval: None,
     }
 }
 

@@ -57,6 +57,11 @@ pub struct AuditEntry<Tree = Value> {
     pub output: Tree,
     pub decision: String,
     pub elapsed_ms: u64,
+    /// When a person was asked: the answer, its scope, the surface that
+    /// answered and the wait (`bridge_policy::Approval::record`).
+    /// Boxed: rare, and an entry stays small in the writer's queue.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub approval: Option<Box<Tree>>,
 }
 
 impl AuditEntry<Redacted> {
@@ -71,6 +76,7 @@ impl AuditEntry<Redacted> {
             output: self.output.into_value(),
             decision: self.decision,
             elapsed_ms: self.elapsed_ms,
+            approval: self.approval.map(|record| Box::new(record.into_value())),
         }
     }
 }

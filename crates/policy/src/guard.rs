@@ -8,6 +8,7 @@ use bridge_protocol::Decision;
 use serde_json::Value;
 
 use crate::access::Access;
+use crate::approval::GrantKey;
 use crate::paths::WorkspaceRoot;
 use crate::permission::PermissionPolicy;
 use crate::shell::{self, ShellVerdict};
@@ -127,30 +128,75 @@ impl Guard {
                 "{tool} changes files and the workspace is read-only"
             )),
             Access::WriteUnnamed { .. } => Decision::allow(),
-            Access::Run { command, cwd } => {
-                let cwd = match cwd {
-                    Some(dir) => match self.resolve_read(dir) {
-                        Ok(dir) => dir,
-                        Err(denied) => return denied,
-                    },
-                    None => self.root.path().to_path_buf(),
-                };
-                self.check_shell(command, &cwd)
+            Access::Run { command, cwd } => match self.run_cwd(cwd.as_deref()) {
+                Ok(cwd) => self.check_shell(command, &cwd),
+                Err(denied) => denied,
+            },
+        }
+    }
+
+    /// Where a command runs: its `cwd` resolved, or the workspace root.
+    fn run_cwd(&self, cwd: Option<&str>) -> Result<PathBuf, Decision> {
+        match cwd {
+            Some(dir) => self.resolve_read(dir),
+            None => Ok(self.root.path().to_path_buf()),
+        }
+    }
+
+    fn analyze_shell(&self, command: &str, cwd: &Path) -> shell::ShellAnalysis {
+        shell::analyze_with(
+            command,
+            self.root.path(),
+            cwd,
+            self.home.as_deref(),
+            self.permission.protected_files(),
+        )
+    }
+
+    /// What a person's grant of a call that asks would be given for: the
+    /// tool, when the permission rules ask for it (`rules_ask`), and the
+    /// grant key of every command of its accesses that asks (see
+    /// [`shell::ShellAnalysis::approval_keys`]). `None` when some part of
+    /// the question has no key: the call can then only be allowed once.
+    pub fn grant_keys(
+        &self,
+        tool: &str,
+        rules_ask: bool,
+        accesses: &[Access],
+    ) -> Option<Vec<GrantKey>> {
+        let mut keys = Vec::new();
+        if rules_ask {
+            keys.push(GrantKey::Tool {
+                tool: tool.to_owned(),
+            });
+        }
+        for access in accesses {
+            let Access::Run { command, cwd } = access else {
+                continue;
+            };
+            let cwd = self.run_cwd(cwd.as_deref()).ok()?;
+            let analysis = self.analyze_shell(command, &cwd);
+            if analysis.verdict == ShellVerdict::NeedsApproval
+                && !self.workspace.shell_allowed(command)
+            {
+                keys.extend(
+                    analysis
+                        .approval_keys?
+                        .into_iter()
+                        .map(|command| GrantKey::Run { command }),
+                );
             }
         }
+        keys.sort();
+        keys.dedup();
+        (!keys.is_empty()).then_some(keys)
     }
 
     /// May `command` run in `cwd`? Dangerous commands are denied outright;
     /// known-safe read-only commands are allowed; anything else needs the
     /// workspace policy's shell allow list, or else approval.
     pub fn check_shell(&self, command: &str, cwd: &Path) -> Decision {
-        let analysis = shell::analyze_with(
-            command,
-            self.root.path(),
-            cwd,
-            self.home.as_deref(),
-            self.permission.protected_files(),
-        );
+        let analysis = self.analyze_shell(command, cwd);
         let reasons = analysis.reasons.join("; ");
         match analysis.verdict {
             ShellVerdict::Dangerous => Decision::deny(format!("dangerous command: {reasons}")),

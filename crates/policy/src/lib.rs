@@ -8,7 +8,7 @@
 
 pub mod access;
 pub mod agent_tools;
-pub mod approve;
+pub mod approval;
 pub mod audit;
 pub mod guard;
 pub mod paths;
@@ -20,7 +20,10 @@ pub mod workspace_policy;
 pub mod workspaces;
 
 pub use access::Access;
-pub use approve::{AgentAsks, Approver, DenyAll};
+pub use approval::{
+    AgentAsks, Approval, ApprovalFuture, Approver, Ask, DenyAll, GrantKey, RuleStore, Scope,
+    SessionGrants, Surface,
+};
 pub use audit::{AuditEntry, AuditLog};
 pub use guard::Guard;
 pub use paths::{PathError, WorkspaceRoot};

@@ -1,5 +1,6 @@
 //! Integration tests of bridge-policy, one binary (see ARCHITECTURE.md).
 
+mod approval;
 mod audit;
 mod audit_records;
 mod audit_writer;

@@ -23,6 +23,7 @@ fn entry(timestamp: &str, tool: &str, input: Value) -> AuditEntry {
         output: json!({"ok": true}),
         decision: "allow".to_owned(),
         elapsed_ms: 3,
+        approval: None,
     }
 }
 

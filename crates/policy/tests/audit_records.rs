@@ -39,6 +39,7 @@ fn entry<T>(tool: &str, input: T, output: T) -> AuditEntry<T> {
         output,
         decision: "allow".to_owned(),
         elapsed_ms: 1,
+        approval: None,
     }
 }
 

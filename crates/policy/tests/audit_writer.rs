@@ -28,6 +28,7 @@ fn entry(writer: usize, index: usize, blob: usize) -> AuditEntry {
         output: json!({"ok": true}),
         decision: "allow".to_owned(),
         elapsed_ms: 1,
+        approval: None,
     }
 }
 

@@ -40,6 +40,7 @@ impl Runner {
             tool_settings: Arc::new(parts.settings.clone()),
             audit: parts.audit.clone(),
             approver: parts.approver.clone(),
+            rules: None,
             // Shell analysis judges `~` against no home at all.
             home: Some(None),
         };
@@ -110,4 +111,44 @@ pub fn runner_with(
         approver: Arc::new(DenyAll),
         session_id: "tools-test".to_owned(),
     })
+}
+
+/// An approver that answers every ask the same way at once, and keeps the
+/// asks it was given.
+pub struct FixedApprover {
+    pub allow: bool,
+    pub asks: std::sync::Mutex<Vec<bridge_policy::Ask>>,
+}
+
+impl FixedApprover {
+    pub fn new(allow: bool) -> Arc<Self> {
+        Arc::new(Self {
+            allow,
+            asks: std::sync::Mutex::new(Vec::new()),
+        })
+    }
+
+    pub fn asks(&self) -> Vec<bridge_policy::Ask> {
+        self.asks.lock().unwrap().clone()
+    }
+}
+
+impl Approver for FixedApprover {
+    fn approve(&self, ask: bridge_policy::Ask) -> bridge_policy::ApprovalFuture<'_> {
+        self.asks.lock().unwrap().push(ask);
+        let approval = if self.allow {
+            bridge_policy::Approval::Allowed {
+                scope: bridge_policy::Scope::Once,
+                surface: bridge_policy::Surface::Cli,
+                waited: std::time::Duration::ZERO,
+            }
+        } else {
+            bridge_policy::Approval::Denied {
+                surface: bridge_policy::Surface::Cli,
+                reason: None,
+                waited: std::time::Duration::ZERO,
+            }
+        };
+        Box::pin(std::future::ready(approval))
+    }
 }

@@ -7,17 +7,13 @@
     reason = "test helpers outside #[test] functions: a failed setup must stop the test"
 )]
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
-
-use bridge_policy::Approver;
 use bridge_policy::{AuditLog, PermissionRules};
 use bridge_protocol::ToolEffect;
 use bridge_testkit::TempWorkspace;
 use bridge_tools::{ToolRegistry, ToolSettings};
 use serde_json::{Value, json};
 
-use crate::common::{runner, runner_with};
+use crate::common::{FixedApprover, runner, runner_with};
 
 /// Every audit line written under `dir`, parsed.
 pub(crate) fn audit_entries(dir: &std::path::Path) -> Vec<Value> {
@@ -152,19 +148,6 @@ async fn blocked_tools_never_run() {
     assert!(!ws.path().join("a.txt").exists());
 }
 
-struct CountingApprover {
-    answer: bool,
-    asked: AtomicUsize,
-}
-
-impl Approver for CountingApprover {
-    fn approve(&self, tool: &str, _args: &Value, _reason: &str) -> bool {
-        assert_eq!(tool, "create_file");
-        self.asked.fetch_add(1, Ordering::SeqCst);
-        self.answer
-    }
-}
-
 #[tokio::test]
 async fn ask_tools_run_only_when_approved() {
     let ws = TempWorkspace::new();
@@ -185,10 +168,7 @@ async fn ask_tools_run_only_when_approved() {
     );
     assert!(!ws.path().join("a.txt").exists());
 
-    let no = Arc::new(CountingApprover {
-        answer: false,
-        asked: AtomicUsize::new(0),
-    });
+    let no = FixedApprover::new(false);
     let err = base
         .clone()
         .with_approver(no.clone())
@@ -196,17 +176,23 @@ async fn ask_tools_run_only_when_approved() {
         .await
         .unwrap_err();
     assert_eq!(err.code, "policy_denied");
-    assert_eq!(no.asked.load(Ordering::SeqCst), 1);
+    assert!(err.message.starts_with("denied by cli"), "{err}");
+    let asks = no.asks();
+    assert_eq!(asks.len(), 1);
+    assert_eq!(asks[0].tool, "create_file");
+    assert_eq!(
+        asks[0].keys,
+        Some(vec![bridge_policy::GrantKey::Tool {
+            tool: "create_file".into()
+        }])
+    );
 
-    let yes = Arc::new(CountingApprover {
-        answer: true,
-        asked: AtomicUsize::new(0),
-    });
+    let yes = FixedApprover::new(true);
     base.with_approver(yes.clone())
         .call("create_file", json!({"path": "a.txt", "content": "x"}))
         .await
         .unwrap();
-    assert_eq!(yes.asked.load(Ordering::SeqCst), 1);
+    assert_eq!(yes.asks().len(), 1);
     assert_eq!(ws.read("a.txt"), "x");
 }
 

@@ -411,16 +411,14 @@ async fn commands_needing_approval_are_asked_and_denied_without_an_answer() {
     assert!(err.to_string().contains("shell.allow"), "{err}");
     assert!(err.to_string().contains("approval required"), "{err}");
 
-    struct Yes;
-    impl bridge_policy::Approver for Yes {
-        fn approve(&self, tool: &str, args: &Value, _reason: &str) -> bool {
-            tool == "shell" && args["command"] == "cargo --version"
-        }
-    }
+    let yes = crate::common::FixedApprover::new(true);
     let result = runner(&ws, false)
-        .with_approver(std::sync::Arc::new(Yes))
+        .with_approver(yes.clone())
         .call("shell", json!({"command": "cargo --version"}))
         .await
         .unwrap();
     assert_eq!(result["exitCode"], 0, "{result}");
+    let asks = yes.asks();
+    assert_eq!(asks[0].tool, "shell");
+    assert_eq!(asks[0].arguments["command"], "cargo --version");
 }

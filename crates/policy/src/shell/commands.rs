@@ -262,8 +262,63 @@ pub(crate) fn roles(argv: &[Word]) -> Roles {
     }
 }
 
-/// Applies every rule to one command; returns its roles.
+/// Applies every rule to one command; returns its roles. What it finds is
+/// filed under the command's grant key ([`grant_key`]).
 pub(crate) fn check_argv(context: &mut Context, argv: &[Word], input_args: bool) -> Roles {
+    let outer = std::mem::replace(&mut context.command_key, grant_key(argv));
+    let roles = check_command(context, argv, input_args);
+    context.command_key = outer;
+    roles
+}
+
+/// Subcommands that name what they run in the next word (`npm run build`,
+/// `uv run pytest`, `docker exec web`): that word is part of the key.
+const RUNNER_SUBCOMMANDS: &[&str] = &["run", "exec", "run-script", "x", "dlx"];
+
+/// Most option words read before a command's subcommand.
+const KEY_OPTION_WORDS: usize = 6;
+
+/// The key a person grants a command by: its program as written and the
+/// words up to its subcommand (`cargo test`, `cargo +nightly test`,
+/// `python3 -m pytest`, `make -C sub build`, `npm run build`). A word after
+/// an option may be that option's value, so the subcommand is the first
+/// plain word that does not follow one. `None` (the command can only be
+/// allowed once) when one of these words is not a plain literal, or no
+/// subcommand shows within [`KEY_OPTION_WORDS`] options.
+pub(crate) fn grant_key(argv: &[Word]) -> Option<String> {
+    let plain = |word: &Word| word.is_plain().then(|| word.value()).flatten();
+    let mut words = argv.iter();
+    let mut key = vec![plain(words.next()?)?];
+    let mut options = 0;
+    let mut after_option = false;
+    while let Some(word) = words.next() {
+        let value = plain(word)?;
+        if value.starts_with('-') || value.starts_with('+') {
+            options += 1;
+            if options > KEY_OPTION_WORDS {
+                return None;
+            }
+            after_option = !value.contains('=') && value != "--";
+            key.push(value);
+            continue;
+        }
+        key.push(value.clone());
+        if after_option {
+            after_option = false;
+            continue;
+        }
+        if RUNNER_SUBCOMMANDS.contains(&value.as_str())
+            && let Some(target) = words.next().and_then(plain)
+            && !target.starts_with('-')
+        {
+            key.push(target);
+        }
+        break;
+    }
+    Some(key.join(" "))
+}
+
+fn check_command(context: &mut Context, argv: &[Word], input_args: bool) -> Roles {
     let Some(first) = argv.first() else {
         return Roles::default();
     };

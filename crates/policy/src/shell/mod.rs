@@ -49,6 +49,13 @@ pub struct ShellAnalysis {
     /// Why the verdict is what it is: the reasons at the verdict's level,
     /// without duplicates, in the order found. Empty for [`ShellVerdict::Safe`].
     pub reasons: Vec<String>,
+    /// For [`ShellVerdict::NeedsApproval`]: the commands that need it, each
+    /// as its program and subcommand will run (`cargo test`), sorted; a
+    /// person's grant for these keys lets the line run. `None` when some
+    /// reason belongs to no one command (a computed command name, a
+    /// variable set for the command, an expansion): such a line can only be
+    /// allowed once.
+    pub approval_keys: Option<Vec<String>>,
 }
 
 impl ShellAnalysis {
@@ -118,7 +125,8 @@ pub fn analyze_with(
 
 #[derive(Debug, Default)]
 struct Findings {
-    entries: Vec<(ShellVerdict, String)>,
+    /// Verdict, reason, and the key of the command it was found in.
+    entries: Vec<(ShellVerdict, String, Option<String>)>,
 }
 
 impl Findings {
@@ -130,16 +138,32 @@ impl Findings {
         let verdict = self
             .entries
             .iter()
-            .map(|(verdict, _)| *verdict)
+            .map(|(verdict, _, _)| *verdict)
             .max()
             .unwrap_or(ShellVerdict::Safe);
+        let approval_keys = (verdict == ShellVerdict::NeedsApproval)
+            .then(|| {
+                let mut keys = self
+                    .entries
+                    .iter()
+                    .map(|(_, _, key)| key.clone())
+                    .collect::<Option<Vec<String>>>()?;
+                keys.sort();
+                keys.dedup();
+                Some(keys)
+            })
+            .flatten();
         let reasons = self
             .entries
             .into_iter()
-            .filter(|(level, _)| *level == verdict && verdict != ShellVerdict::Safe)
-            .map(|(_, reason)| reason)
+            .filter(|(level, _, _)| *level == verdict && verdict != ShellVerdict::Safe)
+            .map(|(_, reason, _)| reason)
             .collect();
-        ShellAnalysis { verdict, reasons }
+        ShellAnalysis {
+            verdict,
+            reasons,
+            approval_keys,
+        }
     }
 }
 
@@ -159,6 +183,9 @@ struct Context {
     /// follows it (set by the walker from the command's position).
     cd_replaces_cwd: bool,
     commands_seen: usize,
+    /// The grant key of the command being checked (see
+    /// [`ShellAnalysis::approval_keys`]).
+    command_key: Option<String>,
 }
 
 impl Context {
@@ -174,17 +201,21 @@ impl Context {
             script_depth: 0,
             cd_replaces_cwd: false,
             commands_seen: 0,
+            command_key: None,
         }
     }
 
     fn flag(&mut self, verdict: ShellVerdict, reason: String) {
+        let key = self.command_key.clone();
         let duplicate = self
             .findings
             .entries
             .iter()
-            .any(|(level, known)| *level == verdict && *known == reason);
+            .any(|(level, known, known_key)| {
+                *level == verdict && *known == reason && *known_key == key
+            });
         if !duplicate {
-            self.findings.entries.push((verdict, reason));
+            self.findings.entries.push((verdict, reason, key));
         }
     }
 

@@ -223,6 +223,9 @@ fn render(
     if !redacted {
         redact_value(&mut record.input);
         redact_value(&mut record.output);
+        if let Some(approval) = &mut record.approval {
+            redact_value(approval.as_mut());
+        }
     }
     let instant = match entry_instant(&record.timestamp) {
         Some(instant) => instant,
