@@ -194,10 +194,13 @@ async fn an_agent_session_whose_hooks_fall_silent_ends() {
 #[tokio::test]
 async fn a_daemon_that_refuses_the_hook_is_a_deny() {
     let served = Served::start();
-    let mut bad = bash(&served, "PreToolUse", "echo hi");
-    // An agent session id the daemon refuses: the call must not go through.
-    bad["session_id"] = json!("not/a session id");
-    let (code, answer, _) = hook(&served, &bad).await;
+    // The daemon runs but refuses the hook's token (one left from an
+    // earlier daemon): the call must not go through.
+    let mut stale = served.file.clone();
+    stale["token"] = json!("a-token-of-another-daemon");
+    let gateway_json = served.bridge.state.path().join("gateway.json");
+    std::fs::write(&gateway_json, stale.to_string()).unwrap();
+    let (code, answer, _) = hook(&served, &bash(&served, "PreToolUse", "echo hi")).await;
     assert_eq!(code, 0);
     let (kind, reason) = decision(&answer);
     assert_eq!(kind, Some("deny"), "{answer}");

@@ -87,6 +87,7 @@ pub const MAX_RETRIES: &str = "max_retries";
 pub const TRANSIENT_RETRIES: &str = "transient_retries";
 pub const IDLE_EXIT_SECS: &str = "idle_exit_secs";
 pub const AGENT_SESSION_IDLE_SECS: &str = "agent_session_idle_secs";
+pub const APPROVAL_TIMEOUT_SECS: &str = "approvals.timeout_secs";
 pub const TRUST_PROJECT_PROVIDERS: &str = "trust_project_providers";
 pub const MAX_CONNECTIONS: &str = "max_connections";
 pub const HEADER_TIMEOUT_MS: &str = "header_timeout_ms";
@@ -270,6 +271,12 @@ pub const KEYS: &[KeySpec] = &[
         "COPILOT_BRIDGE_AGENT_SESSION_IDLE_SECS",
         "1800",
         "Seconds an agent session registered by its hooks stays without a hook before it ends (0-86400)",
+    ),
+    key(
+        APPROVAL_TIMEOUT_SECS,
+        "COPILOT_BRIDGE_APPROVAL_TIMEOUT_SECS",
+        "120",
+        "Seconds a tool call the policy asks about waits for a person's answer at the daemon's doors (0: denied at once) (0-86400)",
     ),
     key(
         TRUST_PROJECT_PROVIDERS,

@@ -122,6 +122,11 @@ pub struct BridgeConfig {
     /// hook`) lives on without a hook (`COPILOT_BRIDGE_AGENT_SESSION_IDLE_SECS`,
     /// default 1800).
     pub agent_session_idle_secs: u64,
+    /// Seconds an ask waits for a person at the daemon's doors before the
+    /// call is denied as `approval_timeout` (`[approvals] timeout_secs`,
+    /// `COPILOT_BRIDGE_APPROVAL_TIMEOUT_SECS`, default 120; 0: denied at
+    /// once).
+    pub approval_timeout_secs: u64,
     /// Whether the daemon spawns the providers of a workspace's
     /// `tap.config.json` (`COPILOT_BRIDGE_TRUST_PROJECT_PROVIDERS`, default false).
     pub trust_project_providers: bool,

@@ -46,6 +46,7 @@ pub const DEFAULT_PORT: u16 = 9400;
 pub const DEFAULT_IDLE_EXIT_SECS: u64 = 30;
 /// How long an agent session registered by its hooks lives without a hook.
 pub const DEFAULT_AGENT_SESSION_IDLE_SECS: u64 = 30 * 60;
+pub const DEFAULT_APPROVAL_TIMEOUT_SECS: u64 = 120;
 
 /// Builds a [`BridgeConfig`] from its layers. The environment is a snapshot
 /// handed in, so tests never race on the process environment.
@@ -234,6 +235,9 @@ impl ConfigLoader {
         let agent_session_idle_secs = builder
             .parse(keys::AGENT_SESSION_IDLE_SECS, value::parse_idle_secs)
             .unwrap_or(DEFAULT_AGENT_SESSION_IDLE_SECS);
+        let approval_timeout_secs = builder
+            .parse(keys::APPROVAL_TIMEOUT_SECS, value::parse_idle_secs)
+            .unwrap_or(DEFAULT_APPROVAL_TIMEOUT_SECS);
         let trust_project_providers = builder
             .parse(keys::TRUST_PROJECT_PROVIDERS, value::parse_bool)
             .unwrap_or(false);
@@ -362,6 +366,7 @@ impl ConfigLoader {
             transient_retries,
             idle_exit_secs,
             agent_session_idle_secs,
+            approval_timeout_secs,
             trust_project_providers,
             permissions,
             tools,

@@ -59,6 +59,7 @@ impl BridgeConfig {
             keys::MAX_RETRIES => Some(self.max_retries.to_string()),
             keys::TRANSIENT_RETRIES => Some(self.transient_retries.to_string()),
             keys::IDLE_EXIT_SECS => Some(self.idle_exit_secs.to_string()),
+            keys::APPROVAL_TIMEOUT_SECS => Some(self.approval_timeout_secs.to_string()),
             keys::AGENT_SESSION_IDLE_SECS => Some(self.agent_session_idle_secs.to_string()),
             keys::TRUST_PROJECT_PROVIDERS => Some(self.trust_project_providers.to_string()),
             keys::REQUEST_LOG => Some(self.request_log.to_string()),

@@ -11,18 +11,21 @@
 //!    mode, the workspace's write globs;
 //! 3. the audit log must be writable, since no tool runs unaudited (checked
 //!    before a person is asked, so nobody approves a call that cannot run);
-//! 4. an "ask" goes to the session's approver (nobody there: deny);
+//! 4. an "ask" is answered by a grant of the session or a rule of its
+//!    workspace when one covers every key of the call, else goes to the
+//!    session's approver (nobody there: deny) — or, for agents' hooks,
+//!    waits in the verdict until the hook rules and gates had their say
+//!    ([`Session::settle`]);
 //! 5. the provider hook rules and gates, in registration order.
+//!
+//! An agent's hook calls go through `agent_calls.rs`.
 
-use std::time::Instant;
-
-use bridge_policy::agent_tools::Agent;
 use bridge_policy::audit::Redacted;
-use bridge_policy::{Access, Approval, Ask, GrantKey, Scope};
+use bridge_policy::{Access, Approval, Approver, Ask, GrantKey, Scope};
 use bridge_protocol::{Decision, DecisionKind};
-use serde_json::{Value, json};
+use serde_json::Value;
 
-use crate::call::{AuditEvent, ToolFailure};
+use crate::call::ToolFailure;
 use crate::hooks;
 use crate::session::Session;
 use crate::tools::ToolOwner;
@@ -41,6 +44,20 @@ pub struct Verdict {
     /// When a person was asked: the answer as the audit log records it
     /// (see `bridge_policy::Approval::record`).
     pub approval: Option<Value>,
+    /// The question for a person, when the decision is "ask" and asking
+    /// was left to the caller ([`Session::settle`] puts it).
+    pub question: Option<Ask>,
+}
+
+/// When a person is asked, if the policy asks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Asking {
+    /// Now, through the session's approver, before the hook rules and
+    /// gates.
+    Now,
+    /// Later: the verdict carries the question (after the hook rules and
+    /// gates had their say, so nobody is asked about a call they deny).
+    Later,
 }
 
 impl Verdict {
@@ -51,6 +68,7 @@ impl Verdict {
             refusal: Some(ToolFailure::denied(reason)),
             context: Vec::new(),
             approval: None,
+            question: None,
         }
     }
 
@@ -61,6 +79,7 @@ impl Verdict {
             refusal: Some(failure),
             context: Vec::new(),
             approval: None,
+            question: None,
         }
     }
 
@@ -97,7 +116,31 @@ impl Session {
     /// Decides whether `name`, run by `owner`, may run with `args` (see the
     /// module documentation for the steps). `args` must be a JSON object.
     pub async fn decide(&self, name: &str, args: &Value, owner: &ToolOwner) -> Verdict {
-        let accesses = match owner {
+        let accesses = self.accesses_of(name, args, owner);
+        self.decide_asking(name, args, owner, accesses, Asking::Now)
+            .await
+    }
+
+    /// [`decide`](Self::decide) leaving any question in the verdict.
+    pub(crate) async fn decide_leaving_question(
+        &self,
+        name: &str,
+        args: &Value,
+        owner: &ToolOwner,
+    ) -> Verdict {
+        let accesses = self.accesses_of(name, args, owner);
+        self.decide_asking(name, args, owner, accesses, Asking::Later)
+            .await
+    }
+
+    /// What a call declares it will do, by whoever runs it.
+    fn accesses_of(
+        &self,
+        name: &str,
+        args: &Value,
+        owner: &ToolOwner,
+    ) -> Result<Vec<Access>, ToolFailure> {
+        match owner {
             ToolOwner::Workspace => match self.tool(name) {
                 Some(entry) => entry.handler.accesses(args),
                 None => Err(ToolFailure::new(
@@ -107,165 +150,38 @@ impl Session {
             },
             ToolOwner::Agent(agent) => agent.accesses(name, args).map_err(ToolFailure::denied),
             ToolOwner::Provider(_) | ToolOwner::Mcp(_) | ToolOwner::Service(_) => Ok(Vec::new()),
+        }
+    }
+
+    /// Puts a verdict's open question (see [`Verdict::question`]) to a
+    /// person through `approver` and returns the verdict that follows: the
+    /// call allowed (and what the answer grants kept) or denied with what
+    /// became of the question. A verdict without one is returned as it is,
+    /// and so is one whose approver leaves asking to the caller.
+    pub async fn settle(&self, verdict: Verdict, approver: &dyn Approver) -> Verdict {
+        let Some(question) = verdict.question.clone().filter(|_| verdict.asks()) else {
+            return verdict;
         };
-        self.decide_with(name, args, owner, accesses).await
-    }
-
-    /// Decides whether `agent` may run `tool` (in our naming: an MCP tool
-    /// is `server__tool`, owned by its server) with `args`, as the agent's
-    /// `hook` asked, and audits the answer under the agent's name. Arguments
-    /// that are not an object are checked whole under `input`, where
-    /// blocked patterns still see them.
-    pub async fn check_agent_tool(
-        &self,
-        agent: Agent,
-        hook: &str,
-        tool: &str,
-        owner: &ToolOwner,
-        args: &Value,
-    ) -> Verdict {
-        let started = Instant::now();
-        let verdict = self.decide_agent_reading(tool, owner, args).await;
-        self.audit_agent_verdict(agent, hook, tool, args, &verdict, started);
-        verdict
-    }
-
-    /// The decision of one reading of an agent's tool; arguments that are
-    /// not an object are checked whole under `input`.
-    async fn decide_agent_reading(&self, tool: &str, owner: &ToolOwner, args: &Value) -> Verdict {
-        if args.is_object() {
-            self.decide(tool, args, owner).await
-        } else {
-            let wrapped = json!({ "input": args });
-            self.decide(tool, &wrapped, owner).await
+        if approver.leaves_asking_to_caller() {
+            return verdict;
         }
-    }
-
-    fn audit_agent_verdict(
-        &self,
-        agent: Agent,
-        hook: &str,
-        tool: &str,
-        args: &Value,
-        verdict: &Verdict,
-        started: Instant,
-    ) {
-        if !verdict.allowed() {
-            self.log(
-                agent.name(),
-                &format!("denied {tool}: {}", verdict.reason()),
-            );
+        let reason = verdict.reason().to_owned();
+        let answer = self.put_question(question, approver).await;
+        let approval = Some(answer.record());
+        if !answer.is_allowed() {
+            return Verdict {
+                context: verdict.context,
+                approval,
+                ..Verdict::denied(answer.refusal(&reason))
+            };
         }
-        if self.audit().is_some() {
-            self.audit_entry(
-                AuditEvent {
-                    event: hook,
-                    door: agent.name(),
-                    tool,
-                    decision: &verdict.decision,
-                    elapsed_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
-                },
-                Redacted::record_of(args),
-                Redacted::new(json!({"reason": verdict.reason()})),
-                verdict.approval.clone().map(Redacted::new),
-            );
+        Verdict {
+            decision: approved(&answer, &reason),
+            refusal: None,
+            context: verdict.context,
+            approval,
+            question: None,
         }
-    }
-
-    /// Decides a tool call an agent's hook reports by the name the agent
-    /// gave the tool (`mcp__github__x`, `github-x`, `Bash`): every reading
-    /// of the name in ours ([`crate::agent_names`]) is decided, the
-    /// strictest verdict wins, and it is audited under the likeliest
-    /// reading. A name that reads no way is refused.
-    pub async fn check_agent_call(
-        &self,
-        agent: Agent,
-        hook: &str,
-        raw_tool: &str,
-        args: &Value,
-    ) -> (String, Verdict) {
-        let started = Instant::now();
-        let readings = crate::agent_names::readings(agent, raw_tool);
-        let Some(first) = readings.first() else {
-            let verdict = Verdict::denied(format!(
-                "{raw_tool} looks like an MCP tool but names no server and tool; it is refused"
-            ));
-            self.audit_agent_verdict(agent, hook, raw_tool, args, &verdict, started);
-            return (raw_tool.to_owned(), verdict);
-        };
-        if readings.len() == 1 {
-            let verdict = self
-                .check_agent_tool(agent, hook, &first.name, &first.owner, args)
-                .await;
-            return (first.name.clone(), verdict);
-        }
-        let mut strictest: Option<(String, Verdict)> = None;
-        for reading in &readings {
-            let verdict = self
-                .decide_agent_reading(&reading.name, &reading.owner, args)
-                .await;
-            let stricter = strictest
-                .as_ref()
-                .is_none_or(|(_, kept)| strictness(&verdict) > strictness(kept));
-            if stricter {
-                strictest = Some((reading.name.clone(), verdict));
-            }
-        }
-        let (name, verdict) = strictest.unwrap_or_else(|| {
-            (
-                first.name.clone(),
-                Verdict::denied("no reading of the tool's name"),
-            )
-        });
-        self.audit_agent_verdict(agent, hook, &first.name, args, &verdict, started);
-        (name, verdict)
-    }
-
-    /// Records that `agent` ran `tool` (its post-tool-use hook): an audit
-    /// entry, since the log holds every call an agent made under our
-    /// policy, and `tool.execution_complete` for the session's providers.
-    pub fn record_agent_tool_ran(
-        &self,
-        agent: Agent,
-        hook: &str,
-        tool: &str,
-        args: &Value,
-        output: Option<&Value>,
-    ) {
-        let recorded_args = Redacted::record_of(args);
-        if self.audit().is_some() {
-            self.audit_entry(
-                AuditEvent {
-                    event: hook,
-                    door: agent.name(),
-                    tool,
-                    decision: &Decision::allow(),
-                    elapsed_ms: 0,
-                },
-                recorded_args.clone(),
-                Redacted::new(json!({"reason": "ran"})),
-                None,
-            );
-        }
-        let mut result = json!({"type": "success"});
-        if let Some(output) = output {
-            result["output"] = Redacted::record_of(output).into_value();
-        }
-        self.emit(crate::SessionEvent::ToolExecutionComplete {
-            tool: tool.to_owned(),
-            provider: None,
-            args: recorded_args.into_value(),
-            result,
-            duration_ms: 0,
-        });
-    }
-
-    /// A prompt the agent's user submitted: `user.message` for the
-    /// session's providers.
-    pub fn record_agent_prompt(&self, prompt: &str) {
-        self.emit(crate::SessionEvent::UserMessage {
-            content: prompt.to_owned(),
-        });
     }
 
     /// [`decide`](Self::decide) with the call's accesses already known.
@@ -275,6 +191,18 @@ impl Session {
         args: &Value,
         owner: &ToolOwner,
         accesses: Result<Vec<Access>, ToolFailure>,
+    ) -> Verdict {
+        self.decide_asking(name, args, owner, accesses, Asking::Now)
+            .await
+    }
+
+    async fn decide_asking(
+        &self,
+        name: &str,
+        args: &Value,
+        owner: &ToolOwner,
+        accesses: Result<Vec<Access>, ToolFailure>,
+        asking: Asking,
     ) -> Verdict {
         let guard = self.guard();
         let rules = match owner {
@@ -310,23 +238,26 @@ impl Session {
             ));
         }
         let mut approval = None;
+        let mut question = None;
         let decision = match decision.decision {
             DecisionKind::Ask => {
                 let keys = guard.grant_keys(name, rules_ask, &accesses);
+                let reason = decision.reason_or_default().to_owned();
                 match self.granted(keys.as_deref()) {
                     Some(grant) => Decision {
                         decision: DecisionKind::Allow,
-                        reason: Some(format!(
-                            "approved {grant}: {}",
-                            decision.reason_or_default()
-                        )),
+                        reason: Some(format!("approved {grant}: {reason}")),
                     },
-                    // The caller's user is asked, after the hook rules and
-                    // gates below had their say.
-                    None if self.approver().leaves_asking_to_caller() => decision,
+                    // The question waits for the hook rules and gates below.
+                    None if asking == Asking::Later
+                        || self.approver().leaves_asking_to_caller() =>
+                    {
+                        question = Some(self.question(name, args, &reason, keys));
+                        decision
+                    }
                     None => {
-                        let reason = decision.reason_or_default().to_owned();
-                        let answer = self.ask_person(name, args, &reason, keys).await;
+                        let ask = self.question(name, args, &reason, keys);
+                        let answer = self.put_question(ask, self.approver().as_ref()).await;
                         approval = Some(answer.record());
                         if !answer.is_allowed() {
                             return Verdict {
@@ -334,15 +265,7 @@ impl Session {
                                 ..Verdict::denied(answer.refusal(&reason))
                             };
                         }
-                        Decision {
-                            decision: DecisionKind::Allow,
-                            reason: Some(format!(
-                                "approved by {}: {reason}",
-                                answer
-                                    .surface()
-                                    .map_or("a person", bridge_policy::Surface::as_str)
-                            )),
-                        }
+                        approved(&answer, &reason)
                     }
                 }
             }
@@ -370,6 +293,7 @@ impl Session {
             refusal: None,
             context: hooks.context,
             approval,
+            question,
         }
     }
 
@@ -399,26 +323,26 @@ impl Session {
         })
     }
 
-    /// Puts the call to a person through the session's approver and keeps
-    /// what a session or rule answer grants.
-    async fn ask_person(
-        &self,
-        name: &str,
-        args: &Value,
-        reason: &str,
-        keys: Option<Vec<GrantKey>>,
-    ) -> Approval {
-        let ask = Ask {
+    /// The question a person gets about a call: redacted and bounded, so
+    /// every surface shows the same text.
+    fn question(&self, name: &str, args: &Value, reason: &str, keys: Option<Vec<GrantKey>>) -> Ask {
+        Ask {
             session: self.id().to_owned(),
             shared: self.shared(),
             workspace: self.cwd().to_path_buf(),
             tool: name.to_owned(),
             arguments: Redacted::record_of(args).into_value(),
             reason: bridge_policy::redact(reason).into_owned(),
-            keys: keys.clone(),
+            keys,
             rules_kept: self.approval_rules().is_some(),
-        };
-        let answer = self.approver().approve(ask).await;
+        }
+    }
+
+    /// Puts `ask` to a person through `approver` and keeps what a session
+    /// or rule answer grants.
+    async fn put_question(&self, ask: Ask, approver: &dyn Approver) -> Approval {
+        let keys = ask.keys.clone();
+        let answer = approver.approve(ask).await;
         if let (Approval::Allowed { scope, surface, .. }, Some(keys)) = (&answer, &keys) {
             match scope {
                 Scope::Once => {}
@@ -438,11 +362,15 @@ impl Session {
     }
 }
 
-/// How strict a verdict is: a refusal over a question over a pass.
-fn strictness(verdict: &Verdict) -> u8 {
-    match verdict.outcome() {
-        DecisionKind::Deny => 2,
-        DecisionKind::Ask => 1,
-        DecisionKind::Allow => 0,
+/// The decision of an allowed answer, its reason saying who allowed it.
+fn approved(answer: &Approval, reason: &str) -> Decision {
+    Decision {
+        decision: DecisionKind::Allow,
+        reason: Some(format!(
+            "approved by {}: {reason}",
+            answer
+                .surface()
+                .map_or("a person", bridge_policy::Surface::as_str)
+        )),
     }
 }

@@ -14,6 +14,7 @@
 //! provider message. No tool runs except through `Session::call_tool`, and no tool is allowed
 //! except by `Session::decide` (which `call_tool` uses).
 
+mod agent_calls;
 pub mod agent_names;
 pub mod approvals;
 mod call;
@@ -31,6 +32,7 @@ mod tools;
 mod transforms;
 mod workspace;
 
+pub use agent_calls::AgentCall;
 pub use call::{CallOrigin, CallOutcome, ToolFailure};
 pub use decide::Verdict;
 pub use events::{SessionEvent, TimelineEntry};
