@@ -25,6 +25,9 @@ pub fn command(state: &Path) -> Command {
         .env("PATH", std::env::var_os("PATH").unwrap_or_default())
         .env("HOME", state)
         .env("COPILOT_BRIDGE_HOME", state)
+        // Asks are denied at once, as before approvals, unless a test
+        // waits for a person (docs/approvals.md).
+        .env("COPILOT_BRIDGE_APPROVAL_TIMEOUT_SECS", "0")
         .stdin(Stdio::null());
     cmd
 }

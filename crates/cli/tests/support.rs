@@ -24,7 +24,10 @@ impl Bridge {
         cmd.env_clear()
             .env("PATH", std::env::var_os("PATH").unwrap_or_default())
             .env("HOME", self.state.path())
-            .env("COPILOT_BRIDGE_HOME", self.state.path());
+            .env("COPILOT_BRIDGE_HOME", self.state.path())
+            // Asks are denied at once, as before approvals, unless a test
+            // waits for a person (docs/approvals.md).
+            .env("COPILOT_BRIDGE_APPROVAL_TIMEOUT_SECS", "0");
         cmd
     }
 

@@ -464,6 +464,19 @@ impl Approver for QueueApprover {
     }
 }
 
+/// A session that ends takes its waiting asks with it: their calls are
+/// told they were withdrawn, and no surface shows them any more.
+impl crate::SessionListener for ApprovalQueue {
+    fn session_ending(
+        &self,
+        session: &Arc<crate::Session>,
+        _deadline: Duration,
+    ) -> Vec<crate::ShutdownWaiter> {
+        self.withdraw_session(session.id());
+        Vec::new()
+    }
+}
+
 /// An event as JSON (for `/rpc` and notifications).
 pub fn event_json(event: &QueueEvent) -> Value {
     serde_json::to_value(event).unwrap_or_else(|_| json!({"seq": event.seq}))

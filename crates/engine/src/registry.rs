@@ -165,6 +165,12 @@ impl SessionRegistry {
         &self.inner.settings
     }
 
+    /// The rules approvals keep per workspace (`None`: grants last a
+    /// session at most).
+    pub fn approval_rules(&self) -> Option<&Arc<RuleStore>> {
+        self.inner.defaults.rules.as_ref()
+    }
+
     pub fn add_listener(&self, listener: Arc<dyn SessionListener>) {
         write_lock(&self.inner.listeners.list).push(listener);
     }

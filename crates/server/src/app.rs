@@ -61,6 +61,13 @@ pub struct ServerParts {
     pub gateway: Gateway,
     /// The bearer token `/rpc` requires.
     pub token: Arc<str>,
+    /// The token that may also answer approvals (`approver-token` in the
+    /// state directory; never handed to agents).
+    pub approver_token: Arc<str>,
+    /// The one queue of every door's asks (docs/approvals.md).
+    pub approvals: Arc<bridge_engine::approvals::ApprovalQueue>,
+    /// How long an ask waits for an answer (`approvals.timeout_secs`).
+    pub approval_timeout: std::time::Duration,
     /// Cancelled to stop the daemon (`gateway.shutdown`, a signal, idle exit).
     pub shutdown: CancellationToken,
     pub facts: Arc<DaemonFacts>,

@@ -9,10 +9,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bridge_config::BridgeConfig;
+use bridge_engine::approvals::{ApprovalQueue, QueueApprover, QueueLimits};
 use bridge_engine::mcp_client::{McpManager, McpOptions};
 use bridge_engine::{Session, SessionListener, SessionRegistry, SessionSpec};
 use bridge_gateway::{Gateway, GatewaySettings};
-use bridge_policy::DenyAll;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
@@ -195,9 +195,15 @@ impl Daemon {
         // kill us with the file left behind.
         let shutdown = CancellationToken::new();
         tokio::spawn(stop_on_signals(listen_for_signals()?, shutdown.clone()));
-        // Nobody answers an "ask" at the daemon's doors yet: denied.
-        let registry = bridge_compose::registry(config, Arc::new(DenyAll))
-            .map_err(|err| DaemonError::Config(err.to_string()))?;
+        // Every door's asks wait in one queue for a person's answer
+        // (docs/approvals.md); a timeout of 0 denies them at once.
+        let approvals = Arc::new(ApprovalQueue::new(QueueLimits::default()));
+        let approval_timeout = Duration::from_secs(config.approval_timeout_secs);
+        let registry = bridge_compose::registry(
+            config,
+            Arc::new(QueueApprover::new(approvals.clone(), approval_timeout)),
+        )
+        .map_err(|err| DaemonError::Config(err.to_string()))?;
         refuse_open_bind_without_token(config)?;
         {
             let home = home.clone();
@@ -223,6 +229,7 @@ impl Daemon {
 
         let (changes_tx, sessions_changed) = watch::channel(0);
         registry.add_listener(Arc::new(SessionChanges(changes_tx)));
+        registry.add_listener(approvals.clone());
         // MCP servers from the configuration serve every session's tool
         // table, the default session's included (it is created below).
         let mcp = if config.mcp.servers.is_empty() {
@@ -316,6 +323,8 @@ impl Daemon {
                     reason: err.to_string(),
                 })?
         };
+        // Every client without a session of its own calls in this one.
+        default_session.mark_shared();
         let provider_token = gateway
             .issue_project_token(default_session.id())
             .map_err(|err| state_dir_error(&home, err))?;
@@ -346,10 +355,25 @@ impl Daemon {
                     state_dir_error(&config.home, format!("cannot write gateway.json: {err}"))
                 })?;
         }
+        let approver_token = {
+            let home = home.clone();
+            tokio::task::spawn_blocking(move || crate::state_file::keep_approver_token(&home))
+                .await
+                .map_err(|err| state_dir_error(&config.home, err))?
+                .map_err(|err| {
+                    state_dir_error(
+                        &config.home,
+                        format!("cannot keep the approver token: {err}"),
+                    )
+                })?
+        };
         let (request_journal, request_log_refused) = open_request_journal(config, &home).await;
         let ctx = ServerContext::new(ServerParts {
             gateway,
             token: Arc::from(file.token.as_str()),
+            approver_token: Arc::from(approver_token.as_str()),
+            approvals,
+            approval_timeout,
             shutdown,
             backends,
             native: Arc::new(bridge_compose::native_settings(config)),

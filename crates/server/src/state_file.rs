@@ -124,7 +124,26 @@ pub const TOKEN_FILE: &str = "token";
 /// The kept token, if `<home>/token` exists; an unreadable or malformed
 /// file is an error (the daemon must not silently fall back to another).
 pub fn kept_token(home: &Path) -> std::io::Result<Option<String>> {
-    let path = home.join(TOKEN_FILE);
+    kept_secret(home, TOKEN_FILE)
+}
+
+/// The token that answers approvals (`approvals.answer`,
+/// docs/approvals.md): never given to agents, unlike [`TOKEN_FILE`]'s.
+pub const APPROVER_TOKEN_FILE: &str = "approver-token";
+
+/// The approver token, made (mode 0600, kept across restarts) when there is
+/// none yet.
+pub fn keep_approver_token(home: &Path) -> std::io::Result<String> {
+    keep_secret(home, APPROVER_TOKEN_FILE, None, "bap")
+}
+
+/// The approver token if one was made (a client reading it never makes one).
+pub fn kept_approver_token(home: &Path) -> std::io::Result<Option<String>> {
+    kept_secret(home, APPROVER_TOKEN_FILE)
+}
+
+fn kept_secret(home: &Path, name: &str) -> std::io::Result<Option<String>> {
+    let path = home.join(name);
     let bytes = match owner_only::read(&path, MAX_FILE_BYTES) {
         Ok(bytes) => bytes,
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
@@ -158,16 +177,25 @@ pub fn kept_token(home: &Path) -> std::io::Result<Option<String>> {
 /// The kept token, made (mode 0600) when there is none yet: `current`
 /// (the running daemon's, so its clients keep working) or a new one.
 pub fn keep_token(home: &Path, current: Option<&str>) -> std::io::Result<String> {
-    if let Some(token) = kept_token(home)? {
+    keep_secret(home, TOKEN_FILE, current, "btk")
+}
+
+fn keep_secret(
+    home: &Path,
+    name: &str,
+    current: Option<&str>,
+    prefix: &str,
+) -> std::io::Result<String> {
+    if let Some(token) = kept_secret(home, name)? {
         return Ok(token);
     }
     owner_only::ensure_private_dir(home)?;
-    let token = current.map_or_else(|| bridge_util::ids::token("btk"), str::to_owned);
-    let mut file = match owner_only::create_new(&home.join(TOKEN_FILE)) {
+    let token = current.map_or_else(|| bridge_util::ids::token(prefix), str::to_owned);
+    let mut file = match owner_only::create_new(&home.join(name)) {
         Ok(file) => file,
-        // Another `register` kept one meanwhile: that is the token.
+        // Another process kept one meanwhile: that is the token.
         Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => {
-            return kept_token(home)?.ok_or(err);
+            return kept_secret(home, name)?.ok_or(err);
         }
         Err(err) => return Err(err),
     };

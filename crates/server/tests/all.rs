@@ -4,6 +4,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod approvals;
 mod backends;
 mod bounds;
 mod facade_anthropic;

@@ -98,6 +98,12 @@ impl TestDaemon {
                 ("COPILOT_BRIDGE_NO_GH".to_owned(), "1".to_owned()),
                 // A local Ollama of the developer's must not be auto-detected.
                 ("OLLAMA_HOST".to_owned(), "http://127.0.0.1:9".to_owned()),
+                // Asks are denied at once, as before approvals, unless a
+                // test waits for a person (`Setup::env` overrides).
+                (
+                    "COPILOT_BRIDGE_APPROVAL_TIMEOUT_SECS".to_owned(),
+                    "0".to_owned(),
+                ),
             ]
             .into_iter()
             .chain(setup.env.iter().cloned()),

@@ -36,6 +36,7 @@ pub fn builtin() -> MethodTable {
     table.insert("bridge.status", super::status::bridge_status);
     table.insert("agent.hook", super::agent_hook::agent_hook);
     super::toolbus::register(&mut table);
+    super::approvals::register(&mut table);
     super::orchestrate::register(&mut table);
     table
 }

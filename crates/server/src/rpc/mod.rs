@@ -4,6 +4,7 @@
 //! ([`methods`]) see only validated [`Params`].
 
 pub mod agent_hook;
+pub mod approvals;
 pub(crate) mod body;
 pub mod methods;
 mod orchestrate;
@@ -25,7 +26,7 @@ use futures::future::BoxFuture;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-pub use params::Params;
+pub use params::{Caller, Params};
 
 use crate::app::ServerContext;
 
@@ -107,9 +108,9 @@ impl RpcState {
     /// Answers one payload (a request, a notification or a batch) with the
     /// answer's JSON text. `None` when nothing is to be sent back
     /// (notifications only).
-    pub async fn handle_text(&self, text: &str) -> Option<String> {
+    pub async fn handle_text(&self, text: &str, caller: Caller) -> Option<String> {
         let answer = match serde_json::from_str::<Value>(text) {
-            Ok(value) => self.handle_value(value).await?,
+            Ok(value) => self.handle_value(value, caller).await?,
             Err(err) => Answer::One(failure_response(
                 None,
                 PARSE_ERROR,
@@ -121,7 +122,7 @@ impl RpcState {
         Some(serde_json::to_string(&answer).unwrap_or_default())
     }
 
-    async fn handle_value(&self, value: Value) -> Option<Answer> {
+    async fn handle_value(&self, value: Value, caller: Caller) -> Option<Answer> {
         match value {
             Value::Array(batch) if batch.is_empty() => Some(Answer::One(failure_response(
                 None,
@@ -129,17 +130,18 @@ impl RpcState {
                 "invalid request: an empty batch",
             ))),
             Value::Array(batch) => {
-                let answers =
-                    futures::future::join_all(batch.into_iter().map(|item| self.handle_one(item)))
-                        .await;
+                let answers = futures::future::join_all(
+                    batch.into_iter().map(|item| self.handle_one(item, caller)),
+                )
+                .await;
                 let answers: Vec<Response> = answers.into_iter().flatten().collect();
                 (!answers.is_empty()).then_some(Answer::Batch(answers))
             }
-            single => self.handle_one(single).await.map(Answer::One),
+            single => self.handle_one(single, caller).await.map(Answer::One),
         }
     }
 
-    async fn handle_one(&self, value: Value) -> Option<Response> {
+    async fn handle_one(&self, value: Value, caller: Caller) -> Option<Response> {
         let request = match Envelope::read(value) {
             Ok(request) => request,
             Err((id, message)) => return Some(failure_response(id, INVALID_REQUEST, message)),
@@ -154,7 +156,7 @@ impl RpcState {
                 .respond
                 .then(|| failure_response(request.id, METHOD_NOT_FOUND, message));
         };
-        let call = handler(self.ctx.clone(), request.params);
+        let call = handler(self.ctx.clone(), request.params.sent_by(caller));
         // A bug in one method must not take the connection (and the other
         // requests on it) down.
         let outcome = match AssertUnwindSafe(call).catch_unwind().await {

@@ -3,27 +3,48 @@
 use bridge_protocol::jsonrpc::{ErrorObject, INVALID_PARAMS};
 use serde_json::{Map, Value, json};
 
+/// Who sent a request, by the bearer token it presented.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Caller {
+    /// The daemon's token (`gateway.json`), which agents and providers get.
+    #[default]
+    Agent,
+    /// The approver token (`approver-token`): may also answer approvals.
+    Approver,
+}
+
 /// A request's `params` object.
 #[derive(Debug, Clone, Default)]
 pub struct Params {
     map: Map<String, Value>,
     /// The request sent positional params; every method here takes names.
     positional: bool,
+    caller: Caller,
 }
 
 impl Params {
     pub fn new(map: Map<String, Value>) -> Self {
         Self {
             map,
-            positional: false,
+            ..Self::default()
         }
     }
 
     pub(crate) fn positional() -> Self {
         Self {
-            map: Map::new(),
             positional: true,
+            ..Self::default()
         }
+    }
+
+    /// Who sent the request.
+    pub fn caller(&self) -> Caller {
+        self.caller
+    }
+
+    pub(crate) fn sent_by(mut self, caller: Caller) -> Self {
+        self.caller = caller;
+        self
     }
 
     /// For methods that take no params: refuses positional ones, as every

@@ -20,7 +20,7 @@ use futures::stream::{FuturesUnordered, SplitSink};
 use tokio::sync::mpsc;
 
 use super::body::{json_response, json_text_response, read_bounded};
-use super::{RpcState, failure};
+use super::{Caller, RpcState, failure};
 use crate::guard::{presented_token, unauthorized};
 
 /// Largest request body or WebSocket message.
@@ -30,15 +30,27 @@ const MAX_IN_FLIGHT_PER_CONNECTION: usize = 32;
 /// Answers queued for a slow reader before requests wait.
 const OUTBOUND_QUEUE: usize = 64;
 
-fn authorized(state: &RpcState, headers: &HeaderMap, query: &HashMap<String, String>) -> bool {
-    let presented = presented_token(headers, query.get("token").map(String::as_str));
-    presented.is_some_and(|token| bridge_util::ids::constant_time_eq(token, &state.ctx().token))
+/// Who presented a valid token, if anyone did.
+fn authorized(
+    state: &RpcState,
+    headers: &HeaderMap,
+    query: &HashMap<String, String>,
+) -> Option<Caller> {
+    let presented = presented_token(headers, query.get("token").map(String::as_str))?;
+    let ctx = state.ctx();
+    if bridge_util::ids::constant_time_eq(presented, &ctx.approver_token) {
+        Some(Caller::Approver)
+    } else if bridge_util::ids::constant_time_eq(presented, &ctx.token) {
+        Some(Caller::Agent)
+    } else {
+        None
+    }
 }
 
 pub async fn http_post(State(state): State<RpcState>, headers: HeaderMap, body: Body) -> Response {
-    if !authorized(&state, &headers, &HashMap::new()) {
+    let Some(caller) = authorized(&state, &headers, &HashMap::new()) else {
         return unauthorized();
-    }
+    };
     let bytes = match read_bounded(&headers, body, MAX_REQUEST_BYTES).await {
         Ok(bytes) => bytes,
         Err(too_large) => return too_large,
@@ -49,7 +61,7 @@ pub async fn http_post(State(state): State<RpcState>, headers: HeaderMap, body: 
             &failure(None, PARSE_ERROR, "parse error: the body is not UTF-8"),
         );
     };
-    match state.handle_text(text).await {
+    match state.handle_text(text, caller).await {
         Some(answer) => json_text_response(StatusCode::OK, answer),
         None => StatusCode::NO_CONTENT.into_response(),
     }
@@ -61,20 +73,20 @@ pub async fn websocket(
     Query(query): Query<HashMap<String, String>>,
     ws: WebSocketUpgrade,
 ) -> Response {
-    if !authorized(&state, &headers, &query) {
+    let Some(caller) = authorized(&state, &headers, &query) else {
         return unauthorized();
-    }
+    };
     ws.max_message_size(MAX_REQUEST_BYTES)
         .max_frame_size(MAX_REQUEST_BYTES)
         .read_buffer_size(bridge_gateway::transport::READ_BUFFER_BYTES)
-        .on_upgrade(move |socket| serve(state, socket))
+        .on_upgrade(move |socket| serve(state, socket, caller))
 }
 
 /// Serves one WebSocket connection on its own task: requests in flight are
 /// futures polled here (not tasks of their own, which woke another worker
 /// thread to steal each one), and their answers go to a writer task that
 /// sends everything ready with one flush.
-async fn serve(state: RpcState, socket: WebSocket) {
+async fn serve(state: RpcState, socket: WebSocket, caller: Caller) {
     let (sink, mut stream) = socket.split();
     let (tx, rx) = mpsc::channel::<Message>(OUTBOUND_QUEUE);
     let writer = tokio::spawn(write_batched(sink, rx));
@@ -108,7 +120,7 @@ async fn serve(state: RpcState, socket: WebSocket) {
                 };
                 let state = state.clone();
                 in_flight.push(async move {
-                    state.handle_text(text.as_str()).await.map(Into::into)
+                    state.handle_text(text.as_str(), caller).await.map(Into::into)
                 });
             }
             () = shutdown.cancelled() => {
