@@ -82,7 +82,17 @@ pub struct AgentEnv {
     agent_binary: Option<PathBuf>,
     claude_binary: Option<PathBuf>,
     agent_settings: Vec<(OsString, OsString)>,
+    desktop_session: Vec<(OsString, OsString)>,
 }
+
+/// What a desktop notification (`notify-send`) needs to reach the user's
+/// session.
+const DESKTOP_VARIABLES: &[&str] = &[
+    "DISPLAY",
+    "WAYLAND_DISPLAY",
+    "DBUS_SESSION_BUS_ADDRESS",
+    "XDG_RUNTIME_DIR",
+];
 
 impl AgentEnv {
     /// This process's environment.
@@ -126,6 +136,10 @@ impl AgentEnv {
             agent_binary: path(AGENT_BINARY_VARIABLE),
             claude_binary: path(CLAUDE_BINARY_VARIABLE),
             agent_settings: agent_settings(&vars),
+            desktop_session: DESKTOP_VARIABLES
+                .iter()
+                .filter_map(|name| get(name).map(|value| (OsString::from(name), value)))
+                .collect(),
             home,
         }
     }
@@ -215,6 +229,12 @@ impl AgentEnv {
     /// The agents' own settings in this environment, for a nested agent.
     pub fn agent_settings(&self) -> &[(OsString, OsString)] {
         &self.agent_settings
+    }
+
+    /// The variables of the user's desktop session, for a notification
+    /// (`copilot-bridge approvals watch`); empty without a desktop.
+    pub fn desktop_session(&self) -> &[(OsString, OsString)] {
+        &self.desktop_session
     }
 }
 

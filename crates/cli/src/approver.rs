@@ -44,20 +44,7 @@ fn ask_on_terminal(ask: &Ask, turn: &Mutex<()>, asking: &AtomicBool) -> Option<S
     let _turn = bridge_util::sync::lock(turn);
     asking.store(true, Ordering::SeqCst);
     let choices = ask.choices();
-    let mut options = String::from("[y] once");
-    if choices.contains(&"session") {
-        options.push_str(if ask.shared {
-            ", [s] this session (shared with other clients)"
-        } else {
-            ", [s] this session"
-        });
-    }
-    if choices.contains(&"rule") {
-        options.push_str(&format!(
-            ", [r] keep the rule {} for this workspace",
-            ask.rule_texts().join(" + ")
-        ));
-    }
+    let options = answer_options(&choices, ask.shared, &ask.rule_texts());
     let mut stderr = std::io::stderr().lock();
     let _ = write!(
         stderr,
@@ -72,6 +59,32 @@ fn ask_on_terminal(ask: &Ask, turn: &Mutex<()>, asking: &AtomicBool) -> Option<S
     if read.is_err() {
         return None;
     }
+    chosen_scope(&answer, &choices)
+}
+
+/// The answers a terminal offers for an ask with `choices` (its `shared`
+/// session and the `rules` a rule grant keeps, shown before it is kept).
+pub(crate) fn answer_options(choices: &[&str], shared: bool, rules: &[String]) -> String {
+    let mut options = String::from("[y] once");
+    if choices.contains(&"session") {
+        options.push_str(if shared {
+            ", [s] this session (shared with other clients)"
+        } else {
+            ", [s] this session"
+        });
+    }
+    if choices.contains(&"rule") {
+        options.push_str(&format!(
+            ", [r] keep the rule {} for this workspace",
+            rules.join(" + ")
+        ));
+    }
+    options
+}
+
+/// The scope a typed answer allows: `y` once, `s` the session, `r` a rule
+/// (when offered); anything else is no.
+pub(crate) fn chosen_scope(answer: &str, choices: &[&str]) -> Option<Scope> {
     match answer.trim().to_ascii_lowercase().as_str() {
         "y" | "yes" => Some(Scope::Once),
         "s" if choices.contains(&"session") => Some(Scope::Session),

@@ -96,6 +96,8 @@ pub enum Command {
     /// List, show, resume or delete saved sessions (see docs/sessions.md).
     #[command(subcommand)]
     Sessions(SessionsCommand),
+    /// See and answer the tool calls waiting for a person at the daemon, keep or revoke rules (see docs/approvals.md).
+    Approvals(ApprovalsArgs),
     /// Serve one of copilot-bridge's MCP servers over stdio, or print MCP configuration for agents (see docs/mcp-servers.md).
     #[command(subcommand)]
     Mcp(McpCommand),
@@ -421,6 +423,99 @@ pub struct OrchestrateArgs {
     /// Print the result as JSON instead of Markdown.
     #[arg(long)]
     pub json: bool,
+}
+
+#[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct ApprovalsArgs {
+    #[command(subcommand)]
+    pub command: Option<ApprovalsCommand>,
+    /// Print JSON instead of a table (without a subcommand: `list --json`).
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ApprovalsCommand {
+    /// The asks waiting for an answer, oldest first (the default).
+    List {
+        /// Only the asks of this session.
+        #[arg(long, value_name = "ID")]
+        session: Option<String>,
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Allow the call of ask ID (once, unless --session or --rule).
+    Allow {
+        /// The ask's id (see `approvals list`).
+        id: String,
+        /// Also allow the same command or tool for the rest of the session.
+        #[arg(long, conflicts_with = "rule")]
+        session: bool,
+        /// Keep a rule for the workspace: the same command or tool is allowed in every session there.
+        #[arg(long)]
+        rule: bool,
+        /// How long the rule lasts: 90s, 30m, 8h, 7d (default: until revoked).
+        #[arg(long = "for", value_name = "DURATION", requires = "rule", value_parser = parse_duration_secs)]
+        for_secs: Option<u64>,
+    },
+    /// Deny the call of ask ID.
+    Deny {
+        /// The ask's id (see `approvals list`).
+        id: String,
+        /// Why: the caller is told.
+        #[arg(long, value_name = "TEXT")]
+        reason: Option<String>,
+    },
+    /// Print each ask as it arrives and how it was answered; on a terminal, answer it inline.
+    Watch {
+        /// No desktop notification (notify-send) for a new ask.
+        #[arg(long)]
+        no_notify: bool,
+        /// Print each event as one JSON line; never prompt.
+        #[arg(long)]
+        json: bool,
+    },
+    /// The rules kept per workspace.
+    Rules {
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Remove a rule (its text as `approvals rules` shows it, e.g. "run cargo test").
+    Revoke {
+        rule: String,
+        /// Only in this workspace (default: in every workspace).
+        #[arg(long, value_name = "DIR")]
+        workspace: Option<PathBuf>,
+    },
+}
+
+/// `90s`, `30m`, `8h`, `7d` or plain seconds, as seconds (at least 1).
+fn parse_duration_secs(text: &str) -> Result<u64, String> {
+    let text = text.trim();
+    let (digits, unit) = text.split_at(
+        text.find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(text.len()),
+    );
+    let per_unit = match unit {
+        "" | "s" => 1,
+        "m" => 60,
+        "h" => 60 * 60,
+        "d" => 24 * 60 * 60,
+        _ => {
+            return Err(format!(
+                "{text:?} is not a duration (e.g. 90s, 30m, 8h, 7d)"
+            ));
+        }
+    };
+    digits
+        .parse::<u64>()
+        .ok()
+        .and_then(|n| n.checked_mul(per_unit))
+        .filter(|secs| *secs > 0)
+        .ok_or_else(|| format!("{text:?} is not a duration (e.g. 90s, 30m, 8h, 7d)"))
 }
 
 #[derive(Debug, Subcommand)]

@@ -77,6 +77,13 @@ impl GatewayClient {
         Ok(Self { file, http })
     }
 
+    /// The same daemon, called with `token` instead of `gateway.json`'s
+    /// (the approver token, docs/approvals.md).
+    pub fn with_token(mut self, token: String) -> Self {
+        self.file.token = token;
+        self
+    }
+
     pub fn file(&self) -> &GatewayFile {
         &self.file
     }

@@ -8,6 +8,14 @@ pub fn now_timestamp() -> String {
     Utc::now().to_rfc3339_opts(SecondsFormat::Millis, true)
 }
 
+/// Unix seconds as RFC 3339 UTC (`2026-11-28T00:34:20Z`), for people to
+/// read (a rule's expiry); `None` out of range.
+pub fn unix_timestamp(secs: u64) -> Option<String> {
+    let secs = i64::try_from(secs).ok()?;
+    chrono::DateTime::from_timestamp(secs, 0)
+        .map(|at| at.to_rfc3339_opts(SecondsFormat::Secs, true))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,0 +1,275 @@
+//! `copilot-bridge approvals` against a running `serve`: the asks of the
+//! daemon's doors listed and answered from another terminal, and a
+//! `copilot_code` task that runs `cargo test` once a person allowed it
+//! (docs/approvals.md).
+
+use std::path::PathBuf;
+use std::process::Output;
+use std::time::Duration;
+
+use bridge_testkit::{MockLlm, MockReply, MockToolCall, TempWorkspace};
+use serde_json::{Value, json};
+
+use crate::cli_mcp_code::{first_text, mock_env, probe, writable_bridge};
+use crate::cli_serve::Served;
+use crate::support::{Bridge, python, stdout_json};
+
+/// `copilot-bridge approvals ARGS` against `served`.
+fn approvals(served: &Served, args: &[&str]) -> Output {
+    let mut cmd = crate::cli_serve::command(served.state());
+    cmd.arg("approvals").args(args).output().unwrap()
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+/// The id of the ask whose command is `command`, once `approvals list`
+/// shows it.
+async fn ask_id(served: &Served, command: &str) -> String {
+    for _ in 0..600 {
+        let listed = approvals(served, &["list", "--json"]);
+        assert!(listed.status.success(), "{}", stderr(&listed));
+        let asks = stdout_json(&listed);
+        if let Some(ask) = asks
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|ask| ask["arguments"]["command"] == command)
+        {
+            return ask["id"].as_str().unwrap().to_owned();
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("no ask for {command:?} was listed");
+}
+
+/// `shell` with `command` in the default session, from a task of its own.
+fn shell_call(served: &Served, command: &str) -> tokio::task::JoinHandle<Value> {
+    let request = reqwest::Client::new()
+        .post(served.url("/rpc"))
+        .bearer_auth(&served.token)
+        .json(
+            &json!({"jsonrpc": "2.0", "id": 1, "method": "session.tools.call",
+                      "params": {"session": "default", "name": "shell",
+                                 "arguments": {"command": command}}}),
+        );
+    tokio::spawn(async move { request.send().await.unwrap().json().await.unwrap() })
+}
+
+async fn answered(call: tokio::task::JoinHandle<Value>) -> Value {
+    tokio::time::timeout(Duration::from_secs(60), call)
+        .await
+        .expect("the call answers")
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn asks_are_listed_allowed_and_denied_from_the_cli_and_the_first_answer_wins() {
+    let served = Served::start_in(
+        Bridge::new(),
+        TempWorkspace::new(),
+        &[("COPILOT_BRIDGE_APPROVAL_TIMEOUT_SECS", "60")],
+    );
+    let nothing = approvals(&served, &[]);
+    assert!(nothing.status.success(), "{}", stderr(&nothing));
+    assert_eq!(stdout(&nothing), "no tool call is waiting for approval\n");
+
+    let command = "python3 -c 'print(6*7)'";
+    let call = shell_call(&served, command);
+    let id = ask_id(&served, command).await;
+    let table = stdout(&approvals(&served, &[]));
+    assert!(table.contains(&id) && table.contains(command), "{table}");
+    assert!(table.contains("needs approval"), "{table}");
+
+    let allowed = approvals(&served, &["allow", &id]);
+    assert!(allowed.status.success(), "{}", stderr(&allowed));
+    assert_eq!(stdout(&allowed), format!("allowed {id} (once)\n"));
+    let ran = answered(call).await;
+    assert_eq!(ran["result"]["result"]["stdout"], "42\n", "{ran}");
+
+    // A second answer loses, and says who won.
+    let late = approvals(&served, &["deny", &id]);
+    assert_eq!(late.status.code(), Some(1), "{}", stdout(&late));
+    assert!(
+        stderr(&late).contains("already answered: allow by cli"),
+        "{}",
+        stderr(&late)
+    );
+    let unknown = approvals(&served, &["allow", "ask-00000000000000000000000000000000"]);
+    assert_eq!(unknown.status.code(), Some(1));
+    assert!(
+        stderr(&unknown).contains("no such ask"),
+        "{}",
+        stderr(&unknown)
+    );
+
+    let call = shell_call(&served, command);
+    let id = ask_id(&served, command).await;
+    let denied = approvals(&served, &["deny", &id, "--reason", "run the linter first"]);
+    assert!(denied.status.success(), "{}", stderr(&denied));
+    let refused = answered(call).await;
+    assert_eq!(refused["error"]["code"], -32002, "{refused}");
+    let message = refused["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("denied by cli: run the linter first"),
+        "{message}"
+    );
+
+    // Rules: none, then one kept for a day, listed and revoked.
+    assert_eq!(
+        stdout(&approvals(&served, &["rules"])),
+        "no rules are kept\n"
+    );
+    let call = shell_call(&served, "cargo --version");
+    let id = ask_id(&served, "cargo --version").await;
+    let kept = approvals(&served, &["allow", &id, "--rule", "--for", "1d"]);
+    assert!(kept.status.success(), "{}", stderr(&kept));
+    answered(call).await;
+    let rules = stdout_json(&approvals(&served, &["rules", "--json"]));
+    assert_eq!(rules[0]["rule"], "run cargo --version", "{rules}");
+    let left =
+        rules[0]["expiresAt"].as_u64().unwrap() - bridge_policy::approval::grants::unix_now();
+    assert!((86_000..=86_400).contains(&left), "{rules}");
+    let revoked = approvals(&served, &["revoke", "run cargo --version"]);
+    assert!(revoked.status.success(), "{}", stderr(&revoked));
+    let again = approvals(&served, &["revoke", "run cargo --version"]);
+    assert_eq!(again.status.code(), Some(1));
+
+    // Bad input is a usage error.
+    for args in [
+        vec!["allow", &id, "--for", "1d"],
+        vec!["allow", &id, "--rule", "--for", "soon"],
+        vec!["allow", &id, "--session", "--rule"],
+        vec!["sideways"],
+    ] {
+        let refused = approvals(&served, &args);
+        assert_eq!(
+            refused.status.code(),
+            Some(2),
+            "{args:?}: {}",
+            stderr(&refused)
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_agents_token_is_not_the_approvers() {
+    let served = Served::start();
+    // gateway.json's token is what agents get; approvals need the other.
+    let refused = served.rpc_raw("approvals.list", json!({})).await;
+    assert_eq!(refused["error"]["code"], -32010, "{refused}");
+    let file = served.state().join("approver-token");
+    use std::os::unix::fs::PermissionsExt as _;
+    assert_eq!(
+        std::fs::metadata(&file).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+    let approver = std::fs::read_to_string(&file).unwrap();
+    assert_ne!(approver.trim(), served.token);
+    assert!(
+        !std::fs::read_to_string(served.state().join("gateway.json"))
+            .unwrap()
+            .contains(approver.trim())
+    );
+}
+
+/// Where the developer's toolchain lives, for a `cargo` run under the
+/// test's private HOME.
+fn toolchain_env() -> Vec<(&'static str, String)> {
+    let home = PathBuf::from(std::env::var_os("HOME").unwrap_or_default());
+    let dir = |variable: &str, under_home: &str| {
+        std::env::var_os(variable)
+            .map(PathBuf::from)
+            .unwrap_or_else(|| home.join(under_home))
+            .display()
+            .to_string()
+    };
+    vec![
+        ("RUSTUP_HOME", dir("RUSTUP_HOME", ".rustup")),
+        ("CARGO_HOME", dir("CARGO_HOME", ".cargo")),
+    ]
+}
+
+fn rust_workspace() -> TempWorkspace {
+    let ws = TempWorkspace::new();
+    ws.write(
+        "Cargo.toml",
+        "[package]\nname = \"adder\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[workspace]\n",
+    );
+    ws.write(
+        "src/lib.rs",
+        "pub fn add(a: u32, b: u32) -> u32 { a + b }\n\n#[test]\nfn adds() { assert_eq!(add(2, 2), 4); }\n",
+    );
+    ws
+}
+
+/// A task the mock answers by running `cargo test`, then reporting.
+fn cargo_test_task(mock: &MockLlm) {
+    mock.push(MockReply::ToolCalls {
+        text: None,
+        calls: vec![MockToolCall::new(
+            "call_test",
+            "shell",
+            r#"{"command": "cargo test"}"#,
+        )],
+    });
+    mock.push(MockReply::text("The tests pass."));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_copilot_code_task_runs_cargo_test_once_allowed_for_the_session() {
+    let Some(python) = python() else { return };
+    let mock = MockLlm::start(Vec::new()).await;
+    let mut env = mock_env(&mock);
+    env.extend(toolchain_env());
+    env.push(("COPILOT_BRIDGE_APPROVAL_TIMEOUT_SECS", "120".to_owned()));
+    let env_refs: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let served = Served::start_in(writable_bridge(), rust_workspace(), &env_refs);
+    let task = |served: &Served| {
+        let url = served.url("/mcp/code");
+        let token = served.token.clone();
+        let python = python.clone();
+        tokio::task::spawn_blocking(move || {
+            let mode = ["http", url.as_str(), "--token", token.as_str()];
+            probe(
+                &python,
+                &mode,
+                &[],
+                &Bridge::new(),
+                json!([{"call": "copilot_code_task", "args": {"prompt": "Run the tests."}}]),
+            )
+        })
+    };
+
+    cargo_test_task(&mock);
+    let first = task(&served);
+    let id = ask_id(&served, "cargo test").await;
+    let allowed = approvals(&served, &["allow", &id, "--session"]);
+    assert!(allowed.status.success(), "{}", stderr(&allowed));
+    let results = first.await.unwrap();
+    assert_eq!(first_text(&results[0]), "The tests pass.", "{results:?}");
+
+    // The next task in that session is not asked.
+    cargo_test_task(&mock);
+    let results = task(&served).await.unwrap();
+    assert_eq!(first_text(&results[0]), "The tests pass.", "{results:?}");
+    let listed = stdout_json(&approvals(&served, &["list", "--json"]));
+    assert_eq!(listed, json!([]));
+
+    // Both runs of cargo test ran and passed, as the model was told.
+    let told: Vec<String> = mock
+        .requests()
+        .iter()
+        .map(|request| request.body["messages"].to_string())
+        .filter(|messages| messages.contains("call_test"))
+        .collect();
+    assert_eq!(told.len(), 2, "{told:?}");
+    for messages in &told {
+        assert!(messages.contains("test result: ok. 1 passed"), "{messages}");
+    }
+}
