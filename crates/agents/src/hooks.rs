@@ -43,9 +43,6 @@ pub const COPILOT_FILE: &str = "copilot-bridge.json";
 /// The chain file's name, beside the agent's configuration.
 pub const CHAIN_FILE: &str = "copilot-bridge-hooks.json";
 
-/// How long an agent lets our hook run, in seconds.
-const HOOK_TIMEOUT_SECS: u64 = 90;
-
 /// The agent's events we install for, with our names.
 pub fn events(agent: Agent) -> &'static [(&'static str, &'static str)] {
     match agent {
@@ -112,18 +109,20 @@ impl Layout {
         entry(
             self.agent,
             &hook_command(program, self.agent, event, Some(&self.chain)),
+            program.hook_timeout_secs(),
         )
     }
 }
 
-/// A hook entry running `command` for every tool, in `agent`'s shape.
-pub fn entry(agent: Agent, command: &str) -> Value {
+/// A hook entry running `command` for every tool, in `agent`'s shape, which
+/// the agent lets run `timeout_secs`.
+pub fn entry(agent: Agent, command: &str, timeout_secs: u64) -> Value {
     match agent {
         Agent::ClaudeCode => json!({"matcher": "*", "hooks": [
-            {"type": "command", "command": command, "timeout": HOOK_TIMEOUT_SECS}
+            {"type": "command", "command": command, "timeout": timeout_secs}
         ]}),
         Agent::CopilotCli => {
-            json!({"type": "command", "bash": command, "timeoutSec": HOOK_TIMEOUT_SECS})
+            json!({"type": "command", "bash": command, "timeoutSec": timeout_secs})
         }
     }
 }
@@ -482,7 +481,26 @@ mod tests {
             home: PathBuf::from("/state"),
             home_configured,
             port: None,
+            approval_timeout_secs: 120,
         }
+    }
+
+    #[test]
+    fn an_agent_lets_our_hook_wait_longer_than_an_ask_may() {
+        let mut program = program(false);
+        assert_eq!(program.hook_timeout_secs(), 130);
+        let command = "'/cb' hook pre-tool-use --agent copilot";
+        let timeout = program.hook_timeout_secs();
+        assert_eq!(
+            entry(Agent::ClaudeCode, command, timeout)["hooks"][0]["timeout"],
+            130
+        );
+        assert_eq!(
+            entry(Agent::CopilotCli, command, timeout)["timeoutSec"],
+            130
+        );
+        program.approval_timeout_secs = 0;
+        assert_eq!(program.hook_timeout_secs(), 90, "never shorter than before");
     }
 
     #[test]
@@ -508,13 +526,15 @@ mod tests {
         let ours = entry(
             Agent::ClaudeCode,
             "'/cb' hook pre-tool-use --agent claude --chain '/c'",
+            90,
         );
         assert!(is_ours(&ours));
         // A staged (launch) hook has no chain, and the user's hooks are not ours.
         assert!(!is_ours(&entry(
             Agent::CopilotCli,
-            "'/cb' hook pre-tool-use --agent copilot"
+            "'/cb' hook pre-tool-use --agent copilot",
+            90
         )));
-        assert!(!is_ours(&entry(Agent::CopilotCli, "./lint.sh")));
+        assert!(!is_ours(&entry(Agent::CopilotCli, "./lint.sh", 90)));
     }
 }

@@ -48,7 +48,11 @@ fn hooks(agent: Agent, program: &Program) -> Map<String, Value> {
         .iter()
         .map(|(event, ours)| {
             let command = hook_command(program, agent, ours, None);
-            ((*event).to_owned(), json!([entry(agent, &command)]))
+            let timeout = program.hook_timeout_secs();
+            (
+                (*event).to_owned(),
+                json!([entry(agent, &command, timeout)]),
+            )
         })
         .collect()
 }

@@ -18,9 +18,26 @@ pub struct Program {
     pub home_configured: bool,
     /// The daemon's port, when it was configured.
     pub port: Option<u16>,
+    /// How long an ask waits for a person at the daemon
+    /// (`approvals.timeout_secs`): a hook that may wait that long must be
+    /// given longer by its agent.
+    pub approval_timeout_secs: u64,
 }
 
+/// The shortest time an agent is told to let our hook run.
+const MIN_HOOK_TIMEOUT_SECS: u64 = 90;
+/// Beyond the approval timeout, what a waiting hook needs to hear the
+/// daemon's answer.
+const HOOK_GRACE_SECS: u64 = 10;
+
 impl Program {
+    /// The timeout our hook entries give the agent: long enough for a call
+    /// that waits for a person, so the agent never times the hook out
+    /// first (an agent that does may run the tool).
+    pub fn hook_timeout_secs(&self) -> u64 {
+        MIN_HOOK_TIMEOUT_SECS.max(self.approval_timeout_secs.saturating_add(HOOK_GRACE_SECS))
+    }
+
     /// The variables an MCP server we run needs to find this
     /// configuration's daemon: the home and the port, when they are not
     /// the defaults.

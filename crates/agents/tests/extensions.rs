@@ -13,6 +13,7 @@ fn program(home: &Path) -> Program {
         home: home.to_owned(),
         home_configured: false,
         port: None,
+        approval_timeout_secs: 120,
     }
 }
 

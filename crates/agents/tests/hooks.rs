@@ -16,6 +16,7 @@ fn program(home: &Path) -> Program {
         home: home.to_owned(),
         home_configured: true,
         port: None,
+        approval_timeout_secs: 120,
     }
 }
 

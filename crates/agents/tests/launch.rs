@@ -16,6 +16,7 @@ fn program(home: &Path) -> Program {
         home: home.to_owned(),
         home_configured: true,
         port: Some(9555),
+        approval_timeout_secs: 120,
     }
 }
 
@@ -83,7 +84,7 @@ fn the_copilot_cli_gets_a_plugin_with_our_hooks_and_is_told_they_decide() {
     assert_eq!(hooks["version"], 1);
     assert_eq!(
         hooks["hooks"]["preToolUse"][0],
-        json!({"type": "command", "timeoutSec": 90,
+        json!({"type": "command", "timeoutSec": 130,
             "bash": "'/opt/bin/copilot-bridge' --home '/state' hook pre-tool-use --agent copilot"})
     );
     let servers = read(&dir.path().join("mcp.json"))["mcpServers"].clone();

@@ -52,6 +52,7 @@ fn plan(setup: &Setup, dry_run: bool) -> Plan {
         home: setup.state.path().to_owned(),
         home_configured: true,
         port: None,
+        approval_timeout_secs: 120,
     };
     let running = RunningDaemon {
         host: "0.0.0.0",

@@ -273,3 +273,103 @@ async fn a_copilot_code_task_runs_cargo_test_once_allowed_for_the_session() {
         assert!(messages.contains("test result: ok. 1 passed"), "{messages}");
     }
 }
+
+/// `copilot-bridge hook preToolUse --agent copilot` with the Copilot CLI's
+/// payload for `bash` running `command` in `served`'s workspace, from a
+/// task of its own: its exit code, stdout and stderr.
+fn copilot_hook(
+    served: &Served,
+    command: &str,
+) -> tokio::task::JoinHandle<(Option<i32>, Value, String)> {
+    let payload = json!({
+        "sessionId": "5be0e1d2",
+        "timestamp": 1_795_466_516_059_u64,
+        "cwd": served.workspace.path(),
+        "toolName": "bash",
+        "toolArgs": json!({"command": command}).to_string(),
+    });
+    let mut cmd = tokio::process::Command::from(crate::cli_serve::command(served.state()));
+    cmd.args(["hook", "preToolUse", "--agent", "copilot"])
+        .current_dir(served.workspace.path())
+        .kill_on_drop(true)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    tokio::spawn(async move {
+        use tokio::io::AsyncWriteExt as _;
+        let mut child = cmd.spawn().unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        stdin
+            .write_all(payload.to_string().as_bytes())
+            .await
+            .unwrap();
+        drop(stdin);
+        let output = child.wait_with_output().await.unwrap();
+        let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+        (
+            output.status.code(),
+            serde_json::from_str(stdout.trim())
+                .unwrap_or_else(|err| panic!("not JSON ({err}): {stdout}")),
+            String::from_utf8_lossy(&output.stderr).into_owned(),
+        )
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_copilot_clis_hook_waits_past_its_daemon_patience_for_a_person() {
+    let served = Served::start_in(
+        Bridge::new(),
+        TempWorkspace::new(),
+        &[("COPILOT_BRIDGE_APPROVAL_TIMEOUT_SECS", "60")],
+    );
+    let command = "python3 -c 'print(6*7)'";
+    let hooked = copilot_hook(&served, command);
+    let id = ask_id(&served, command).await;
+    // Longer than the 5 s a daemon has to answer a hook.
+    tokio::time::sleep(Duration::from_secs(6)).await;
+    assert!(!hooked.is_finished(), "the hook waits for the answer");
+    let allowed = approvals(&served, &["allow", &id]);
+    assert!(allowed.status.success(), "{}", stderr(&allowed));
+    let (code, answer, said) = tokio::time::timeout(Duration::from_secs(30), hooked)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(code, Some(0));
+    assert_eq!(
+        answer["permissionDecision"],
+        Value::Null,
+        "allowed: {answer}"
+    );
+    assert!(
+        said.contains(&id) && said.contains("copilot-bridge approvals"),
+        "{said}"
+    );
+
+    let hooked = copilot_hook(&served, command);
+    let id = ask_id(&served, command).await;
+    let denied = approvals(&served, &["deny", &id, "--reason", "use the task runner"]);
+    assert!(denied.status.success(), "{}", stderr(&denied));
+    let (_, answer, _) = hooked.await.unwrap();
+    assert_eq!(answer["permissionDecision"], "deny", "{answer}");
+    let reason = answer["permissionDecisionReason"].as_str().unwrap();
+    assert!(
+        reason.contains("denied by cli: use the task runner"),
+        "{reason}"
+    );
+
+    // A hook killed while it waits withdraws its ask.
+    let hooked = copilot_hook(&served, "python3 -c 'print(1)'");
+    let id = ask_id(&served, "python3 -c 'print(1)'").await;
+    hooked.abort();
+    let _ = hooked.await;
+    let mut gone = false;
+    for _ in 0..100 {
+        let listed = stdout_json(&approvals(&served, &["list", "--json"]));
+        if !listed.to_string().contains(&id) {
+            gone = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(gone, "{id} is still listed after its hook went away");
+}

@@ -163,70 +163,50 @@ impl ApprovalQueue {
     /// Puts `ask` to whoever answers, and waits up to `timeout` for an
     /// answer. Dropping the returned future withdraws the ask.
     pub async fn ask(&self, ask: Ask, timeout: Duration) -> Approval {
+        match self.enqueue(ask, timeout) {
+            Ok(pending) => pending.wait().await,
+            Err(refused) => refused,
+        }
+    }
+
+    /// Puts `ask` in the queue: its handle (its id known at once, the answer
+    /// awaited with [`PendingApproval::wait`]), or the refusal when the
+    /// queue is full. Dropping the handle withdraws the ask.
+    pub fn enqueue(&self, ask: Ask, timeout: Duration) -> Result<PendingApproval<'_>, Approval> {
         let started = Instant::now();
-        let (reply, mut answer) = oneshot::channel();
-        let id = {
-            let mut state = lock(&self.state);
-            let of_session = state
-                .pending
-                .values()
-                .filter(|waiting| waiting.ask.session == ask.session)
-                .count();
-            if of_session >= self.limits.per_session || state.pending.len() >= self.limits.total {
-                return Approval::QueueFull {
-                    pending: of_session,
-                };
-            }
-            let id = format!("ask-{}", bridge_util::ids::random_hex(16));
-            let waiting = Waiting {
-                ask,
-                asked_at: bridge_util::time::now_timestamp(),
-                deadline: started + timeout,
-                reply,
-            };
-            let shown = pending_ask(&id, &waiting);
-            let session = waiting.ask.session.clone();
-            state.pending.insert(id.clone(), waiting);
-            self.push_event(&mut state, "requested", &id, session, Some(shown), None);
-            id
-        };
-        let mut withdraw = Withdraw {
-            queue: self,
-            id: Some(id.clone()),
-        };
-        let mut answered = tokio::time::timeout(timeout, &mut answer)
-            .await
-            .map(|received| received.map_err(|_| ()));
-        withdraw.id = None;
-        if answered.is_err() && !self.resolve(&id, "approval_timeout", "timeout") {
-            // Answered as the time ran out: the answer counts.
-            answered = Ok(answer.try_recv().map_err(|_| ()));
+        let (reply, answer) = oneshot::channel();
+        let mut state = lock(&self.state);
+        let of_session = state
+            .pending
+            .values()
+            .filter(|waiting| waiting.ask.session == ask.session)
+            .count();
+        if of_session >= self.limits.per_session || state.pending.len() >= self.limits.total {
+            return Err(Approval::QueueFull {
+                pending: of_session,
+            });
         }
-        match answered {
-            Ok(Ok(answer)) => {
-                let waited = started.elapsed();
-                if answer.allow {
-                    Approval::Allowed {
-                        scope: answer.scope,
-                        surface: answer.surface,
-                        waited,
-                    }
-                } else {
-                    Approval::Denied {
-                        surface: answer.surface,
-                        reason: answer.reason,
-                        waited,
-                    }
-                }
-            }
-            // The sender went away without an answer: the session ended.
-            Ok(Err(_)) => Approval::Withdrawn {
-                waited: started.elapsed(),
+        let id = format!("ask-{}", bridge_util::ids::random_hex(16));
+        let waiting = Waiting {
+            ask,
+            asked_at: bridge_util::time::now_timestamp(),
+            deadline: started + timeout,
+            reply,
+        };
+        let shown = pending_ask(&id, &waiting);
+        let session = waiting.ask.session.clone();
+        state.pending.insert(id.clone(), waiting);
+        self.push_event(&mut state, "requested", &id, session, Some(shown), None);
+        Ok(PendingApproval {
+            withdraw: Withdraw {
+                queue: self,
+                id: Some(id.clone()),
             },
-            Err(_) => Approval::TimedOut {
-                waited: started.elapsed(),
-            },
-        }
+            id,
+            started,
+            timeout,
+            answer,
+        })
     }
 
     /// The asks waiting, oldest first; of `session` only when given.
@@ -422,6 +402,50 @@ fn pending_ask(id: &str, waiting: &Waiting) -> PendingAsk {
     }
 }
 
+/// An ask in the queue, waiting for its answer.
+pub struct PendingApproval<'q> {
+    withdraw: Withdraw<'q>,
+    id: String,
+    started: Instant,
+    timeout: Duration,
+    answer: oneshot::Receiver<Answer>,
+}
+
+impl PendingApproval<'_> {
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// Waits for the answer, up to the ask's timeout.
+    pub async fn wait(mut self) -> Approval {
+        let queue = self.withdraw.queue;
+        let mut answered = tokio::time::timeout(self.timeout, &mut self.answer)
+            .await
+            .map(|received| received.map_err(|_| ()));
+        self.withdraw.id = None;
+        if answered.is_err() && !queue.resolve(&self.id, "approval_timeout", "timeout") {
+            // Answered as the time ran out: the answer counts.
+            answered = Ok(self.answer.try_recv().map_err(|_| ()));
+        }
+        let waited = self.started.elapsed();
+        match answered {
+            Ok(Ok(answer)) if answer.allow => Approval::Allowed {
+                scope: answer.scope,
+                surface: answer.surface,
+                waited,
+            },
+            Ok(Ok(answer)) => Approval::Denied {
+                surface: answer.surface,
+                reason: answer.reason,
+                waited,
+            },
+            // The sender went away without an answer: the session ended.
+            Ok(Err(())) => Approval::Withdrawn { waited },
+            Err(_) => Approval::TimedOut { waited },
+        }
+    }
+}
+
 /// Withdraws its ask when the waiting call is dropped before an answer.
 struct Withdraw<'q> {
     queue: &'q ApprovalQueue,
@@ -461,6 +485,55 @@ impl Approver for QueueApprover {
             return Box::pin(std::future::ready(Approval::Unanswerable));
         }
         Box::pin(self.queue.ask(ask, self.timeout))
+    }
+}
+
+/// The approver of one call whose caller does not wait on the line (an
+/// agent's hook that asks again with `approvals.wait`): the ask's id is
+/// reported as soon as it is queued, and `cancel` withdraws it (the hook
+/// that was to wait went away).
+pub struct ReportingApprover {
+    queue: Arc<ApprovalQueue>,
+    timeout: Duration,
+    report: Mutex<Option<oneshot::Sender<String>>>,
+    cancel: tokio_util::sync::CancellationToken,
+}
+
+impl ReportingApprover {
+    pub fn new(
+        queue: Arc<ApprovalQueue>,
+        timeout: Duration,
+        report: oneshot::Sender<String>,
+        cancel: tokio_util::sync::CancellationToken,
+    ) -> Self {
+        Self {
+            queue,
+            timeout,
+            report: Mutex::new(Some(report)),
+            cancel,
+        }
+    }
+}
+
+impl Approver for ReportingApprover {
+    fn approve(&self, ask: Ask) -> ApprovalFuture<'_> {
+        let started = Instant::now();
+        let pending = match self.queue.enqueue(ask, self.timeout) {
+            Ok(pending) => pending,
+            Err(refused) => return Box::pin(std::future::ready(refused)),
+        };
+        if let Some(report) = lock(&self.report).take() {
+            let _ = report.send(pending.id().to_owned());
+        }
+        Box::pin(async move {
+            tokio::select! {
+                approval = pending.wait() => approval,
+                // Dropping the pending ask withdraws it from the queue.
+                () = self.cancel.cancelled() => Approval::Withdrawn {
+                    waited: started.elapsed(),
+                },
+            }
+        })
     }
 }
 

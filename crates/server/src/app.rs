@@ -68,6 +68,8 @@ pub struct ServerParts {
     pub approvals: Arc<bridge_engine::approvals::ApprovalQueue>,
     /// How long an ask waits for an answer (`approvals.timeout_secs`).
     pub approval_timeout: std::time::Duration,
+    /// Hook calls waiting for a person, by ask id (`approvals.wait`).
+    pub deferred_hooks: Arc<crate::rpc::hook_waits::DeferredHooks>,
     /// Cancelled to stop the daemon (`gateway.shutdown`, a signal, idle exit).
     pub shutdown: CancellationToken,
     pub facts: Arc<DaemonFacts>,

@@ -374,6 +374,7 @@ impl Daemon {
             approver_token: Arc::from(approver_token.as_str()),
             approvals,
             approval_timeout,
+            deferred_hooks: Arc::default(),
             shutdown,
             backends,
             native: Arc::new(bridge_compose::native_settings(config)),

@@ -479,3 +479,81 @@ async fn bad_answers_are_refused_by_field_and_the_ask_keeps_waiting() {
     let ran = response_json(call).await;
     assert_eq!(ran["result"]["result"]["stdout"], "1\n", "{ran}");
 }
+
+#[tokio::test]
+async fn a_deferred_hook_gets_the_ask_at_once_and_its_answer_by_waiting() {
+    let daemon = waiting_daemon(30).await;
+    let hook = |command: &str, defer: Value| {
+        json!({"agent": "copilot-cli", "agentSession": "s1", "cwd": daemon.workspace.path(),
+               "event": "pre-tool-use", "tool": "bash", "arguments": {"command": command},
+               "defer": defer})
+    };
+    // Nothing to ask: answered as without defer.
+    let plain = daemon.rpc("agent.hook", hook("ls", json!(true))).await;
+    assert_eq!(plain["result"]["decision"], "allow", "{plain}");
+    let dangerous = daemon
+        .rpc("agent.hook", hook("rm -rf /", json!(true)))
+        .await;
+    assert_eq!(dangerous["result"]["decision"], "deny", "{dangerous}");
+
+    let pending = daemon.rpc("agent.hook", hook(PRINT_42, json!(true))).await;
+    assert_eq!(pending["result"]["decision"], "pending", "{pending}");
+    let id = pending["result"]["approval"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(pending["result"]["approval"]["timeoutSecs"], 30);
+    let waiting = daemon.post_in_background(
+        "/rpc",
+        json!({"jsonrpc": "2.0", "id": 2, "method": "approvals.wait", "params": {"id": id}}),
+    );
+    let ask = pending_ask_of(&daemon, &id).await;
+    assert_eq!(ask["session"], "copilot-cli-s1", "{ask}");
+    answer(&daemon, json!({"id": id, "decision": "allow"})).await;
+    let answered = response_json(waiting).await;
+    assert_eq!(answered["result"]["decision"], "allow", "{answered}");
+    assert_eq!(
+        answered["result"]["session"], "copilot-cli-s1",
+        "{answered}"
+    );
+    // Asked again for the same id: the same answer, kept a while.
+    let again = daemon.rpc("approvals.wait", json!({"id": id})).await;
+    assert_eq!(again["result"]["decision"], "allow", "{again}");
+
+    for (params, field) in [(hook(PRINT_42, json!("yes")), "defer")] {
+        let refused = daemon.rpc("agent.hook", params).await;
+        assert_eq!(refused["error"]["data"]["field"], field, "{refused}");
+    }
+    let unknown = daemon
+        .rpc("approvals.wait", json!({"id": "ask-nope"}))
+        .await;
+    assert_eq!(unknown["error"]["code"], -32011, "{unknown}");
+
+    // Without a person to wait for, the agent asks its own user, as before.
+    let at_once = waiting_daemon(0).await;
+    let asked = at_once
+        .rpc(
+            "agent.hook",
+            json!({"agent": "copilot-cli", "agentSession": "s1", "cwd": at_once.workspace.path(),
+                   "event": "pre-tool-use", "tool": "bash", "arguments": {"command": PRINT_42},
+                   "defer": true}),
+        )
+        .await;
+    assert_eq!(asked["result"]["decision"], "ask", "{asked}");
+}
+
+async fn pending_ask_of(daemon: &TestDaemon, id: &str) -> Value {
+    for _ in 0..300 {
+        let listed = approver(daemon, "approvals.list", json!({})).await;
+        if let Some(ask) = listed["result"]["asks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|ask| ask["id"] == id)
+        {
+            return ask.clone();
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("ask {id} was not listed");
+}

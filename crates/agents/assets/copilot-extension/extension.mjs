@@ -86,13 +86,13 @@ async function findDaemon() {
 
 let daemon = null;
 
-async function rpc(method, params) {
+async function rpc(method, params, patienceMs = PATIENCE_MS) {
     daemon = daemon || (await findDaemon());
     const response = await fetch(`http://${daemon.host || "127.0.0.1"}:${daemon.port}/rpc`, {
         method: "POST",
         headers: { "content-type": "application/json", authorization: `Bearer ${daemon.token}` },
         body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }),
-        signal: AbortSignal.timeout(PATIENCE_MS),
+        signal: AbortSignal.timeout(patienceMs),
     });
     const answer = await response.json();
     if (answer.error) {
@@ -110,12 +110,26 @@ const existing = process.env.COPILOT_BRIDGE_SESSION || null;
 const hooksDecide = process.env.COPILOT_BRIDGE_HOOKS_ACTIVE === "1";
 let cliSession = null;
 let hubSession = existing;
+/** The CLI session once joined (where the user is told about approvals). */
+let joined = null;
 
-/** One hook event of this session, answered by the hub. */
-function hook(event, fields = {}) {
+/** Beyond the approval timeout, how long a call waits for the hub's answer. */
+const APPROVAL_GRACE_MS = 10000;
+
+/** One hook event of this session, answered by the hub. A tool call the
+ * hub puts to a person waits for the answer (`copilot-bridge approvals`,
+ * docs/approvals.md); the user is told where to answer. */
+async function hook(event, fields = {}) {
     const params = { agent: "copilot-cli", agentSession: cliSession, cwd: process.cwd(), event, ...fields };
     if (existing) params.session = existing;
-    return rpc("agent.hook", params);
+    if (event === "pre-tool-use") params.defer = true;
+    const answer = await rpc("agent.hook", params);
+    if (answer.decision !== "pending") return answer;
+    const { id, timeoutSecs } = answer.approval;
+    await joined?.log(`copilot-bridge: ${fields.tool} waits for approval (${id}): run \`copilot-bridge approvals\``, {
+        level: "warning",
+    }).catch(() => undefined);
+    return rpc("approvals.wait", { id }, timeoutSecs * 1000 + APPROVAL_GRACE_MS);
 }
 
 /** The provider tools of the hub session, as the CLI takes tools. */
@@ -244,6 +258,7 @@ const session = await joinSession({
 });
 
 cliSession = session.sessionId;
+joined = session;
 try {
     const joined = await hook("session-start");
     hubSession = joined.session;

@@ -95,8 +95,36 @@ fn answer(
 }
 
 /// How long a running daemon has to answer a hook before the call is
-/// denied.
+/// denied (a call waiting for a person waits longer: see
+/// [`wait_for_approval`]).
 const DAEMON_PATIENCE: Duration = Duration::from_secs(5);
+
+/// Beyond the approval timeout, how long a hook waits for the daemon's
+/// final answer.
+const APPROVAL_GRACE: Duration = Duration::from_secs(10);
+
+/// Waits for the answer to a call the hub put to a person
+/// (`approvals.wait`), as long as the daemon said the ask may wait and a
+/// little more; the agent is told on stderr where to answer.
+async fn wait_for_approval(
+    daemon: &bridge_server::GatewayClient,
+    approval: &Value,
+) -> Result<Value, String> {
+    let id = approval["id"]
+        .as_str()
+        .ok_or_else(|| format!("the daemon's pending answer names no ask: {approval}"))?;
+    let patience =
+        Duration::from_secs(approval["timeoutSecs"].as_u64().unwrap_or(0)) + APPROVAL_GRACE;
+    eprintln!(
+        "copilot-bridge: waiting for a person to approve this call ({id}): `copilot-bridge approvals`"
+    );
+    match tokio::time::timeout(patience, daemon.call("approvals.wait", json!({"id": id}))).await {
+        Ok(answer) => {
+            answer.map_err(|err| format!("the copilot-bridge daemon refused the hook: {err}"))
+        }
+        Err(_) => Err(format!("no answer to {id} within {patience:?}")),
+    }
+}
 
 /// The decision for one event. Only a tool call about to run can be
 /// denied; the other events are recorded. With a daemon running, it
@@ -129,15 +157,7 @@ fn decide(
         .map_err(|err| format!("cannot start the async runtime: {err}"))?;
     runtime.block_on(async {
         match bridge_server::find_running(&config.home).await {
-            Some(daemon) => {
-                let asked = ask_daemon(&daemon, agent, event, input, &root);
-                match tokio::time::timeout(DAEMON_PATIENCE, asked).await {
-                    Ok(answer) => answer,
-                    Err(_) => Err(format!(
-                        "the copilot-bridge daemon did not answer within {DAEMON_PATIENCE:?}"
-                    )),
-                }
-            }
+            Some(daemon) => ask_daemon(&daemon, agent, event, input, &root).await,
             None => decide_locally(&config, agent, event, input, &root).await,
         }
     })
@@ -166,6 +186,12 @@ async fn ask_daemon(
         if let Some(output) = &input.tool_output {
             params["output"] = output.clone();
         }
+        // The Copilot CLI's ask reaches no person in a run without a
+        // terminal: its calls wait on the hub's queue (docs/approvals.md).
+        // Claude Code asks its user itself.
+        if agent == Agent::CopilotCli && event == HookEvent::PreToolUse {
+            params["defer"] = json!(true);
+        }
     }
     if let Some(prompt) = &input.prompt {
         params["prompt"] = json!(prompt);
@@ -173,10 +199,15 @@ async fn ask_daemon(
     if let Some(error) = &input.error {
         params["message"] = json!(error);
     }
-    let answer = daemon
-        .call("agent.hook", params)
+    let mut answer = tokio::time::timeout(DAEMON_PATIENCE, daemon.call("agent.hook", params))
         .await
+        .map_err(|_| {
+            format!("the copilot-bridge daemon did not answer within {DAEMON_PATIENCE:?}")
+        })?
         .map_err(|err| format!("the copilot-bridge daemon refused the hook: {err}"))?;
+    if answer["decision"] == "pending" {
+        answer = wait_for_approval(daemon, &answer["approval"]).await?;
+    }
     let reason = answer["reason"].as_str().unwrap_or("").to_owned();
     let outcome = match &answer["decision"] {
         // Events other than a tool call carry no decision.

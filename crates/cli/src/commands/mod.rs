@@ -61,6 +61,7 @@ pub(crate) fn program(
         home: config.home.clone(),
         home_configured: is_configured(config, bridge_config::keys::HOME),
         port: is_configured(config, bridge_config::keys::PORT).then_some(config.port),
+        approval_timeout_secs: config.approval_timeout_secs,
     })
 }
 

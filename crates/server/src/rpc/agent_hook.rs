@@ -24,7 +24,8 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use bridge_engine::{RegistryError, Session, SessionRegistry, SessionSpec};
+use bridge_engine::approvals::ReportingApprover;
+use bridge_engine::{RegistryError, Session, SessionRegistry, SessionSpec, Verdict};
 use bridge_policy::AgentAsks;
 use bridge_policy::agent_tools::Agent;
 use bridge_protocol::jsonrpc::ErrorObject;
@@ -72,6 +73,7 @@ const PARAMS: &[&str] = &[
     "prompt",
     "message",
     "label",
+    "defer",
 ];
 
 /// When each agent session registered through a hook last heard of it.
@@ -195,15 +197,13 @@ pub(super) async fn agent_hook(ctx: ServerContext, params: Params) -> RpcResult 
         }
         "pre-tool-use" => {
             let (tool, arguments) = tool_call(&params)?;
+            if params.optional_bool("defer")? == Some(true) {
+                return deferred_pre_tool_use(&ctx, session, agent, event, &tool, &arguments).await;
+            }
             let (_, verdict) = session
                 .check_agent_call(agent, &event, &tool, &arguments)
                 .await;
-            Ok(json!({
-                "session": id,
-                "decision": verdict.outcome().as_str(),
-                "reason": verdict.reason(),
-                "context": verdict.context,
-            }))
+            Ok(pre_tool_use_answer(&id, &verdict))
         }
         "post-tool-use" => {
             let (tool, arguments) = tool_call(&params)?;
@@ -240,6 +240,80 @@ pub(super) async fn agent_hook(ctx: ServerContext, params: Params) -> RpcResult 
             &format!("must be one of {}", EVENTS.join(", ")),
         )),
     }
+}
+
+/// What `pre-tool-use` answers (and `approvals.wait` for a deferred one).
+fn pre_tool_use_answer(session: &str, verdict: &Verdict) -> Value {
+    json!({
+        "session": session,
+        "decision": verdict.outcome().as_str(),
+        "reason": verdict.reason(),
+        "context": verdict.context,
+    })
+}
+
+/// `pre-tool-use` with `defer: true` (the Copilot CLI's hook and extension,
+/// which have no prompt of their own that reaches the hub): a call the
+/// policy asks about goes to the approval queue, and the hook gets the
+/// ask's id at once to wait on with `approvals.wait`
+/// (crate::rpc::hook_waits). Anything else is answered as without
+/// `defer`; with an approval timeout of 0 an ask goes back to the agent.
+async fn deferred_pre_tool_use(
+    ctx: &ServerContext,
+    session: Arc<Session>,
+    agent: Agent,
+    event: String,
+    tool: &str,
+    arguments: &Value,
+) -> RpcResult {
+    let call = session.decide_agent_call(agent, tool, arguments).await;
+    let id = session.id().to_owned();
+    if call.verdict.question.is_none() || ctx.approval_timeout.is_zero() {
+        let (_, verdict) = session.finish_agent_call(&event, call, &AgentAsks).await;
+        return Ok(pre_tool_use_answer(&id, &verdict));
+    }
+    let (report, reported) = tokio::sync::oneshot::channel();
+    let (answer_tx, answer_rx) = tokio::sync::watch::channel(None);
+    let cancel = CancellationToken::new();
+    let approver = ReportingApprover::new(
+        ctx.approvals.clone(),
+        ctx.approval_timeout,
+        report,
+        cancel.clone(),
+    );
+    let session_id = id.clone();
+    let mut decided = tokio::spawn(async move {
+        let (_, verdict) = session.finish_agent_call(&event, call, &approver).await;
+        let answer = pre_tool_use_answer(&session_id, &verdict);
+        let _ = answer_tx.send(Some(answer.clone()));
+        answer
+    });
+    let ask_id = tokio::select! {
+        reported = reported => reported.ok(),
+        // Decided without a question after all (the queue was full).
+        finished = &mut decided => return finished.map_err(|err| {
+            ErrorObject::new(SERVER_ERROR, format!("agent.hook failed: {err}"))
+        }),
+    };
+    let Some(ask_id) = ask_id else {
+        return decided
+            .await
+            .map_err(|err| ErrorObject::new(SERVER_ERROR, format!("agent.hook failed: {err}")));
+    };
+    if !ctx
+        .deferred_hooks
+        .keep(ask_id.clone(), answer_rx, cancel, ctx.approval_timeout)
+    {
+        // Too many kept: this hook waits on the line instead.
+        return decided
+            .await
+            .map_err(|err| ErrorObject::new(SERVER_ERROR, format!("agent.hook failed: {err}")));
+    }
+    Ok(json!({
+        "session": id,
+        "decision": "pending",
+        "approval": {"id": ask_id, "timeoutSecs": ctx.approval_timeout.as_secs()},
+    }))
 }
 
 /// The project context and the providers' contexts as the agent is given

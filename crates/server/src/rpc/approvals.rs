@@ -38,6 +38,7 @@ pub fn register(table: &mut MethodTable) {
     table.insert("approvals.watch", watch);
     table.insert("approvals.rules", rules);
     table.insert("approvals.revoke", revoke);
+    table.insert("approvals.wait", super::hook_waits::approvals_wait);
 }
 
 fn approver_only(params: &Params, method: &str) -> Result<(), ErrorObject> {

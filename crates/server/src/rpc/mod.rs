@@ -6,6 +6,7 @@
 pub mod agent_hook;
 pub mod approvals;
 pub(crate) mod body;
+pub mod hook_waits;
 pub mod methods;
 mod orchestrate;
 pub(crate) mod params;
