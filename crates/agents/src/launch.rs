@@ -6,7 +6,9 @@
 //!
 //! Claude Code gets `--settings FILE` (the hooks) and `--mcp-config FILE`;
 //! the Copilot CLI a plugin with `hooks/hooks.json` (`--plugin-dir DIR`,
-//! which needs `--experimental`) and `--additional-mcp-config @FILE`.
+//! which needs `--experimental`) and `--additional-mcp-config @FILE`. A
+//! `claude -p` run also gets `--permission-prompt-tool` naming the session
+//! server's `approve` ([`permission_prompt_args`]).
 
 use std::path::Path;
 
@@ -30,6 +32,36 @@ pub struct Staged {
     pub args: Vec<String>,
     /// Variables to set.
     pub env: Vec<(&'static str, &'static str)>,
+}
+
+/// Claude Code's permission prompts, sent to the hub's approval queue: the
+/// `approve` tool of the staged session server.
+pub fn permission_prompt_tool() -> String {
+    format!("mcp__{}__approve", crate::mcp_config::SESSION_SERVER_NAME)
+}
+
+/// What a staged Claude Code run without a terminal (`-p`/`--print`)
+/// is given so its permission prompts reach a person through the hub,
+/// unless the user named a permission-prompt tool of their own.
+pub fn permission_prompt_args(agent: Agent, user_args: &[String]) -> Vec<String> {
+    let flag_of = |arg: &String| {
+        arg.split_once('=')
+            .map_or(arg.clone(), |(flag, _)| flag.to_owned())
+    };
+    let printing = user_args
+        .iter()
+        .any(|arg| matches!(arg.as_str(), "-p" | "--print"));
+    let chosen = user_args
+        .iter()
+        .any(|arg| flag_of(arg) == "--permission-prompt-tool");
+    if agent == Agent::ClaudeCode && printing && !chosen {
+        vec![
+            "--permission-prompt-tool".to_owned(),
+            permission_prompt_tool(),
+        ]
+    } else {
+        Vec::new()
+    }
 }
 
 /// Stages our hooks and MCP servers for `agent` in `dir` (created if

@@ -31,8 +31,12 @@ const MEMORY: Server = Server {
     name: "openclaw-memory",
     args: &["mcp", "memory"],
 };
+/// The name our configurations give the daemon session's server, whose
+/// `approve` tool is Claude Code's permission prompt (docs/approvals.md).
+pub const SESSION_SERVER_NAME: &str = "copilot-bridge-session";
+
 const SESSION: Server = Server {
-    name: "copilot-bridge-session",
+    name: SESSION_SERVER_NAME,
     args: &["mcp", "session"],
 };
 

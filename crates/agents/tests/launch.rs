@@ -95,3 +95,27 @@ fn the_copilot_cli_gets_a_plugin_with_our_hooks_and_is_told_they_decide() {
         "the Copilot CLI codes itself"
     );
 }
+
+#[test]
+fn a_claude_run_without_a_terminal_sends_its_permission_prompts_to_the_hub() {
+    let args = |list: &[&str]| list.iter().map(|arg| (*arg).to_owned()).collect::<Vec<_>>();
+    let wired = bridge_agents::launch::permission_prompt_args;
+    assert_eq!(
+        wired(Agent::ClaudeCode, &args(&["-p", "run the tests"])),
+        [
+            "--permission-prompt-tool",
+            "mcp__copilot-bridge-session__approve"
+        ]
+    );
+    assert_eq!(wired(Agent::ClaudeCode, &args(&["--print", "x"])).len(), 2);
+    // Interactive runs ask on their terminal; a tool the user named stays.
+    assert!(wired(Agent::ClaudeCode, &args(&["fix the bug"])).is_empty());
+    assert!(
+        wired(
+            Agent::ClaudeCode,
+            &args(&["-p", "x", "--permission-prompt-tool=mcp__mine__ok"])
+        )
+        .is_empty()
+    );
+    assert!(wired(Agent::CopilotCli, &args(&["-p", "x"])).is_empty());
+}

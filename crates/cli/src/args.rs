@@ -232,6 +232,8 @@ pub enum McpCommand {
     Memory(McpMemoryArgs),
     /// A daemon session's provider tools over stdio (starts the daemon if needed).
     Session(McpSessionArgs),
+    /// Claude Code's permission-prompt tool `approve` over stdio: `claude -p --permission-prompt-tool mcp__copilot-bridge__approve` (see docs/approvals.md).
+    Approvals(McpSessionArgs),
     /// Print ready-to-paste MCP configuration for OpenClaw, Copilot CLI, Claude Code and Codex.
     Config(McpConfigArgs),
 }

@@ -373,3 +373,48 @@ async fn the_copilot_clis_hook_waits_past_its_daemon_patience_for_a_person() {
     }
     assert!(gone, "{id} is still listed after its hook went away");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_approvals_offers_only_the_permission_prompt_over_stdio() {
+    let Some(python) = python() else { return };
+    let served = Served::start_in(
+        Bridge::new(),
+        TempWorkspace::new(),
+        &[("COPILOT_BRIDGE_APPROVAL_TIMEOUT_SECS", "60")],
+    );
+    let binary = assert_cmd::cargo::cargo_bin("copilot-bridge")
+        .display()
+        .to_string();
+    let state = served.state().to_path_buf();
+    let asking = tokio::task::spawn_blocking(move || {
+        let mode = ["stdio", "--", binary.as_str(), "mcp", "approvals"];
+        crate::support::mcp_probe(
+            &python,
+            &mode,
+            &[],
+            &state,
+            json!([
+                {"list": true},
+                {"call": "approve", "args": {"tool_name": "Bash",
+                                             "input": {"command": "make lint"},
+                                             "tool_use_id": "toolu_1"}},
+            ]),
+        )
+    });
+    let id = ask_id(&served, "make lint").await;
+    let allowed = approvals(&served, &["allow", &id]);
+    assert!(allowed.status.success(), "{}", stderr(&allowed));
+    let results = asking.await.unwrap();
+    let names: Vec<&Value> = results[0]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|tool| &tool["name"])
+        .collect();
+    assert_eq!(names, [&json!("approve")], "{results:?}");
+    let answer: Value = serde_json::from_str(first_text(&results[1])).unwrap();
+    assert_eq!(
+        answer,
+        json!({"behavior": "allow", "updatedInput": {"command": "make lint"}})
+    );
+}

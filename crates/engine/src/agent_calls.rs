@@ -140,6 +140,41 @@ impl Session {
         (call.name, verdict)
     }
 
+    /// An agent's own permission prompt (Claude Code's
+    /// `--permission-prompt-tool`), relayed to a person through `approver`:
+    /// the agent asks because its own rules want a person, so a call our
+    /// policy allows is still put to one (once only), unless a person
+    /// already granted it for the session or by a rule; a call our policy
+    /// denies is denied without asking; a call it asks about is asked with
+    /// the grants it offers. Audited under `hook` like the agent's hooks.
+    pub async fn relay_permission_prompt(
+        &self,
+        agent: Agent,
+        hook: &str,
+        raw_tool: &str,
+        args: &Value,
+        approver: &dyn Approver,
+    ) -> Verdict {
+        let mut call = self.decide_agent_call(agent, raw_tool, args).await;
+        if call.verdict.allowed() && !call.verdict.granted() {
+            let reason = format!(
+                "{} asks permission to run {raw_tool} ({})",
+                agent.display_name(),
+                call.verdict.reason()
+            );
+            let question = self.question(&call.name, args, &reason, None);
+            call.verdict = Verdict {
+                decision: Decision {
+                    decision: DecisionKind::Ask,
+                    reason: Some(reason),
+                },
+                question: Some(question),
+                ..call.verdict
+            };
+        }
+        self.finish_agent_call(hook, call, approver).await.1
+    }
+
     /// The decision of one reading of an agent's tool, its question left
     /// open; arguments that are not an object are checked whole under
     /// `input`.

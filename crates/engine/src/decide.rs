@@ -110,7 +110,21 @@ impl Verdict {
     pub fn reason(&self) -> &str {
         self.decision.reason_or_default()
     }
+
+    /// Allowed by what a person granted earlier (for the session, or by a
+    /// rule of the workspace), not by the policy alone.
+    pub fn granted(&self) -> bool {
+        self.allowed()
+            && self.reason().strip_prefix("approved ").is_some_and(|rest| {
+                rest.starts_with(GRANTED_FOR_SESSION) || rest.starts_with(GRANTED_BY_RULE)
+            })
+    }
 }
+
+/// How a grant is named in the reason of the call it allows
+/// ("approved for this session: …", "approved by rule run cargo test: …").
+const GRANTED_FOR_SESSION: &str = "for this session";
+const GRANTED_BY_RULE: &str = "by rule ";
 
 impl Session {
     /// Decides whether `name`, run by `owner`, may run with `args` (see the
@@ -317,15 +331,21 @@ impl Session {
             return None;
         }
         Some(if by_rule.is_empty() {
-            "for this session".to_owned()
+            GRANTED_FOR_SESSION.to_owned()
         } else {
-            format!("by rule {}", by_rule.join(", "))
+            format!("{GRANTED_BY_RULE}{}", by_rule.join(", "))
         })
     }
 
     /// The question a person gets about a call: redacted and bounded, so
     /// every surface shows the same text.
-    fn question(&self, name: &str, args: &Value, reason: &str, keys: Option<Vec<GrantKey>>) -> Ask {
+    pub(crate) fn question(
+        &self,
+        name: &str,
+        args: &Value,
+        reason: &str,
+        keys: Option<Vec<GrantKey>>,
+    ) -> Ask {
         Ask {
             session: self.id().to_owned(),
             shared: self.shared(),

@@ -75,7 +75,7 @@ impl Fixture {
         let stop = CancellationToken::new();
         let app = gateway
             .router()
-            .nest_service("/mcp/session", http_service(lookup, stop.clone()));
+            .nest_service("/mcp/session", http_service(lookup, stop.clone(), None));
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let port = listener.local_addr().unwrap().port();
         let server = tokio::spawn(async move {

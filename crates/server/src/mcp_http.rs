@@ -43,6 +43,10 @@ fn session_service(
     rmcp::transport::streamable_http_server::session::local::LocalSessionManager,
 > {
     let stop = ctx.shutdown.child_token();
+    // Claude Code's permission prompts wait in the approval queue.
+    let prompts = bridge_mcp::session::PermissionPrompts::new(std::sync::Arc::new(
+        bridge_engine::approvals::QueueApprover::new(ctx.approvals.clone(), ctx.approval_timeout),
+    ));
     let lookup: bridge_mcp::session::SessionLookup = std::sync::Arc::new(move |requested| {
         let id = requested.unwrap_or(crate::app::DEFAULT_ALIAS);
         ctx.session(id).ok_or_else(|| match requested {
@@ -54,7 +58,7 @@ fn session_service(
             }
         })
     });
-    bridge_mcp::session::http_service(lookup, stop)
+    bridge_mcp::session::http_service(lookup, stop, Some(prompts))
 }
 
 /// `/mcp/memory`: OpenClaw's memory, read-only, laid out as the

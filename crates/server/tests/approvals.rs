@@ -557,3 +557,105 @@ async fn pending_ask_of(daemon: &TestDaemon, id: &str) -> Value {
     }
     panic!("ask {id} was not listed");
 }
+
+/// The text answer of the `approve` tool (Claude Code's permission prompt).
+fn prompt_answer(answer: &str) -> Value {
+    let answer: Value = serde_json::from_str(answer).unwrap();
+    let text = answer["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no text in {answer}"));
+    serde_json::from_str(text).unwrap()
+}
+
+#[tokio::test]
+async fn the_permission_prompt_tool_relays_to_a_person_and_answers_in_claudes_shape() {
+    let daemon = waiting_daemon(30).await;
+    let mut mcp = crate::support::McpHttp::connect(&daemon, "/mcp/session").await;
+    assert!(mcp.tool_names().await.contains(&"approve".to_owned()));
+
+    // What the policy denies is denied without a question.
+    let denied = prompt_answer(
+        &mcp.call(
+            "approve",
+            json!({"tool_name": "Bash", "input": {"command": "rm -rf /"}, "tool_use_id": "t1"}),
+        )
+        .await,
+    );
+    assert_eq!(denied["behavior"], "deny", "{denied}");
+    assert!(denied["message"].is_string(), "{denied}");
+
+    // What the policy allows is still put to a person (the agent asked),
+    // once only; the answer comes back as Claude Code reads it.
+    let url = daemon.url("/mcp/session");
+    let token = daemon.token.clone();
+    let asking = tokio::spawn(async move {
+        let mut mcp = bridge_testkit::mcp_http::McpHttp::connect(&url, &token).await;
+        mcp.call(
+            "approve",
+            json!({"tool_name": "Bash", "input": {"command": "ls -la"}, "tool_use_id": "t2"}),
+        )
+        .await
+    });
+    let ask = pending(&daemon, "ls -la").await;
+    assert_eq!(ask["choices"], json!(["once"]), "{ask}");
+    assert!(
+        ask["reason"]
+            .as_str()
+            .unwrap()
+            .contains("Claude Code asks permission to run Bash"),
+        "{ask}"
+    );
+    answer(&daemon, json!({"id": ask["id"], "decision": "allow"})).await;
+    let allowed = prompt_answer(&asking.await.unwrap());
+    assert_eq!(
+        allowed,
+        json!({"behavior": "allow", "updatedInput": {"command": "ls -la"}})
+    );
+
+    let url = daemon.url("/mcp/session");
+    let token = daemon.token.clone();
+    let asking = tokio::spawn(async move {
+        let mut mcp = bridge_testkit::mcp_http::McpHttp::connect(&url, &token).await;
+        mcp.call(
+            "approve",
+            json!({"tool_name": "Bash", "input": {"command": "make"}}),
+        )
+        .await
+    });
+    let ask = pending(&daemon, "make").await;
+    answer(
+        &daemon,
+        json!({"id": ask["id"], "decision": "deny", "reason": "not today"}),
+    )
+    .await;
+    let refused = prompt_answer(&asking.await.unwrap());
+    assert_eq!(refused["behavior"], "deny", "{refused}");
+    assert!(
+        refused["message"]
+            .as_str()
+            .unwrap()
+            .contains("denied by rpc: not today"),
+        "{refused}"
+    );
+
+    // Malformed prompts are refused by field, in MCP's error shape.
+    for (arguments, field) in [
+        (json!({"input": {}}), "tool_name"),
+        (json!({"tool_name": "Bash", "input": "ls"}), "input"),
+        (
+            json!({"tool_name": "Bash", "input": {}, "tool_use_id": 7}),
+            "tool_use_id",
+        ),
+    ] {
+        let refused: Value =
+            serde_json::from_str(&mcp.call("approve", arguments.clone()).await).unwrap();
+        assert_eq!(refused["error"]["code"], -32602, "{arguments}: {refused}");
+        assert!(
+            refused["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains(field),
+            "{refused}"
+        );
+    }
+}

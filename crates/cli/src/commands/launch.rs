@@ -78,7 +78,11 @@ pub async fn run(
     } else {
         nested::normalize_args(&args.args).map_err(|err| Failure::usage(err.to_string()))?
     };
-    command.args(&user_args);
+    command
+        .args(bridge_agents::launch::permission_prompt_args(
+            agent, &user_args,
+        ))
+        .args(&user_args);
     let status = command.status().await.map_err(|err| {
         Failure::new(
             exit::FAILED,

@@ -203,3 +203,80 @@ async fn the_copilot_cli_launched_via_the_hub_answers_through_the_facade_with_th
     assert_eq!(first["model"], "gpt-4.1");
     assert!(first["tools"].to_string().contains("hub_echo"), "{first}");
 }
+
+/// `copilot-bridge approvals ARGS` against the daemon of `bridge_home`.
+fn approvals(bridge_home: &Path, home: &Path, args: &[&str]) -> std::process::Output {
+    bridge_command(home, bridge_home)
+        .arg("approvals")
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+#[tokio::test]
+async fn claude_p_launched_sends_its_permission_prompt_to_the_hubs_queue() {
+    let Some(program) = agent_cli("claude", "claude") else {
+        return;
+    };
+    // Our policy asks about `touch`; Claude Code, told "ask" by our hook
+    // and running without a terminal, asks its permission-prompt tool.
+    let mock = mock_asking("Bash", "touch approved.txt").await;
+    let served = super::serve_with_env(
+        &mock,
+        TempWorkspace::new(),
+        &[("COPILOT_BRIDGE_APPROVAL_TIMEOUT_SECS", "90")],
+    );
+    let workspace = TempWorkspace::new();
+    let home = tempfile::tempdir().unwrap();
+    let command = launch(
+        workspace.path(),
+        home.path(),
+        served.state(),
+        &program,
+        &[
+            "claude",
+            "--",
+            "-p",
+            "Make the file",
+            "--output-format",
+            "json",
+        ],
+        &claude_env(home.path(), Some(mock.base_url())),
+    );
+    let run = tokio::spawn(run_agent(command, "launch claude -p"));
+    let mut id = None;
+    for _ in 0..1200 {
+        let listed = approvals(served.state(), home.path(), &["list", "--json"]);
+        let asks: Value = serde_json::from_slice(&listed.stdout).unwrap_or(json!([]));
+        if let Some(ask) = asks.as_array().and_then(|asks| asks.first()) {
+            assert_eq!(ask["arguments"]["command"], "touch approved.txt", "{ask}");
+            assert_eq!(ask["tool"], "Bash", "{ask}");
+            assert!(
+                ask["reason"].as_str().unwrap().contains("needs approval"),
+                "{ask}"
+            );
+            id = ask["id"].as_str().map(str::to_owned);
+            break;
+        }
+        assert!(!run.is_finished(), "Claude Code ended without asking");
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    let id = id.expect("Claude Code's permission prompt reached the queue");
+    assert!(
+        !workspace.path().join("approved.txt").exists(),
+        "it waits for the answer"
+    );
+    let allowed = approvals(served.state(), home.path(), &["allow", &id]);
+    assert!(
+        allowed.status.success(),
+        "{}",
+        String::from_utf8_lossy(&allowed.stderr)
+    );
+    let (stdout, _) = run.await.unwrap();
+    assert!(
+        workspace.path().join("approved.txt").exists(),
+        "the approved command ran: {stdout}"
+    );
+    let result: Value = serde_json::from_str(stdout.trim()).unwrap();
+    assert_eq!(result["result"], "done", "{result}");
+}

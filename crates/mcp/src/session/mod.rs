@@ -9,6 +9,9 @@
 //!   daemon's `/mcp/session`, which it finds (or has started) through a
 //!   [`DaemonLocator`].
 //!
+//! With [`PermissionPrompts`] (the daemon's approval queue) the server also
+//! offers `approve`, Claude Code's permission-prompt tool (approve.rs).
+//!
 //! Tools are the session's provider tools (with the gateway's `target`
 //! parameter and `list_{name}_instances` tools of multi-instance
 //! providers), each taking `_depth` as well. Calls go through
@@ -17,12 +20,14 @@
 //! `notifications/tools/list_changed` (to handshake clients directly, to
 //! `2026-07-28` clients on their `subscriptions/listen` stream).
 
+mod approve;
 mod args;
 mod notify;
 mod proxy;
 mod server;
 mod tools;
 
+pub use approve::{APPROVE_TOOL, PermissionPrompts};
 pub use args::MAX_ARGUMENT_BYTES;
 pub use proxy::{DaemonEndpoint, DaemonLocator, SessionProxy};
 pub use server::{SessionLookup, SessionServer, http_service};

@@ -57,6 +57,8 @@ impl std::fmt::Debug for DaemonEndpoint {
 /// The stdio server that forwards to the daemon.
 pub struct SessionProxy {
     inner: Arc<Inner>,
+    /// Only these of the daemon's tools are offered (`None`: all).
+    only: Option<&'static [&'static str]>,
 }
 
 struct Inner {
@@ -85,7 +87,19 @@ impl SessionProxy {
                 changes: broadcast::channel(16).0,
                 connected_before: AtomicBool::new(false),
             }),
+            only: None,
         }
+    }
+
+    /// Offers only the daemon's tools named in `tools`
+    /// (`copilot-bridge mcp approvals`: `approve`).
+    pub fn only(mut self, tools: &'static [&'static str]) -> Self {
+        self.only = Some(tools);
+        self
+    }
+
+    fn offers(&self, tool: &str) -> bool {
+        self.only.is_none_or(|tools| tools.contains(&tool))
     }
 }
 
@@ -244,7 +258,10 @@ impl ServerHandler for SessionProxy {
             .await
             .map_err(|reason| ErrorData::internal_error(unavailable(&reason), None))?;
         match peer.list_tools(request).await {
-            Ok(listed) => Ok(listed),
+            Ok(mut listed) => {
+                listed.tools.retain(|tool| self.offers(&tool.name));
+                Ok(listed)
+            }
             Err(err) => {
                 let reason = connection_failed(&self.inner, err).await?;
                 Err(ErrorData::internal_error(reason, None))
@@ -257,6 +274,16 @@ impl ServerHandler for SessionProxy {
         mut request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
+        if !self.offers(&request.name) {
+            return Err(ErrorData::invalid_params(
+                format!(
+                    "unknown tool '{}': this server offers {:?}",
+                    request.name,
+                    self.only.unwrap_or_default()
+                ),
+                None,
+            ));
+        }
         // The agent's progress token and the like belong to this hop.
         request.meta = None;
         let peer = match self.inner.connection().await {

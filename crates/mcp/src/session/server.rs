@@ -18,6 +18,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::SESSION_QUERY;
+use super::approve::{APPROVE_TOOL, PermissionPrompts};
 use super::args::{check_size, check_types};
 use super::notify::{Listener, watch_tools};
 use super::tools::{call_result, mcp_tool, provider_tool, provider_tools};
@@ -30,6 +31,8 @@ pub type SessionLookup = Arc<dyn Fn(Option<&str>) -> Result<Arc<Session>, String
 /// One client's server (over HTTP, one per MCP session).
 pub struct SessionServer {
     lookup: SessionLookup,
+    /// Who answers the `approve` tool's prompts; without, no such tool.
+    prompts: Option<PermissionPrompts>,
     /// Cancelled when the client's connection (this value) goes: its
     /// list-changed watchers stop.
     stop: CancellationToken,
@@ -45,8 +48,15 @@ impl SessionServer {
     pub fn new(lookup: SessionLookup) -> Self {
         Self {
             lookup,
+            prompts: None,
             stop: CancellationToken::new(),
         }
+    }
+
+    /// Offers the permission-prompt tool `approve`, relayed to `prompts`.
+    pub fn with_permission_prompts(mut self, prompts: Option<PermissionPrompts>) -> Self {
+        self.prompts = prompts;
+        self
     }
 
     /// A server over `session` alone (`?session=` may name it or nothing).
@@ -121,10 +131,14 @@ impl ServerHandler for SessionServer {
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         let session = self.session(&context.extensions)?;
-        let tools = provider_tools(&session)
+        let mut tools: Vec<_> = provider_tools(&session)
             .iter()
+            .filter(|entry| self.prompts.is_none() || entry.spec.name != APPROVE_TOOL)
             .map(|entry| mcp_tool(entry))
             .collect();
+        if self.prompts.is_some() {
+            tools.insert(0, PermissionPrompts::tool());
+        }
         Ok(ListToolsResult::with_all_items(tools))
     }
 
@@ -135,6 +149,19 @@ impl ServerHandler for SessionServer {
     ) -> Result<CallToolResponse, ErrorData> {
         let session = self.session(&context.extensions)?;
         let name = request.name.as_ref();
+        if let Some(prompts) = self.prompts.as_ref().filter(|_| name == APPROVE_TOOL) {
+            let args = request.arguments.unwrap_or_default();
+            // A client that hangs up withdraws its prompt from the queue.
+            return tokio::select! {
+                relayed = prompts.relay(&session, &args) => relayed
+                    .map(CallToolResponse::Complete)
+                    .map_err(|reason| invalid(format!("{APPROVE_TOOL}: {reason}"))),
+                () = context.ct.cancelled() => Err(ErrorData::internal_error(
+                    "the permission prompt was cancelled by the client",
+                    None,
+                )),
+            };
+        }
         let Some(entry) = provider_tool(&session, name) else {
             return Err(invalid(format!(
                 "unknown tool '{name}': session '{}' has no provider tool by that name (tools/list shows what it has)",
@@ -201,11 +228,12 @@ impl ServerHandler for SessionServer {
 pub fn http_service(
     lookup: SessionLookup,
     stop: CancellationToken,
+    prompts: Option<PermissionPrompts>,
 ) -> StreamableHttpService<SessionServer, LocalSessionManager> {
     let mut config = StreamableHttpServerConfig::default();
     config.cancellation_token = stop;
     StreamableHttpService::new(
-        move || Ok(SessionServer::new(lookup.clone())),
+        move || Ok(SessionServer::new(lookup.clone()).with_permission_prompts(prompts.clone())),
         Arc::new(LocalSessionManager::default()),
         config,
     )

@@ -25,6 +25,7 @@ pub async fn run(
         McpCommand::Code(args) => code::run(config, args, env).await,
         McpCommand::Memory(args) => memory::run(config, args).await,
         McpCommand::Session(args) => session::run(global, config, args).await,
+        McpCommand::Approvals(args) => session::run_approvals(global, config, args).await,
         McpCommand::Config(args) => {
             let agents = super::chosen_agents(args.agent.as_deref(), mcp_config::AGENTS)?;
             let text = mcp_config::text(&agents, &super::program(config)?);

@@ -9,7 +9,7 @@ use std::process::ExitCode;
 
 use async_trait::async_trait;
 use bridge_config::BridgeConfig;
-use bridge_mcp::session::{DaemonEndpoint, DaemonLocator, SessionProxy};
+use bridge_mcp::session::{APPROVE_TOOL, DaemonEndpoint, DaemonLocator, SessionProxy};
 use bridge_server::{GatewayClient, find_running};
 use tokio_util::sync::CancellationToken;
 
@@ -22,11 +22,28 @@ pub async fn run(
     config: &BridgeConfig,
     args: McpSessionArgs,
 ) -> Result<ExitCode, Failure> {
+    serve(proxy(global, config, args)).await
+}
+
+/// `copilot-bridge mcp approvals [--session ID]`: the daemon's
+/// permission-prompt tool alone, over stdio (docs/approvals.md).
+pub async fn run_approvals(
+    global: &GlobalArgs,
+    config: &BridgeConfig,
+    args: McpSessionArgs,
+) -> Result<ExitCode, Failure> {
+    serve(proxy(global, config, args).only(&[APPROVE_TOOL])).await
+}
+
+fn proxy(global: &GlobalArgs, config: &BridgeConfig, args: McpSessionArgs) -> SessionProxy {
     let locator = CliLocator {
         home: config.home.clone(),
         serve_args: serve_command_args(global, config, false),
     };
-    let proxy = SessionProxy::new(Box::new(locator), args.session);
+    SessionProxy::new(Box::new(locator), args.session)
+}
+
+async fn serve(proxy: SessionProxy) -> Result<ExitCode, Failure> {
     bridge_mcp::serve::serve_stdio(proxy, CancellationToken::new())
         .await
         .map_err(|err| Failure::internal(err.to_string()))?;
