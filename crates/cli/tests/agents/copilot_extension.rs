@@ -183,3 +183,76 @@ async fn the_extension_starts_the_daemon_and_registers_the_clis_session() {
         "{entry}"
     );
 }
+
+#[tokio::test]
+async fn the_extension_waits_on_an_ask_and_runs_the_tool_once_allowed() {
+    let Some(program) = agent_cli("copilot", "copilot") else {
+        return;
+    };
+    let served = Served::start_in(
+        crate::support::Bridge::new(),
+        bridge_testkit::TempWorkspace::new(),
+        &[("COPILOT_BRIDGE_APPROVAL_TIMEOUT_SECS", "90")],
+    );
+    let command_line = "python3 -c 'print(6*7)'";
+    let mock = MockLlm::start(vec![
+        MockReply::ToolCalls {
+            text: None,
+            calls: vec![MockToolCall::new(
+                "call_bash",
+                "bash",
+                json!({"command": command_line, "description": "x"}).to_string(),
+            )],
+        },
+        MockReply::chunks(["done"]),
+    ])
+    .await;
+    let home = tempfile::tempdir().unwrap();
+    let install = bridge_command(home.path(), served.state())
+        .env("COPILOT_HOME", home.path().join(".copilot"))
+        .args(["copilot-extension", "install", "--scope", "user"])
+        .output()
+        .unwrap();
+    assert!(install.status.success(), "{install:?}");
+    let mut command = agent_command(&program, home.path(), served.workspace.path());
+    command.envs(copilot_env(home.path(), Some(&mock))).args([
+        "-p",
+        "Compute it",
+        "--allow-all-tools",
+        "--experimental",
+    ]);
+    let run = tokio::spawn(run_agent(command, "copilot"));
+    let approvals = |args: &[&str]| {
+        bridge_command(home.path(), served.state())
+            .arg("approvals")
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let mut id = None;
+    for _ in 0..1200 {
+        let listed: Value =
+            serde_json::from_slice(&approvals(&["list", "--json"]).stdout).unwrap_or(json!([]));
+        if let Some(ask) = listed.as_array().and_then(|asks| asks.first()) {
+            assert_eq!(ask["arguments"]["command"], command_line, "{ask}");
+            assert!(
+                ask["session"].as_str().unwrap().starts_with("copilot-cli-"),
+                "{ask}"
+            );
+            id = ask["id"].as_str().map(str::to_owned);
+            break;
+        }
+        assert!(!run.is_finished(), "the Copilot CLI ended without an ask");
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    let id = id.expect("the CLI's bash call reached the queue");
+    // Past the 5 s a daemon has to answer a hook: the call still waits.
+    tokio::time::sleep(std::time::Duration::from_secs(6)).await;
+    assert!(!run.is_finished(), "the CLI waits for the answer");
+    let allowed = approvals(&["allow", &id]);
+    assert!(allowed.status.success(), "{allowed:?}");
+    let (stdout, _) = run.await.unwrap();
+    assert!(stdout.contains("done"), "{stdout}");
+    let ran = tool_message(&mock, "call_bash");
+    assert!(ran.contains("42"), "the allowed command ran: {ran}");
+}
