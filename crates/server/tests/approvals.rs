@@ -659,3 +659,62 @@ async fn the_permission_prompt_tool_relays_to_a_person_and_answers_in_claudes_sh
         );
     }
 }
+
+#[tokio::test]
+async fn the_tool_bus_and_a_provider_tool_the_rules_ask_about_wait_for_a_person() {
+    let daemon = TestDaemon::with(
+        Setup::default()
+            .env("COPILOT_BRIDGE_APPROVAL_TIMEOUT_SECS", "30")
+            .config_toml("[permissions]\nask_tools = [\"echo\"]\n"),
+    )
+    .await;
+    // The tool bus's shell.
+    let bus = daemon.post_in_background(
+        "/rpc",
+        json!({"jsonrpc": "2.0", "id": 3, "method": "mcp.shell.run",
+               "params": {"cmd": PRINT_42}}),
+    );
+    let ask = pending(&daemon, PRINT_42).await;
+    answer(&daemon, json!({"id": ask["id"], "decision": "allow"})).await;
+    let ran = response_json(bus).await;
+    assert!(ran["result"].to_string().contains("42"), "{ran}");
+
+    // A provider's tool that `ask_tools` names.
+    let minted = daemon.rpc("gateway.providerToken", json!({})).await;
+    let token = minted["result"]["token"].as_str().unwrap().to_owned();
+    let tools = json!({"tools": [{"name": "echo", "description": "Answers with its arguments.",
+                                  "parameters": {"type": "object"}}]});
+    let (mut provider, _) =
+        bridge_testkit::ProviderClient::register(&daemon.ws_url("/"), &token, "echoes", tools)
+            .await
+            .unwrap();
+    let call = daemon.post_in_background(
+        "/rpc",
+        json!({"jsonrpc": "2.0", "id": 4, "method": "session.tools.call",
+               "params": {"session": "default", "name": "echo", "arguments": {"text": "hi"}}}),
+    );
+    let mut ask = None;
+    for _ in 0..300 {
+        let listed = approver(&daemon, "approvals.list", json!({})).await;
+        if let Some(found) = listed["result"]["asks"].as_array().unwrap().first() {
+            ask = Some(found.clone());
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let ask = ask.expect("the provider's call is asked about");
+    assert_eq!(ask["tool"], "echo", "{ask}");
+    assert_eq!(ask["rules"], json!(["tool echo"]), "{ask}");
+    answer(
+        &daemon,
+        json!({"id": ask["id"], "decision": "allow", "scope": "session"}),
+    )
+    .await;
+    let (received, _) = provider.expect_skipping("tool.call").await.unwrap();
+    provider
+        .send(json!({"type": "tool.result", "id": received["id"], "data": "hi back"}))
+        .await
+        .unwrap();
+    let answered = response_json(call).await;
+    assert_eq!(answered["result"]["result"], "hi back", "{answered}");
+}
