@@ -103,7 +103,7 @@ impl Tool for Shell {
     }
 
     fn description(&self) -> &'static str {
-        "Run a shell command line (sh -c) in the workspace, without stdin and without secret environment variables. Dangerous commands are refused; commands that need approval must be allowed in .agent-policy.yaml (shell.allow). Returns exit code, stdout and stderr (capped), and whether it timed out."
+        "Run a shell command line (sh -c) in the workspace, without stdin and without secret environment variables. Dangerous commands are refused; commands that need approval run once a person allows them (or when .agent-policy.yaml shell.allow names them). Returns exit code, stdout and stderr (capped), and whether it timed out."
     }
 
     fn input_schema(&self) -> Value {
