@@ -718,3 +718,42 @@ async fn the_tool_bus_and_a_provider_tool_the_rules_ask_about_wait_for_a_person(
     let answered = response_json(call).await;
     assert_eq!(answered["result"]["result"], "hi back", "{answered}");
 }
+
+#[tokio::test]
+async fn a_websocket_subscriber_is_told_of_every_ask_and_its_answer() {
+    let daemon = waiting_daemon(30).await;
+    let mut bus = crate::toolbus::Bus::connect_with(&daemon, &daemon.ctx.approver_token).await;
+    let subscribed = bus.call("approvals.subscribe", json!({})).await;
+    assert_eq!(subscribed["subscribed"], true, "{subscribed}");
+    let call = shell_call(&daemon, "default", PRINT_42);
+    let requested = bus.recv().await;
+    assert_eq!(requested["method"], "approvals.event", "{requested}");
+    assert!(requested.get("id").is_none(), "a notification: {requested}");
+    assert_eq!(requested["params"]["type"], "requested", "{requested}");
+    assert_eq!(requested["params"]["ask"]["arguments"]["command"], PRINT_42);
+    let id = requested["params"]["id"].clone();
+    answer(
+        &daemon,
+        json!({"id": id, "decision": "allow", "surface": "web"}),
+    )
+    .await;
+    let resolved = bus.recv().await;
+    assert_eq!(resolved["params"]["type"], "resolved", "{resolved}");
+    assert_eq!(resolved["params"]["outcome"], "allow", "{resolved}");
+    assert_eq!(resolved["params"]["surface"], "web", "{resolved}");
+    response_json(call).await;
+
+    // Over HTTP there is nowhere to push; the agents' token may not listen.
+    let http = approver(&daemon, "approvals.subscribe", json!({})).await;
+    assert!(
+        http["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("WebSocket"),
+        "{http}"
+    );
+    let mut agent = crate::toolbus::Bus::connect(&daemon).await;
+    let refused = agent.error("approvals.subscribe", json!({})).await;
+    assert_eq!(refused["code"], -32010, "{refused}");
+    bus.close().await;
+}

@@ -27,11 +27,15 @@ pub struct Bus {
 
 impl Bus {
     pub async fn connect(daemon: &TestDaemon) -> Self {
+        Self::connect_with(daemon, &daemon.token).await
+    }
+
+    /// A connection presenting `token`.
+    pub async fn connect_with(daemon: &TestDaemon, token: &str) -> Self {
         let mut request = daemon.ws_url("/rpc").into_client_request().unwrap();
-        request.headers_mut().insert(
-            "Authorization",
-            format!("Bearer {}", daemon.token).parse().unwrap(),
-        );
+        request
+            .headers_mut()
+            .insert("Authorization", format!("Bearer {token}").parse().unwrap());
         let (ws, _) = tokio_tungstenite::connect_async(request).await.unwrap();
         Self { ws, next_id: 0 }
     }

@@ -36,6 +36,7 @@ pub fn register(table: &mut MethodTable) {
     table.insert("approvals.list", list);
     table.insert("approvals.answer", answer);
     table.insert("approvals.watch", watch);
+    table.insert("approvals.subscribe", subscribe);
     table.insert("approvals.rules", rules);
     table.insert("approvals.revoke", revoke);
     table.insert("approvals.wait", super::hook_waits::approvals_wait);
@@ -174,6 +175,43 @@ async fn watch(ctx: ServerContext, params: Params) -> RpcResult {
         "events": events.iter().map(event_json).collect::<Vec<Value>>(),
         "next": next,
     }))
+}
+
+/// `approvals.subscribe {since?}` on a WebSocket connection: every event
+/// after `since` (default: from now on) comes as an `approvals.event`
+/// notification, until the connection closes.
+async fn subscribe(ctx: ServerContext, params: Params) -> RpcResult {
+    approver_only(&params, "approvals.subscribe")?;
+    params.only(&["since"])?;
+    let Some(push) = params.push().cloned() else {
+        return Err(ErrorObject::new(
+            SERVER_ERROR,
+            "approvals.subscribe needs a WebSocket connection to /rpc; over HTTP, poll approvals.watch",
+        ));
+    };
+    let newest = *ctx.approvals.subscribe().borrow();
+    let from = params.optional_u64("since")?.unwrap_or(newest);
+    if push.subscribe_approvals() {
+        let queue = ctx.approvals.clone();
+        let shutdown = ctx.shutdown.clone();
+        tokio::spawn(async move {
+            let mut since = from;
+            loop {
+                let (events, next) = tokio::select! {
+                    watched = queue.watch(since, MAX_WATCH_WAIT) => watched,
+                    () = push.closed() => return,
+                    () = shutdown.cancelled() => return,
+                };
+                for event in &events {
+                    if !push.notify("approvals.event", event_json(event)).await {
+                        return;
+                    }
+                }
+                since = next;
+            }
+        });
+    }
+    Ok(json!({"subscribed": true, "since": from}))
 }
 
 async fn rules(ctx: ServerContext, params: Params) -> RpcResult {

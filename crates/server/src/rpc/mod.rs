@@ -10,6 +10,7 @@ pub mod hook_waits;
 pub mod methods;
 mod orchestrate;
 pub(crate) mod params;
+pub mod push;
 pub mod status;
 pub mod toolbus;
 pub mod transport;
@@ -27,7 +28,7 @@ use futures::future::BoxFuture;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-pub use params::{Caller, Params};
+pub use params::{Caller, Client, Params};
 
 use crate::app::ServerContext;
 
@@ -109,9 +110,9 @@ impl RpcState {
     /// Answers one payload (a request, a notification or a batch) with the
     /// answer's JSON text. `None` when nothing is to be sent back
     /// (notifications only).
-    pub async fn handle_text(&self, text: &str, caller: Caller) -> Option<String> {
+    pub async fn handle_text(&self, text: &str, client: &Client) -> Option<String> {
         let answer = match serde_json::from_str::<Value>(text) {
-            Ok(value) => self.handle_value(value, caller).await?,
+            Ok(value) => self.handle_value(value, client).await?,
             Err(err) => Answer::One(failure_response(
                 None,
                 PARSE_ERROR,
@@ -123,7 +124,7 @@ impl RpcState {
         Some(serde_json::to_string(&answer).unwrap_or_default())
     }
 
-    async fn handle_value(&self, value: Value, caller: Caller) -> Option<Answer> {
+    async fn handle_value(&self, value: Value, client: &Client) -> Option<Answer> {
         match value {
             Value::Array(batch) if batch.is_empty() => Some(Answer::One(failure_response(
                 None,
@@ -132,17 +133,17 @@ impl RpcState {
             ))),
             Value::Array(batch) => {
                 let answers = futures::future::join_all(
-                    batch.into_iter().map(|item| self.handle_one(item, caller)),
+                    batch.into_iter().map(|item| self.handle_one(item, client)),
                 )
                 .await;
                 let answers: Vec<Response> = answers.into_iter().flatten().collect();
                 (!answers.is_empty()).then_some(Answer::Batch(answers))
             }
-            single => self.handle_one(single, caller).await.map(Answer::One),
+            single => self.handle_one(single, client).await.map(Answer::One),
         }
     }
 
-    async fn handle_one(&self, value: Value, caller: Caller) -> Option<Response> {
+    async fn handle_one(&self, value: Value, client: &Client) -> Option<Response> {
         let request = match Envelope::read(value) {
             Ok(request) => request,
             Err((id, message)) => return Some(failure_response(id, INVALID_REQUEST, message)),
@@ -157,7 +158,7 @@ impl RpcState {
                 .respond
                 .then(|| failure_response(request.id, METHOD_NOT_FOUND, message));
         };
-        let call = handler(self.ctx.clone(), request.params.sent_by(caller));
+        let call = handler(self.ctx.clone(), request.params.sent_by(client));
         // A bug in one method must not take the connection (and the other
         // requests on it) down.
         let outcome = match AssertUnwindSafe(call).catch_unwind().await {

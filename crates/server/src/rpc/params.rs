@@ -13,13 +13,27 @@ pub enum Caller {
     Approver,
 }
 
+/// Who sent a request and how to reach them unasked.
+#[derive(Debug, Clone, Default)]
+pub struct Client {
+    pub caller: Caller,
+    /// A WebSocket connection's notifications; `None` over HTTP.
+    pub push: Option<super::push::Push>,
+}
+
+impl Client {
+    pub fn new(caller: Caller) -> Self {
+        Self { caller, push: None }
+    }
+}
+
 /// A request's `params` object.
 #[derive(Debug, Clone, Default)]
 pub struct Params {
     map: Map<String, Value>,
     /// The request sent positional params; every method here takes names.
     positional: bool,
-    caller: Caller,
+    client: Client,
 }
 
 impl Params {
@@ -39,11 +53,16 @@ impl Params {
 
     /// Who sent the request.
     pub fn caller(&self) -> Caller {
-        self.caller
+        self.client.caller
     }
 
-    pub(crate) fn sent_by(mut self, caller: Caller) -> Self {
-        self.caller = caller;
+    /// The sender's connection for notifications (WebSocket only).
+    pub(crate) fn push(&self) -> Option<&super::push::Push> {
+        self.client.push.as_ref()
+    }
+
+    pub(crate) fn sent_by(mut self, client: &Client) -> Self {
+        self.client = client.clone();
         self
     }
 

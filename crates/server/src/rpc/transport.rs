@@ -20,7 +20,8 @@ use futures::stream::{FuturesUnordered, SplitSink};
 use tokio::sync::mpsc;
 
 use super::body::{json_response, json_text_response, read_bounded};
-use super::{Caller, RpcState, failure};
+use super::push::Push;
+use super::{Caller, Client, RpcState, failure};
 use crate::guard::{presented_token, unauthorized};
 
 /// Largest request body or WebSocket message.
@@ -61,7 +62,7 @@ pub async fn http_post(State(state): State<RpcState>, headers: HeaderMap, body: 
             &failure(None, PARSE_ERROR, "parse error: the body is not UTF-8"),
         );
     };
-    match state.handle_text(text, caller).await {
+    match state.handle_text(text, &Client::new(caller)).await {
         Some(answer) => json_text_response(StatusCode::OK, answer),
         None => StatusCode::NO_CONTENT.into_response(),
     }
@@ -90,6 +91,10 @@ async fn serve(state: RpcState, socket: WebSocket, caller: Caller) {
     let (sink, mut stream) = socket.split();
     let (tx, rx) = mpsc::channel::<Message>(OUTBOUND_QUEUE);
     let writer = tokio::spawn(write_batched(sink, rx));
+    let client = Client {
+        caller,
+        push: Some(Push::new(tx.clone())),
+    };
     let mut in_flight = FuturesUnordered::new();
     let shutdown = state.ctx().shutdown.clone();
     loop {
@@ -119,8 +124,9 @@ async fn serve(state: RpcState, socket: WebSocket, caller: Caller) {
                     }
                 };
                 let state = state.clone();
+                let client = client.clone();
                 in_flight.push(async move {
-                    state.handle_text(text.as_str(), caller).await.map(Into::into)
+                    state.handle_text(text.as_str(), &client).await.map(Into::into)
                 });
             }
             () = shutdown.cancelled() => {
@@ -135,6 +141,10 @@ async fn serve(state: RpcState, socket: WebSocket, caller: Caller) {
     // The client left (or the daemon is stopping): nobody will read the
     // answers, and dropping a tool call's future cancels it.
     drop(in_flight);
+    if let Some(push) = &client.push {
+        push.hang_up();
+    }
+    drop(client);
     drop(tx);
     let _ = tokio::time::timeout(Duration::from_secs(2), writer).await;
 }
