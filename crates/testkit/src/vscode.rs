@@ -298,6 +298,33 @@ impl CodeServer {
         self.devtools("Input.dispatchKeyEvent", up).await.map(drop)
     }
 
+    /// Whether a notification shows a button labelled `label`.
+    pub async fn shows_notification_button(&self, label: &str) -> anyhow::Result<bool> {
+        self.notification_button(label, false).await
+    }
+
+    /// Clicks the button labelled `label` of a notification, as a user
+    /// does; `false` when no notification shows one (yet).
+    pub async fn click_notification_button(&self, label: &str) -> anyhow::Result<bool> {
+        self.notification_button(label, true).await
+    }
+
+    async fn notification_button(&self, label: &str, click: bool) -> anyhow::Result<bool> {
+        let script = format!(
+            "(() => {{ const button = [...document.querySelectorAll('.notifications-toasts .monaco-button')]
+                 .find((b) => b.textContent.trim() === {label});
+               if (!button) return false; if ({click}) button.click(); return true; }})()",
+            label = serde_json::to_string(label)?
+        );
+        let reply = self
+            .devtools(
+                "Runtime.evaluate",
+                json!({"expression": script, "returnByValue": true}),
+            )
+            .await?;
+        Ok(reply["result"]["value"] == true)
+    }
+
     /// Writes a PNG of the window to `path`.
     pub async fn screenshot(&self, path: &Path) -> anyhow::Result<()> {
         let shot = self

@@ -12,6 +12,7 @@ const { ToolHost, toolDeclarations } = require('./tools');
 const { ChatService } = require('./chat');
 const { ContextReporter } = require('./context');
 const { StatusView } = require('./status');
+const { ApprovalPrompts } = require('./approvals');
 const { currentFolder } = require('./workspace');
 
 /** How long chat answers may go on after the session ended before rebinding cancels them. */
@@ -53,6 +54,7 @@ class Bridge {
       onOfferChanged: () => this.refreshStatus(),
     });
     this.ambient = new ContextReporter({ send });
+    this.approvals = new ApprovalPrompts({ window: vscode.window, log });
     const reoffer = () => {
       if (this.connection?.bound) {
         this.chat.sendOffer();
@@ -145,6 +147,11 @@ class Bridge {
         this.log(`connected to ${binding.daemonUrl}: session ${binding.session} (${binding.sessionLabel}), provider id ${ack.providerId}`);
         this.chat.bound();
         this.ambient.bind();
+        // Asks of this session, answerable here; a daemon found by address
+        // (bridge.url) has no approver token this window can read.
+        if (!this.settings.url) {
+          this.approvals.follow(binding, this.settings.home);
+        }
         this.refreshStatus();
       },
       onUnbound: (reason) => {
@@ -153,6 +160,7 @@ class Bridge {
         this.tools.abandonAll(reason);
         this.chat.disconnected();
         this.ambient.unbind();
+        this.approvals.stop();
         this.refreshStatus();
       },
       onMessage: (message) => this.receive(message),
@@ -284,6 +292,7 @@ class Bridge {
   dispose() {
     this.disconnect('VS Code is closing the window');
     this.ambient.dispose();
+    this.approvals.dispose();
     this.status.dispose();
     this.subscriptions.forEach((subscription) => subscription.dispose());
   }
