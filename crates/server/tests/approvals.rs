@@ -757,3 +757,64 @@ async fn a_websocket_subscriber_is_told_of_every_ask_and_its_answer() {
     assert_eq!(refused["code"], -32010, "{refused}");
     bus.close().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_orchestrated_sub_task_waits_for_a_person_too() {
+    use bridge_testkit::{MockLlm, MockReply, MockToolCall};
+    let mock = MockLlm::start(vec![]).await;
+    mock.route(
+        "Your sub-task (x)",
+        MockReply::ToolCalls {
+            text: None,
+            calls: vec![MockToolCall::new(
+                "call_py",
+                "shell",
+                json!({"command": PRINT_42}).to_string(),
+            )],
+        },
+    );
+    mock.route("Your sub-task (x)", MockReply::text("computed"));
+    let daemon = TestDaemon::with(
+        Setup::default()
+            .openai_backend(&mock.base_url())
+            .env("COPILOT_BRIDGE_APPROVAL_TIMEOUT_SECS", "60"),
+    )
+    .await;
+    let plan = json!({"tasks": [{"id": "x", "description": "compute", "readOnly": true}],
+                      "dependencies": {}});
+    let started = daemon
+        .rpc(
+            "orchestrate.start",
+            json!({"plan": plan, "timeoutSecs": 120}),
+        )
+        .await;
+    let id = started["result"]["id"].as_str().unwrap().to_owned();
+    let ask = pending(&daemon, PRINT_42).await;
+    assert_ne!(ask["session"], daemon.ctx.facts.default_session, "{ask}");
+    answer(&daemon, json!({"id": ask["id"], "decision": "allow"})).await;
+    let mut outcome = Value::Null;
+    let mut since = 0;
+    for _ in 0..100 {
+        let watched = daemon
+            .rpc(
+                "orchestrate.watch",
+                json!({"id": id, "since": since, "waitMs": 5000}),
+            )
+            .await;
+        since = watched["result"]["next"].as_u64().unwrap();
+        if watched["result"]["done"] == true {
+            outcome = watched["result"]["result"].clone();
+            break;
+        }
+    }
+    assert_eq!(outcome["status"], "completed", "{outcome}");
+    assert_eq!(outcome["tasks"][0]["toolCalls"][0]["ok"], true, "{outcome}");
+    let told = mock
+        .requests()
+        .iter()
+        .map(|request| request.body["messages"].to_string())
+        .find(|messages| messages.contains("call_py"))
+        .unwrap_or_default();
+    assert!(told.contains("42"), "the sub-task's command ran: {told}");
+    daemon.stop().await;
+}
