@@ -166,9 +166,26 @@ impl Guard {
     ) -> Option<Vec<GrantKey>> {
         let mut keys = Vec::new();
         if rules_ask {
-            keys.push(GrantKey::Tool {
-                tool: tool.to_owned(),
-            });
+            // A file tool is granted per file it touches, as containment
+            // resolved it; a tool that names no file, as a whole.
+            let files: Vec<GrantKey> = accesses
+                .iter()
+                .filter_map(|access| match access {
+                    Access::Read(path) | Access::Write(path) => self.resolve_read(path).ok(),
+                    _ => None,
+                })
+                .map(|resolved| GrantKey::File {
+                    tool: tool.to_owned(),
+                    path: self.root.relative(&resolved),
+                })
+                .collect();
+            if files.is_empty() {
+                keys.push(GrantKey::Tool {
+                    tool: tool.to_owned(),
+                });
+            } else {
+                keys.extend(files);
+            }
         }
         for access in accesses {
             let Access::Run { command, cwd } = access else {

@@ -112,6 +112,31 @@ fn the_guard_keys_a_tool_the_rules_ask_for_and_each_command_that_asks() {
         None,
         "nothing asks"
     );
+    // A file tool is granted per file, as containment resolves the path.
+    std::fs::create_dir(workspace.path().join("src")).unwrap();
+    let file = |tool: &str, path: &str| GrantKey::File {
+        tool: tool.into(),
+        path: path.into(),
+    };
+    assert_eq!(
+        guard.grant_keys(
+            "deploy",
+            true,
+            &[
+                Access::Write("./src/../src/lib.rs".into()),
+                Access::Read("notes.md".into())
+            ]
+        ),
+        Some(vec![
+            file("deploy", "notes.md"),
+            file("deploy", "src/lib.rs")
+        ])
+    );
+    assert_ne!(
+        guard.grant_keys("deploy", true, &[Access::Write("Cargo.toml".into())]),
+        guard.grant_keys("deploy", true, &[Access::Write("src/lib.rs".into())]),
+        "another file is another grant"
+    );
 }
 
 #[test]
@@ -123,6 +148,10 @@ fn a_rule_reads_back_from_its_text() {
         GrantKey::Tool {
             tool: "github__create_issue".into(),
         },
+        GrantKey::File {
+            tool: "apply_patch".into(),
+            path: "src/my lib.rs".into(),
+        },
     ] {
         assert_eq!(GrantKey::from_rule_text(&key.rule_text()), Some(key));
     }
@@ -132,7 +161,16 @@ fn a_rule_reads_back_from_its_text() {
             command: "cargo test".into()
         })
     );
-    for bad in ["", "run", "run  ", "tool a b", "allow cargo", "cargo test"] {
+    for bad in [
+        "",
+        "run",
+        "run  ",
+        "tool a b",
+        "tool a on ",
+        "tool  on x",
+        "allow cargo",
+        "cargo test",
+    ] {
         assert_eq!(GrantKey::from_rule_text(bad), None, "{bad:?}");
     }
 }

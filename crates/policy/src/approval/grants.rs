@@ -28,8 +28,12 @@ pub enum GrantKey {
     /// `npm run build`. A line of several commands needs each one's.
     Run { command: String },
     /// A tool the permission rules ask for (`permissions.ask_tools`),
-    /// whatever its arguments.
+    /// whatever its arguments (a tool that names no file: a provider's).
     Tool { tool: String },
+    /// A file tool the permission rules ask for, on one file: the path
+    /// relative to the workspace root as the containment check resolved it
+    /// (`src/lib.rs`, whatever `./src/../src/lib.rs` the call spelled).
+    File { tool: String, path: String },
 }
 
 impl GrantKey {
@@ -39,12 +43,25 @@ impl GrantKey {
         match self {
             Self::Run { command } => format!("run {command}"),
             Self::Tool { tool } => format!("tool {tool}"),
+            Self::File { tool, path } => format!("tool {tool} on {path}"),
         }
     }
 
     /// Reads a rule's text back.
     pub fn from_rule_text(text: &str) -> Option<Self> {
         let text = text.trim();
+        if let Some((tool, path)) = text
+            .strip_prefix("tool ")
+            .and_then(|rest| rest.split_once(" on "))
+        {
+            let (tool, path) = (tool.trim(), path.trim());
+            return (!tool.is_empty() && !tool.contains(' ') && !path.is_empty()).then(|| {
+                Self::File {
+                    tool: tool.to_owned(),
+                    path: path.to_owned(),
+                }
+            });
+        }
         let (kind, rest) = text.split_once(' ')?;
         let rest = rest.split_whitespace().collect::<Vec<_>>().join(" ");
         if rest.is_empty() {
