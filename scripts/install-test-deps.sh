@@ -22,6 +22,9 @@ python3 -c 'import ensurepip, venv' >/dev/null 2>&1 || need+=(python3-venv)
 # code-server's native kerberos module builds against libkrb5's headers.
 command -v chromium >/dev/null 2>&1 || need+=(chromium)
 dpkg -s libkrb5-dev >/dev/null 2>&1 || need+=(libkrb5-dev)
+# Terminal UIs (`approvals watch` answering inline) are tested in a real
+# terminal: tmux.
+command -v tmux >/dev/null 2>&1 || need+=(tmux)
 
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then

@@ -418,3 +418,131 @@ async fn mcp_approvals_offers_only_the_permission_prompt_over_stdio() {
         json!({"behavior": "allow", "updatedInput": {"command": "make lint"}})
     );
 }
+
+/// A tmux server of its own, killed with the test.
+struct Tmux {
+    socket: String,
+}
+
+impl Tmux {
+    /// `command` running in a fresh 160×40 terminal.
+    fn start(command: &str) -> Self {
+        let socket = format!("cb-approvals-{}", std::process::id());
+        let started = std::process::Command::new("tmux")
+            .args([
+                "-L",
+                &socket,
+                "new-session",
+                "-d",
+                "-x",
+                "160",
+                "-y",
+                "40",
+                command,
+            ])
+            .status()
+            .unwrap();
+        assert!(started.success());
+        Self { socket }
+    }
+
+    fn screen(&self) -> String {
+        let output = std::process::Command::new("tmux")
+            .args(["-L", &self.socket, "capture-pane", "-p", "-J"])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    }
+
+    fn keys(&self, keys: &[&str]) {
+        let status = std::process::Command::new("tmux")
+            .args(["-L", &self.socket, "send-keys"])
+            .args(keys)
+            .status()
+            .unwrap();
+        assert!(status.success());
+    }
+
+    async fn wait_for(&self, text: &str) -> String {
+        for _ in 0..200 {
+            let screen = self.screen();
+            if screen.contains(text) {
+                return screen;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        panic!("the terminal never showed {text:?}:\n{}", self.screen());
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("tmux")
+            .args(["-L", &self.socket, "kill-server"])
+            .status();
+    }
+}
+
+fn shell_quote(text: &str) -> String {
+    format!("'{}'", text.replace('\'', r"'\''"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn approvals_watch_answers_inline_in_a_real_terminal() {
+    if std::process::Command::new("tmux")
+        .arg("-V")
+        .output()
+        .is_err()
+    {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "tmux: not installed; run scripts/install-test-deps.sh"
+        );
+        return;
+    }
+    let served = Served::start_in(
+        Bridge::new(),
+        TempWorkspace::new(),
+        &[("COPILOT_BRIDGE_APPROVAL_TIMEOUT_SECS", "60")],
+    );
+    let binary = assert_cmd::cargo::cargo_bin("copilot-bridge");
+    let state = served.state().display().to_string();
+    let terminal = Tmux::start(&format!(
+        "env -i PATH=/usr/bin:/bin HOME={state} COPILOT_BRIDGE_HOME={state} TERM=xterm {} approvals watch --no-notify",
+        shell_quote(&binary.display().to_string()),
+        state = shell_quote(&state),
+    ));
+    terminal
+        .wait_for("watching for approvals (0 waiting)")
+        .await;
+
+    let command = "python3 -c 'print(6*7)'";
+    let call = shell_call(&served, command);
+    let screen = terminal.wait_for("Allow? [y] once").await;
+    assert!(screen.contains(command), "{screen}");
+    assert!(
+        screen.contains("[s] this session (shared with other clients)"),
+        "{screen}"
+    );
+    terminal.keys(&["s", "Enter"]);
+    let ran = answered(call).await;
+    assert_eq!(ran["result"]["result"]["stdout"], "42\n", "{ran}");
+    let screen = terminal.wait_for("allow by cli").await;
+    // What the terminal showed, kept for a person to look at.
+    let capture = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("approvals-watch.txt");
+    std::fs::write(&capture, &screen).unwrap();
+    eprintln!("terminal capture: {}", capture.display());
+
+    // Answered elsewhere while the prompt waits: the late answer is not
+    // taken, and the watcher says who answered.
+    let call = shell_call(&served, "make -v");
+    terminal.wait_for("make -v").await;
+    let id = ask_id(&served, "make -v").await;
+    let denied = approvals(&served, &["deny", &id, "--reason", "not now"]);
+    assert!(denied.status.success(), "{}", stderr(&denied));
+    answered(call).await;
+    terminal.keys(&["y", "Enter"]);
+    let screen = terminal.wait_for(&format!("{id} deny by cli")).await;
+    assert!(screen.contains("not taken"), "{screen}");
+    assert!(screen.contains("already answered: deny by cli"), "{screen}");
+}
