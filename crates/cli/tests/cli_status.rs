@@ -102,6 +102,8 @@ async fn status_prints_backends_endpoints_and_policy_as_json_and_as_a_table() {
             served.file["defaultSession"].as_str().unwrap()
         ),
         "policy: read-only; workspace policy: none".to_owned(),
+        // Where the token is, as the facade's 401 says `status` shows.
+        format!("state directory: {}", served.state().display()),
     ] {
         assert!(
             table.contains(&expected),

@@ -44,6 +44,8 @@ async fn an_upstream_rate_limit_is_a_429_with_retry_after() {
         .post_json("/v1/chat/completions", &chat(false, "hi"))
         .await;
     assert_eq!(response.headers()["retry-after"].to_str().unwrap(), "7");
+    // A rate limit passes: the client may retry.
+    assert!(response.headers().get("x-should-retry").is_none());
     overhead_ms(&response);
     let (status, code, _) = refusal(response).await;
     assert_eq!((status, code.as_str()), (429, "rate_limit_exceeded"));
@@ -79,6 +81,9 @@ async fn an_unreachable_upstream_is_a_503_backend_unavailable() {
     let response = daemon
         .post_json("/v1/chat/completions", &chat(true, "hi"))
         .await;
+    // The backend may come back: worth a retry, after a pause.
+    assert_eq!(response.headers()["retry-after"], "2");
+    assert!(response.headers().get("x-should-retry").is_none());
     let (status, code, _) = refusal(response).await;
     assert_eq!((status, code.as_str()), (503, "backend_unavailable"));
     daemon.stop().await;
@@ -91,6 +96,9 @@ async fn without_a_backend_the_answer_is_a_503() {
         .post_json("/v1/chat/completions", &chat(false, "hi"))
         .await;
     overhead_ms(&response);
+    // Nothing to send it to until the configuration changes: the SDKs
+    // (Claude Code, Codex) give up at once instead of retrying for minutes.
+    assert_eq!(response.headers()["x-should-retry"], "false");
     let (status, code, _) = refusal(response).await;
     assert_eq!((status, code.as_str()), (503, "backend_unavailable"));
     daemon.stop().await;
@@ -213,6 +221,7 @@ async fn the_daemon_token_is_required_as_bearer_or_x_api_key() {
         .await
         .unwrap();
     assert_eq!(wrong.headers()["www-authenticate"], "Bearer");
+    assert_eq!(wrong.headers()["x-should-retry"], "false");
     let (status, code, _) = refusal(wrong).await;
     assert_eq!((status, code.as_str()), (401, "invalid_api_key"));
     let by_header = daemon

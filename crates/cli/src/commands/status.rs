@@ -37,6 +37,10 @@ fn table(status: &Value) -> String {
         status["pid"],
         text(&status["bindAddress"]),
     );
+    out.push_str(&format!(
+        "state directory: {} (its gateway.json holds the token and port)\n",
+        text(&status["stateDir"])
+    ));
     let endpoints = &status["endpoints"];
     out.push_str("\nENDPOINTS\n");
     for (label, value) in [

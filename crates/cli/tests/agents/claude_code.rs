@@ -107,3 +107,39 @@ async fn claude_code_runs_its_own_read_tool_and_finishes_the_turn() {
         "{answer}"
     );
 }
+
+#[tokio::test]
+async fn a_wrong_token_ends_claude_codes_turn_at_once() {
+    let Some(program) = agent_cli("claude", "claude") else {
+        return;
+    };
+    let mock = MockLlm::start(vec![MockReply::chunks(["never sent"])]).await;
+    let served = serve_with(&mock, TempWorkspace::new());
+    let home = tempfile::tempdir().unwrap();
+    let mut command = agent_command(&program, home.path(), served.workspace.path());
+    command
+        .env("ANTHROPIC_BASE_URL", served.url(""))
+        .env("ANTHROPIC_AUTH_TOKEN", "not-the-daemons-token")
+        .env("CLAUDE_CONFIG_DIR", home.path().join(".claude"))
+        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+        .env("DISABLE_TELEMETRY", "1")
+        .env("DISABLE_AUTOUPDATER", "1")
+        .args(["-p", "Say hello", "--output-format", "json"]);
+    let started = std::time::Instant::now();
+    let output = tokio::time::timeout(super::AGENT_PATIENCE, command.output())
+        .await
+        .expect("claude ends")
+        .unwrap();
+    let took = started.elapsed();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    // `x-should-retry: false` on the 401: no retries for minutes.
+    assert!(
+        took < std::time::Duration::from_secs(5),
+        "took {took:?}: {stdout}"
+    );
+    assert!(
+        stdout.contains("invalid_api_key") || stdout.contains("API key"),
+        "{stdout}"
+    );
+    assert!(chat_requests(&mock).is_empty(), "nothing reached the model");
+}

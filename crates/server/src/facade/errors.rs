@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use axum::http::{HeaderValue, StatusCode, header};
+use axum::http::{HeaderName, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use bridge_llm::{BackendKind, LlmError};
 use serde_json::{Value, json};
@@ -31,6 +31,12 @@ impl ErrorKind {
     }
 }
 
+/// The header the OpenAI and Anthropic SDKs read before retrying.
+pub const SHOULD_RETRY: HeaderName = HeaderName::from_static("x-should-retry");
+
+/// When a backend that did not answer is worth asking again.
+const BACKEND_RETRY_AFTER: Duration = Duration::from_secs(2);
+
 /// A failed facade request. `code` is stable and documented in
 /// docs/facade.md.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -42,6 +48,11 @@ pub struct FacadeError {
     /// The request field at fault, if one is.
     pub param: Option<String>,
     pub retry_after: Option<Duration>,
+    /// Whether the same request sent again may succeed. `false` is said to
+    /// the client as `x-should-retry: false`, which the `openai` and
+    /// `anthropic` SDKs (and so Claude Code and Codex) obey instead of
+    /// retrying for minutes.
+    pub retryable: bool,
 }
 
 impl FacadeError {
@@ -58,7 +69,17 @@ impl FacadeError {
             message: message.into(),
             param: None,
             retry_after: None,
+            // A rate limit, a timeout, a conflict or a server's trouble may
+            // pass; a bad request or a wrong key will not.
+            retryable: !status.is_client_error() || matches!(status.as_u16(), 408 | 409 | 429),
         }
+    }
+
+    /// No retry can help (a backend that is not configured, an upstream
+    /// that refuses our key).
+    pub fn permanent(mut self) -> Self {
+        self.retryable = false;
+        self
     }
 
     /// A 400 about the request body.
@@ -114,12 +135,24 @@ impl FacadeError {
                 "upstream_error",
                 message,
             ),
-            LlmError::Transport { .. } | LlmError::Auth { .. } => Self::new(
+            // The backend did not answer: it may, soon.
+            LlmError::Transport { .. } => Self {
+                retry_after: Some(BACKEND_RETRY_AFTER),
+                ..Self::new(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    ErrorKind::Server,
+                    unavailable,
+                    message,
+                )
+            },
+            // It refused our credentials: asking again changes nothing.
+            LlmError::Auth { .. } => Self::new(
                 StatusCode::SERVICE_UNAVAILABLE,
                 ErrorKind::Server,
                 unavailable,
                 message,
-            ),
+            )
+            .permanent(),
             LlmError::Timeout { .. } => Self::new(
                 StatusCode::GATEWAY_TIMEOUT,
                 ErrorKind::Server,
@@ -137,7 +170,8 @@ impl FacadeError {
                 ErrorKind::Server,
                 unavailable,
                 message,
-            ),
+            )
+            .permanent(),
         }
     }
 
@@ -184,6 +218,11 @@ impl FacadeError {
                 response.headers_mut().insert(header::RETRY_AFTER, value);
             }
         }
+        if !self.retryable {
+            response
+                .headers_mut()
+                .insert(SHOULD_RETRY, HeaderValue::from_static("false"));
+        }
         if self.status == StatusCode::UNAUTHORIZED {
             response
                 .headers_mut()
@@ -204,12 +243,15 @@ impl FacadeError {
 impl From<RouteError> for FacadeError {
     fn from(err: RouteError) -> Self {
         match err {
+            // Nothing to send the request to until the configuration
+            // changes.
             RouteError::NoBackend | RouteError::MissingBackend { .. } => Self::new(
                 StatusCode::SERVICE_UNAVAILABLE,
                 ErrorKind::Server,
                 "backend_unavailable",
                 err.to_string(),
-            ),
+            )
+            .permanent(),
         }
     }
 }

@@ -196,6 +196,7 @@ async fn bad_requests_are_refused_with_anthropic_errors() {
         .await
         .unwrap();
     assert_eq!(response.status(), 401);
+    assert_eq!(response.headers()["x-should-retry"], "false");
     let error: Value = response.json().await.unwrap();
     assert_eq!(error["error"]["type"], "authentication_error");
 
