@@ -64,6 +64,24 @@ pub fn permission_prompt_args(agent: Agent, user_args: &[String]) -> Vec<String>
     }
 }
 
+/// The agent's whole command line: `staged`'s arguments and the user's.
+/// Claude Code gets the user's first: its `--mcp-config` takes any number
+/// of values, so a bare prompt after ours would be read as one more config
+/// (`launch claude -- 'PROMPT'`); ours come last, each option followed by
+/// its value, and the permission-prompt tool of a `-p` run with them.
+/// The Copilot CLI gets ours first, as its nested runs are normalized.
+pub fn command_line(agent: Agent, staged: &Staged, user_args: &[String]) -> Vec<String> {
+    let ours = staged
+        .args
+        .iter()
+        .cloned()
+        .chain(permission_prompt_args(agent, user_args));
+    match agent {
+        Agent::ClaudeCode => user_args.iter().cloned().chain(ours).collect(),
+        Agent::CopilotCli => ours.chain(user_args.iter().cloned()).collect(),
+    }
+}
+
 /// Stages our hooks and MCP servers for `agent` in `dir` (created if
 /// needed).
 pub fn stage(agent: Agent, program: &Program, dir: &Path) -> Result<Staged, AgentsError> {

@@ -119,3 +119,19 @@ fn a_claude_run_without_a_terminal_sends_its_permission_prompts_to_the_hub() {
     );
     assert!(wired(Agent::CopilotCli, &args(&["-p", "x"])).is_empty());
 }
+
+#[test]
+fn claudes_own_arguments_come_first_so_a_bare_prompt_stays_a_prompt() {
+    let dir = tempfile::tempdir().unwrap();
+    let staged = stage(Agent::ClaudeCode, &program(dir.path()), dir.path()).unwrap();
+    let user = vec!["Say hello".to_owned(), "-p".to_owned()];
+    let line = bridge_agents::launch::command_line(Agent::ClaudeCode, &staged, &user);
+    assert_eq!(&line[..2], user.as_slice(), "{line:?}");
+    // Ours follow, each option with its one value, the prompt tool of -p last.
+    assert_eq!(&line[2..6], staged.args.as_slice(), "{line:?}");
+    assert_eq!(line[6], "--permission-prompt-tool", "{line:?}");
+    let copilot = stage(Agent::CopilotCli, &program(dir.path()), dir.path()).unwrap();
+    let line = bridge_agents::launch::command_line(Agent::CopilotCli, &copilot, &user);
+    assert_eq!(&line[..copilot.args.len()], copilot.args.as_slice());
+    assert_eq!(&line[copilot.args.len()..], user.as_slice());
+}

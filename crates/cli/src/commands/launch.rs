@@ -40,7 +40,7 @@ pub async fn run(
     let stage = stage_dir()?;
     let mut command = tokio::process::Command::new(&binary);
     let staged = bridge_agents::launch::stage(agent, &super::program(config)?, stage.path())?;
-    command.args(&staged.args).envs(staged.env.iter().copied());
+    command.envs(staged.env.iter().copied());
     if args.via_hub {
         let client = match bridge_server::find_running(&config.home).await {
             Some(client) => client,
@@ -78,11 +78,9 @@ pub async fn run(
     } else {
         nested::normalize_args(&args.args).map_err(|err| Failure::usage(err.to_string()))?
     };
-    command
-        .args(bridge_agents::launch::permission_prompt_args(
-            agent, &user_args,
-        ))
-        .args(&user_args);
+    command.args(bridge_agents::launch::command_line(
+        agent, &staged, &user_args,
+    ));
     let status = command.status().await.map_err(|err| {
         Failure::new(
             exit::FAILED,

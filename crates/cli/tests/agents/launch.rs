@@ -116,12 +116,13 @@ async fn claude_code_launched_via_the_hub_answers_through_the_facade() {
         home.path(),
         served.state(),
         &program,
+        // A bare prompt first, as a user types it after `--`.
         &[
             "claude",
             "--via-hub",
             "--",
-            "-p",
             "Say hello",
+            "-p",
             "--output-format",
             "json",
         ],
