@@ -98,6 +98,8 @@ pub enum Command {
     Sessions(SessionsCommand),
     /// See and answer the tool calls waiting for a person at the daemon, keep or revoke rules (see docs/approvals.md).
     Approvals(ApprovalsArgs),
+    /// Print the audit log (every tool call, its decision and why), filtered; --follow prints new entries as they come.
+    Audit(AuditArgs),
     /// Serve one of copilot-bridge's MCP servers over stdio, or print MCP configuration for agents (see docs/mcp-servers.md).
     #[command(subcommand)]
     Mcp(McpCommand),
@@ -423,6 +425,28 @@ pub struct OrchestrateArgs {
     #[arg(long, value_name = "SECS")]
     pub timeout: Option<u64>,
     /// Print the result as JSON instead of Markdown.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct AuditArgs {
+    /// Keep printing new entries as they are written (Ctrl-C to stop).
+    #[arg(long, short = 'f')]
+    pub follow: bool,
+    /// Only this session's entries.
+    #[arg(long, value_name = "ID")]
+    pub session: Option<String>,
+    /// Only entries with this decision.
+    #[arg(long, value_parser = ["allow", "ask", "deny"])]
+    pub decision: Option<String>,
+    /// Only calls of this tool.
+    #[arg(long, value_name = "NAME")]
+    pub tool: Option<String>,
+    /// Only the last N entries that match (then new ones, with --follow).
+    #[arg(long, value_name = "N")]
+    pub tail: Option<usize>,
+    /// Print each entry as its JSON line.
     #[arg(long)]
     pub json: bool,
 }

@@ -103,6 +103,7 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
             runtime.block_on(commands::orchestrate::run(&config, cmd, &agent_env))
         }
         Command::Sessions(cmd) => runtime.block_on(commands::sessions::run(&config, cmd)),
+        Command::Audit(cmd) => runtime.block_on(commands::audit::run(&config, cmd)),
         Command::Approvals(cmd) => {
             runtime.block_on(commands::approvals::run(&config, cmd, &agent_env))
         }

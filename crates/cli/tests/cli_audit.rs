@@ -96,3 +96,93 @@ async fn a_sigterm_during_tool_calls_leaves_every_answered_call_in_the_audit_log
         "{answered} calls answered, {audited} audited"
     );
 }
+
+#[test]
+fn audit_reads_filters_and_follows_the_log() {
+    use std::io::{BufRead as _, BufReader};
+    use std::process::Stdio;
+
+    let bridge = crate::support::Bridge::new();
+    let ws = bridge_testkit::TempWorkspace::new();
+    ws.write("notes.txt", "hello\n");
+    bridge
+        .tool(&ws, "read_file", &json!({"path": "notes.txt"}))
+        .assert()
+        .success();
+    bridge
+        .tool(&ws, "shell", &json!({"command": "rm -rf /"}))
+        .assert()
+        .failure();
+    let audit = |args: &[&str]| {
+        let output = bridge.cmd().arg("audit").args(args).output().unwrap();
+        assert!(output.status.success(), "{output:?}");
+        String::from_utf8(output.stdout).unwrap()
+    };
+    let all = audit(&[]);
+    assert_eq!(all.lines().count(), 2, "{all}");
+    assert!(
+        all.contains("allow  cli  toolCall:cli  read_file  notes.txt"),
+        "{all}"
+    );
+    let denied = audit(&["--decision", "deny"]);
+    assert!(
+        denied.contains("rm -rf /  — dangerous command: rm -r targets the filesystem root"),
+        "{denied}"
+    );
+    assert_eq!(denied.lines().count(), 1, "{denied}");
+    let as_json = audit(&["--tool", "read_file", "--json"]);
+    let entry: Value = serde_json::from_str(as_json.trim()).unwrap();
+    assert_eq!(entry["output"]["content"], "hello\n", "{entry}");
+    assert_eq!(audit(&["--tail", "1"]).lines().count(), 1);
+    assert!(audit(&["--session", "nobody"]).starts_with("no audit entries match"));
+    let refused = bridge
+        .cmd()
+        .args(["audit", "--decision", "maybe"])
+        .output()
+        .unwrap();
+    assert_eq!(refused.status.code(), Some(2));
+
+    // Following: a new entry shows within a second; a line still being
+    // written waits for its end.
+    let mut follow = crate::cli_serve::command(bridge.state.path())
+        .args(["audit", "--follow", "--json", "--tail", "0"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(follow.stdout.take().unwrap()).lines();
+    std::thread::sleep(Duration::from_millis(300));
+    bridge
+        .tool(&ws, "list_files", &json!({"glob": "*.txt"}))
+        .assert()
+        .success();
+    // The call's process has ended: its entry is on disk.
+    let written = Instant::now();
+    let line = lines.next().unwrap().unwrap();
+    let shown = written.elapsed();
+    let entry: Value = serde_json::from_str(&line).unwrap();
+    assert_eq!(entry["tool"], "list_files", "{entry}");
+    assert!(shown < Duration::from_secs(1), "shown after {shown:?}");
+    let file = std::fs::read_dir(bridge.state.path().join("audit"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let mut log = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&file)
+        .unwrap();
+    use std::io::Write as _;
+    log.write_all(br#"{"timestamp":"t","sessionId":"s","hook":"h","tool":"torn","#)
+        .unwrap();
+    log.flush().unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    log.write_all(br#""input":{},"output":{},"decision":"allow","elapsedMs":1}"#.as_slice())
+        .unwrap();
+    log.write_all(b"\n").unwrap();
+    let line = lines.next().unwrap().unwrap();
+    let entry: Value = serde_json::from_str(&line).unwrap();
+    assert_eq!(entry["tool"], "torn", "{entry}");
+    follow.kill().unwrap();
+    let _ = follow.wait();
+}

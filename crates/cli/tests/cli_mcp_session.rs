@@ -162,7 +162,11 @@ async fn lists_and_calls(python: &Path, door: Door<'_>) {
     ]);
     let results = door.probe(python, steps).await;
     let tools = results[0]["tools"].as_array().unwrap();
-    assert_eq!(tools.len(), 1, "{tools:?}");
+    // The daemon's permission-prompt tool first (docs/approvals.md), then
+    // the provider's.
+    assert_eq!(tools.len(), 2, "{tools:?}");
+    assert_eq!(tools[0]["name"], "approve");
+    let tools = &tools[1..];
     assert_eq!(tools[0]["name"], "forecast");
     assert_eq!(tools[0]["description"], "forecast for a city");
     assert_eq!(
@@ -272,16 +276,19 @@ impl Watch {
 
 async fn sees_tools_come_and_go(python: &Path, door: Door<'_>, provider: &Provider) {
     let (mut watch, ready) = Watch::start(python, door).await;
-    assert_eq!(ready["tools"], json!(["forecast"]));
+    assert_eq!(ready["tools"], json!(["approve", "forecast"]));
     provider.send(json!({"type": "tools.update", "requestId": "add", "tools": [tool("radar")]}));
     assert_eq!(watch.ask("wait 10").await, json!({"changed": true}));
     assert_eq!(
         watch.ask("list").await["tools"],
-        json!(["forecast", "radar"])
+        json!(["approve", "forecast", "radar"])
     );
     provider.send(json!({"type": "tools.update", "requestId": "remove", "remove": ["radar"]}));
     assert_eq!(watch.ask("wait 10").await, json!({"changed": true}));
-    assert_eq!(watch.ask("list").await["tools"], json!(["forecast"]));
+    assert_eq!(
+        watch.ask("list").await["tools"],
+        json!(["approve", "forecast"])
+    );
     watch.finish().await;
 }
 
@@ -303,10 +310,16 @@ async fn mcp_session_starts_the_daemon_when_none_runs() {
     let results = Door::Stdio(state)
         .probe(&python, json!([{"list": true}]))
         .await;
+    let names: Vec<&Value> = results[0]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|tool| &tool["name"])
+        .collect();
     assert_eq!(
-        results,
-        [json!({"tools": []})],
-        "a fresh daemon has no providers"
+        names,
+        [&json!("approve")],
+        "a fresh daemon has no providers, only the permission prompt"
     );
     let file = read_gateway_json(state).expect("the daemon was started");
     let pid = u32::try_from(file["pid"].as_u64().unwrap()).unwrap();

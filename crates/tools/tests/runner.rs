@@ -180,10 +180,12 @@ async fn ask_tools_run_only_when_approved() {
     let asks = no.asks();
     assert_eq!(asks.len(), 1);
     assert_eq!(asks[0].tool, "create_file");
+    // A file tool is granted per file.
     assert_eq!(
         asks[0].keys,
-        Some(vec![bridge_policy::GrantKey::Tool {
-            tool: "create_file".into()
+        Some(vec![bridge_policy::GrantKey::File {
+            tool: "create_file".into(),
+            path: "a.txt".into()
         }])
     );
 

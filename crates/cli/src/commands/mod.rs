@@ -1,4 +1,5 @@
 pub mod approvals;
+pub mod audit;
 pub mod config;
 pub mod daemon;
 pub mod hook;
