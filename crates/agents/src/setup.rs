@@ -32,6 +32,9 @@ pub struct Facade {
     /// `COPILOT_BRIDGE_TOKEN` (`openclaw register` wrote it): its block then
     /// names the variable, which survives restarts.
     pub openclaw_has_token: bool,
+    /// The configuration file OpenClaw reads (`OPENCLAW_CONFIG_PATH`, else
+    /// `openclaw.json` in its state directory), named in its block.
+    pub openclaw_config: std::path::PathBuf,
 }
 
 /// A shell expression that prints the token of the daemon whose state
@@ -110,7 +113,8 @@ fn section(agent: &str, facade: &Facade, model: &str) -> String {
                 "models": [{"id": model, "name": format!("{model} via copilot-bridge")}],
             }}}, "agents": {"defaults": {"model": {"primary": format!("copilot-bridge/{model}")}}}});
             format!(
-                "# OpenClaw (/v1/chat/completions): merge into ~/.openclaw/openclaw.json{}\n{}\n",
+                "# OpenClaw (/v1/chat/completions): merge into {}{}\n{}\n",
+                facade.openclaw_config.display(),
                 if facade.openclaw_has_token {
                     " (apiKey: the kept token, from OpenClaw's .env)"
                 } else if facade.live {

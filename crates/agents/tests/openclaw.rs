@@ -191,8 +191,14 @@ fn setup_names_the_registered_token_and_reads_a_missing_one_from_the_state_file(
         token: "live-token".to_owned(),
         live: true,
         openclaw_has_token: true,
+        openclaw_config: "/srv/claw/openclaw.json".into(),
     };
     let text = setup::text(&["openclaw"], &registered, "gpt-4.1");
+    // The file OpenClaw reads (OPENCLAW_CONFIG_PATH), not a guess.
+    assert!(
+        text.contains("merge into /srv/claw/openclaw.json"),
+        "{text}"
+    );
     assert!(
         text.contains(&format!("\"apiKey\": \"${{{TOKEN_VARIABLE}}}\"")),
         "{text}"
@@ -205,6 +211,7 @@ fn setup_names_the_registered_token_and_reads_a_missing_one_from_the_state_file(
         token: command,
         live: false,
         openclaw_has_token: false,
+        openclaw_config: "/home/u/.openclaw/openclaw.json".into(),
     };
     let text = setup::text(&["codex", "openclaw"], &stopped, "m");
     assert!(text.starts_with("# No daemon is running"), "{text}");

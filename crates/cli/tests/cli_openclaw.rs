@@ -438,3 +438,27 @@ fn mcp_config_prints_a_snippet_per_agent_with_this_binary() {
     assert_eq!(code, 2);
     assert!(stderr.contains("unknown agent \"vim\""), "{stderr}");
 }
+
+#[test]
+fn setup_names_the_configuration_file_openclaw_reads() {
+    let bridge = Bridge::new();
+    let (code, stdout, _) = run(&bridge, &["setup", "--agent", "openclaw"]);
+    assert_eq!(code, 0);
+    let default = bridge.state.path().join(".openclaw/openclaw.json");
+    assert!(
+        stdout.contains(&format!("merge into {}", default.display())),
+        "{stdout}"
+    );
+    let elsewhere = bridge.state.path().join("claw/settings.json");
+    let output = bridge
+        .cmd()
+        .env("OPENCLAW_CONFIG_PATH", &elsewhere)
+        .args(["setup", "--agent", "openclaw"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        stdout.contains(&format!("merge into {}", elsewhere.display())),
+        "{stdout}"
+    );
+}

@@ -22,12 +22,14 @@ pub async fn run(config: &BridgeConfig, args: SetupArgs) -> Result<ExitCode, Fai
             token: client.file().token.clone(),
             live: true,
             openclaw_has_token,
+            openclaw_config: config.openclaw.config_path.clone(),
         },
         None => Facade {
             origin: format!("http://127.0.0.1:{}", config.port),
             token: setup::token_command(&bridge_server::GatewayFile::path(&config.home)),
             live: false,
             openclaw_has_token,
+            openclaw_config: config.openclaw.config_path.clone(),
         },
     };
     let model = args.model.as_deref().unwrap_or("gpt-4.1");
