@@ -462,3 +462,42 @@ fn setup_names_the_configuration_file_openclaw_reads() {
         "{stdout}"
     );
 }
+
+#[test]
+fn unregister_keeps_the_token_the_setup_provider_still_uses() {
+    let bridge = Bridge::new();
+    let state = bridge.state.path().join(".openclaw");
+    let config = state.join("openclaw.json");
+    let dotenv = state.join(".env");
+    let (code, _, stderr) = run(&bridge, &["openclaw", "register"]);
+    assert_eq!(code, 0, "{stderr}");
+    // The model provider `setup --agent openclaw` prints, merged in.
+    let mut document: Value =
+        serde_json::from_str(&std::fs::read_to_string(&config).unwrap()).unwrap();
+    document["models"] = json!({"mode": "merge", "providers": {"copilot-bridge": {
+        "baseUrl": "http://127.0.0.1:9400/v1", "apiKey": "${COPILOT_BRIDGE_TOKEN}",
+        "api": "openai-completions", "models": [{"id": "m", "name": "m"}]}}});
+    std::fs::write(&config, document.to_string()).unwrap();
+
+    let (code, stdout, _) = run(&bridge, &["openclaw", "unregister"]);
+    assert_eq!(code, 0);
+    assert!(stdout.contains("Kept COPILOT_BRIDGE_TOKEN"), "{stdout}");
+    assert!(
+        std::fs::read_to_string(&dotenv)
+            .unwrap()
+            .starts_with("COPILOT_BRIDGE_TOKEN="),
+        "the provider's token stays"
+    );
+    let left: Value = serde_json::from_str(&std::fs::read_to_string(&config).unwrap()).unwrap();
+    assert_eq!(
+        left["models"], document["models"],
+        "the provider is the user's"
+    );
+    assert!(left.get("plugins").is_none(), "{left}");
+
+    // Without the provider, the token goes too.
+    std::fs::write(&config, "{}").unwrap();
+    let (code, stdout, _) = run(&bridge, &["openclaw", "unregister"]);
+    assert_eq!(code, 0, "{stdout}");
+    assert!(!dotenv.exists(), "{stdout}");
+}

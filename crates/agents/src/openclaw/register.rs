@@ -201,12 +201,20 @@ impl Plan {
         }
         let mut out = String::new();
         let shown = self.config_file.display();
+        // What else of OpenClaw's configuration uses the token (the model
+        // provider `setup --agent openclaw` prints) keeps it: removing it
+        // would turn the next model request into a 401.
+        let still_used = text.contains(&format!("${{{TOKEN_VARIABLE}}}"));
         if self.dry_run {
             let _ = writeln!(
                 out,
-                "Would remove {}, {TOKEN_VARIABLE} from {}, and {}",
+                "Would remove {}, {}and {}",
                 self.plugin_dir.display(),
-                self.dotenv_file.display(),
+                if still_used {
+                    String::new()
+                } else {
+                    format!("{TOKEN_VARIABLE} from {}, ", self.dotenv_file.display())
+                },
                 self.file_change(edited, &text)
             );
             return Ok(out);
@@ -216,8 +224,15 @@ impl Plan {
         } else {
             None
         };
-        let token_removed = dotenv::remove(&self.dotenv_file, TOKEN_VARIABLE)?;
+        let token_removed = !still_used && dotenv::remove(&self.dotenv_file, TOKEN_VARIABLE)?;
         let plugin_removed = remove_plugin(&self.plugin_dir)?;
+        if still_used {
+            let _ = writeln!(
+                out,
+                "Kept {TOKEN_VARIABLE} in {}: {shown} still names ${{{TOKEN_VARIABLE}}} (the copilot-bridge model provider of `copilot-bridge setup --agent openclaw`). Remove that provider, then run `copilot-bridge openclaw unregister` again to remove the token too.",
+                self.dotenv_file.display()
+            );
+        }
         if !(edited || token_removed || plugin_removed) {
             let _ = writeln!(
                 out,
@@ -227,8 +242,12 @@ impl Plan {
         }
         let _ = writeln!(
             out,
-            "Removed copilot-bridge from {shown} (plugin {ID}, mcp.servers.{ID}, {TOKEN_VARIABLE} in {}).",
-            self.dotenv_file.display()
+            "Removed copilot-bridge from {shown} (plugin {ID}, mcp.servers.{ID}{}).",
+            if token_removed {
+                format!(", {TOKEN_VARIABLE} in {}", self.dotenv_file.display())
+            } else {
+                String::new()
+            }
         );
         if let Some(backup) = backup {
             let _ = writeln!(out, "Backup of the previous file: {}", backup.display());
