@@ -240,7 +240,17 @@ impl Session {
             Ok(accesses) => accesses,
             Err(failure) => return Verdict::refused(failure),
         };
-        let decision = rules.stricter(guard.check_accesses(&accesses));
+        let mut decision = rules.stricter(guard.check_accesses(&accesses));
+        // A refusal the workspace's policy file might have lifted says that
+        // its last edit is not in force, and why.
+        if decision.decision != DecisionKind::Allow
+            && let Some(problem) = self.live_guard().problem()
+        {
+            decision.reason = Some(format!(
+                "{} (note: {problem})",
+                decision.reason_or_default()
+            ));
+        }
         if decision.is_deny() {
             return Verdict::denied(decision.reason_or_default().to_owned());
         }

@@ -222,7 +222,7 @@ impl SessionRegistry {
         if let Some(home) = &defaults.home {
             guard = guard.with_home(home.clone());
         }
-        let guard = Arc::new(guard);
+        let guard = Arc::new(bridge_policy::LiveGuard::new(Arc::new(guard)));
         let session = Arc::new(Session::new(SessionParts {
             info: SessionInfo {
                 id: id.clone(),

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
 use bridge_policy::{Approver, RuleStore, SessionGrants};
-use bridge_policy::{AuditLog, Guard};
+use bridge_policy::{AuditLog, Guard, LiveGuard};
 use serde::Serialize;
 use tokio::sync::{broadcast, watch};
 
@@ -65,7 +65,8 @@ pub struct Session {
     model: Mutex<Option<String>>,
     /// Which runner does its work.
     runner: Mutex<crate::runner::RunnerKind>,
-    guard: Arc<Guard>,
+    /// The workspace's guard, following edits of its policy file.
+    guard: Arc<LiveGuard>,
     approver: Arc<dyn Approver>,
     /// What its people allowed for the rest of the session.
     grants: SessionGrants,
@@ -89,7 +90,7 @@ impl std::fmt::Debug for Session {
 
 pub(crate) struct SessionParts {
     pub info: SessionInfo,
-    pub guard: Arc<Guard>,
+    pub guard: Arc<LiveGuard>,
     pub approver: Arc<dyn Approver>,
     pub rules: Option<Arc<RuleStore>>,
     pub audit: Option<AuditLog>,
@@ -168,7 +169,15 @@ impl Session {
         *lock(&self.runner) = kind;
     }
 
-    pub fn guard(&self) -> &Arc<Guard> {
+    /// The guard in force (the workspace's policy file read again when it
+    /// changed).
+    pub fn guard(&self) -> Arc<Guard> {
+        self.guard.current()
+    }
+
+    /// The guard that follows the policy file: when it was loaded, why an
+    /// edit is not in force.
+    pub fn live_guard(&self) -> &Arc<LiveGuard> {
         &self.guard
     }
 

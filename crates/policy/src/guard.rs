@@ -57,6 +57,15 @@ impl Guard {
         &self.workspace
     }
 
+    /// The same guard with `policy` as the workspace's policy (its file
+    /// was edited: crate::live_guard).
+    pub fn with_workspace_policy(&self, policy: WorkspacePolicy) -> Self {
+        Self {
+            workspace: policy,
+            ..self.clone()
+        }
+    }
+
     /// Before any call runs: the permission rules, then containment of every
     /// path-like argument. A deny from either wins; paths are checked even
     /// when the rules say "ask", so approval never lifts containment.

@@ -11,6 +11,7 @@ pub mod agent_tools;
 pub mod approval;
 pub mod audit;
 pub mod guard;
+pub mod live_guard;
 pub mod paths;
 pub mod permission;
 pub mod protected;
@@ -26,6 +27,7 @@ pub use approval::{
 };
 pub use audit::{AuditEntry, AuditLog};
 pub use guard::Guard;
+pub use live_guard::LiveGuard;
 pub use paths::{PathError, WorkspaceRoot};
 pub use permission::{PermissionPolicy, PermissionRules};
 pub use protected::ProtectedFiles;

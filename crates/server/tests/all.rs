@@ -18,6 +18,7 @@ mod model_routing;
 mod one_decision;
 mod openclaw_tools;
 mod orchestrate_rpc;
+mod policy_edits;
 mod rpc_bad_input;
 mod rpc_websocket;
 mod slow_and_large;

@@ -26,7 +26,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use bridge_policy::Guard;
+use bridge_policy::LiveGuard;
 use bridge_policy::access::{Access, path_arguments};
 use bridge_protocol::{Decision, ToolEffect, ToolSpec};
 use serde_json::Value;
@@ -80,27 +80,34 @@ pub trait Tool: Send + Sync {
     }
 }
 
-/// What a tool call may use: the guard of its workspace and the settings.
+/// What a tool call may use: the guard of its workspace (following edits
+/// of its policy file) and the settings.
 #[derive(Debug, Clone)]
 pub struct ToolContext {
-    pub guard: Arc<Guard>,
+    pub guard: Arc<LiveGuard>,
     pub settings: Arc<ToolSettings>,
 }
 
 impl ToolContext {
-    pub fn new(guard: Arc<Guard>, settings: Arc<ToolSettings>) -> Self {
+    pub fn new(guard: Arc<LiveGuard>, settings: Arc<ToolSettings>) -> Self {
         Self { guard, settings }
     }
 
     /// A path the tool will read, contained in the workspace.
     pub fn resolve_read(&self, path: &str) -> Result<PathBuf, ToolError> {
-        self.guard.resolve_read(path).map_err(ToolError::denied)
+        self.guard
+            .current()
+            .resolve_read(path)
+            .map_err(ToolError::denied)
     }
 
     /// A path the tool will write: contained, and allowed by read-only mode
     /// and the workspace policy's write globs.
     pub fn resolve_write(&self, path: &str) -> Result<PathBuf, ToolError> {
-        self.guard.resolve_write(path).map_err(ToolError::denied)
+        self.guard
+            .current()
+            .resolve_write(path)
+            .map_err(ToolError::denied)
     }
 
     /// The workspace-relative form of an absolute path, for results.

@@ -131,9 +131,16 @@ fn table(status: &Value) -> String {
         None => "unknown (the default session has ended)",
     };
     out.push_str(&format!(
-        "policy: {mode}; workspace policy: {}\n",
+        "policy: {mode}; workspace policy: {}{}\n",
         policy["workspacePolicy"].as_str().unwrap_or("none"),
+        policy["workspacePolicyLoadedAt"]
+            .as_str()
+            .map(|at| format!(" (loaded {at})"))
+            .unwrap_or_default(),
     ));
+    if let Some(problem) = policy["workspacePolicyProblem"].as_str() {
+        out.push_str(&format!("  WORKSPACE POLICY NOT IN FORCE: {problem}\n"));
+    }
     out.push_str(&request_log_line(&status["requestLog"]));
     out.push_str(&openclaw_line(&status["openclaw"]));
     out.push_str(&vscode_line(&status["vscode"]));

@@ -66,10 +66,13 @@ pub(crate) async fn bridge_status(ctx: ServerContext, params: Params) -> RpcResu
         Some(session) => {
             let guard = session.guard();
             let summary = guard.workspace_policy().to_summary();
+            let live = session.live_guard();
             json!({
                 "readOnly": guard.read_only(),
                 "workspacePolicy": summary["file"],
                 "writesAllow": summary["writes"]["allow"],
+                "workspacePolicyLoadedAt": live.loaded_at(),
+                "workspacePolicyProblem": live.problem(),
             })
         }
         None => json!({"readOnly": Value::Null, "workspacePolicy": Value::Null}),

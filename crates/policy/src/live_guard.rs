@@ -1,0 +1,128 @@
+//! A workspace's [`Guard`] that follows edits of its `.agent-policy.yaml`
+//! (docs/policy.md): a long-lived session (the daemon's) sees an edit on
+//! its next call, at most [`RECHECK_EVERY`] later, without a restart.
+//!
+//! The file is looked at (one `stat`) at most every [`RECHECK_EVERY`], and
+//! read again only when its size, modification time or inode changed. An
+//! edit that cannot be used (invalid YAML, a file others may write) keeps
+//! the last good policy in force and is reported: logged at `error`, kept
+//! as [`LiveGuard::problem`] for `status` and for the reason of a refused
+//! call, until a good edit replaces it.
+
+use std::os::unix::fs::MetadataExt as _;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant, SystemTime};
+
+use bridge_util::sync::{lock, read, write};
+
+use crate::workspace_policy::POLICY_FILE_NAME;
+use crate::{Guard, WorkspacePolicy, WorkspaceRoot};
+
+/// How often the policy file is looked at, at most.
+pub const RECHECK_EVERY: Duration = Duration::from_millis(250);
+
+/// What tells a changed file from the one loaded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Stamp {
+    len: u64,
+    modified: Option<SystemTime>,
+    inode: u64,
+}
+
+#[derive(Debug)]
+struct Watch {
+    checked: Instant,
+    /// `None`: no file.
+    stamp: Option<Stamp>,
+    problem: Option<String>,
+    loaded_at: String,
+}
+
+/// The guard in force, and the file it follows.
+#[derive(Debug)]
+pub struct LiveGuard {
+    root: WorkspaceRoot,
+    file: PathBuf,
+    current: RwLock<Arc<Guard>>,
+    watch: Mutex<Watch>,
+}
+
+fn stamp_of(file: &std::path::Path) -> Option<Stamp> {
+    std::fs::symlink_metadata(file).ok().map(|meta| Stamp {
+        len: meta.len(),
+        modified: meta.modified().ok(),
+        inode: meta.ino(),
+    })
+}
+
+impl LiveGuard {
+    /// Follows the policy file of `guard`'s workspace from now on; `guard`
+    /// holds the policy loaded from it.
+    pub fn new(guard: Arc<Guard>) -> Self {
+        let root = guard.root().clone();
+        let file = root.path().join(POLICY_FILE_NAME);
+        let stamp = stamp_of(&file);
+        Self {
+            root,
+            file,
+            current: RwLock::new(guard),
+            watch: Mutex::new(Watch {
+                checked: Instant::now(),
+                stamp,
+                problem: None,
+                loaded_at: bridge_util::time::now_timestamp(),
+            }),
+        }
+    }
+
+    /// The workspace root (never changes).
+    pub fn root(&self) -> &WorkspaceRoot {
+        &self.root
+    }
+
+    /// The guard in force, the policy file read again first if it changed.
+    pub fn current(&self) -> Arc<Guard> {
+        {
+            let mut watch = lock(&self.watch);
+            if watch.checked.elapsed() >= RECHECK_EVERY {
+                watch.checked = Instant::now();
+                let stamp = stamp_of(&self.file);
+                if stamp != watch.stamp {
+                    watch.stamp = stamp;
+                    self.reload(&mut watch);
+                }
+            }
+        }
+        read(&self.current).clone()
+    }
+
+    fn reload(&self, watch: &mut Watch) {
+        let shown = self.file.display();
+        match WorkspacePolicy::load(self.root.path()) {
+            Ok(policy) => {
+                let next = read(&self.current).with_workspace_policy(policy);
+                *write(&self.current) = Arc::new(next);
+                watch.problem = None;
+                watch.loaded_at = bridge_util::time::now_timestamp();
+                tracing::info!("{shown} changed: its policy applies from the next call");
+            }
+            Err(err) => {
+                let problem =
+                    format!("{err}; the last good policy of this workspace stays in force");
+                tracing::error!("{problem}");
+                watch.problem = Some(problem);
+            }
+        }
+    }
+
+    /// Why the policy file's last edit is not in force, if it is not.
+    pub fn problem(&self) -> Option<String> {
+        lock(&self.watch).problem.clone()
+    }
+
+    /// When the policy in force was loaded (RFC 3339).
+    pub fn loaded_at(&self) -> String {
+        lock(&self.watch).loaded_at.clone()
+    }
+}
