@@ -41,13 +41,19 @@ pub async fn run(
     let mut command = tokio::process::Command::new(&binary);
     let staged = bridge_agents::launch::stage(agent, &super::program(config)?, stage.path())?;
     command.envs(staged.env.iter().copied());
+    // A daemon started for this run only: let go of it after the run.
+    let mut started_for_the_run = None;
     if args.via_hub {
         let client = match bridge_server::find_running(&config.home).await {
             Some(client) => client,
             None => match launch_daemon(&config.home, &serve_command_args(global, config, false))
                 .await?
             {
-                Launched::Started(client) | Launched::Already(client) => client,
+                Launched::Started(client) => {
+                    started_for_the_run = Some(client.clone());
+                    client
+                }
+                Launched::Already(client) => client,
             },
         };
         let origin = client.file().http_url("");
@@ -88,6 +94,17 @@ pub async fn run(
         )
     })?;
     drop(stage);
+    if let Some(daemon) = started_for_the_run {
+        // Its default session is what keeps a detached daemon up; with it
+        // ended, the daemon exits once its last session has (the idle
+        // grace, `idle_exit_secs`), as `daemon start` documents.
+        if let Err(err) = daemon
+            .call("session.end", serde_json::json!({"session": "default"}))
+            .await
+        {
+            tracing::debug!("the daemon started for this run did not end its session: {err}");
+        }
+    }
     Ok(exit_code_of(status))
 }
 

@@ -281,3 +281,57 @@ async fn claude_p_launched_sends_its_permission_prompt_to_the_hubs_queue() {
     let result: Value = serde_json::from_str(stdout.trim()).unwrap();
     assert_eq!(result["result"], "done", "{result}");
 }
+
+#[tokio::test]
+async fn a_daemon_launch_started_for_the_run_exits_once_idle() {
+    let Some(program) = agent_cli("claude", "claude") else {
+        return;
+    };
+    let mock = MockLlm::start(vec![MockReply::chunks(["Hello ", "from the mock."])]).await;
+    let workspace = TempWorkspace::new();
+    let home = tempfile::tempdir().unwrap();
+    let bridge_home = tempfile::tempdir().unwrap();
+    let _stop = StopDaemon(bridge_home.path());
+    let dead = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let dead_url = format!("http://{}", dead.local_addr().unwrap());
+    drop(dead);
+    let mut env = claude_env(home.path(), None);
+    env.extend([
+        ("COPILOT_BRIDGE_PORT", "0".to_owned()),
+        ("COPILOT_BRIDGE_IDLE_EXIT_SECS", "1".to_owned()),
+        ("COPILOT_BRIDGE_NO_GH", "1".to_owned()),
+        ("OLLAMA_HOST", dead_url),
+        ("COPILOT_BYOK_PROVIDER", "openai".to_owned()),
+        ("COPILOT_BYOK_BASE_URL", format!("{}/v1", mock.base_url())),
+        ("COPILOT_BYOK_API_KEY", "sk-upstream".to_owned()),
+        ("COPILOT_BYOK_MODEL", "mock-model".to_owned()),
+    ]);
+    let command = launch(
+        workspace.path(),
+        home.path(),
+        bridge_home.path(),
+        &program,
+        &[
+            "claude",
+            "--via-hub",
+            "--",
+            "Say hello",
+            "-p",
+            "--output-format",
+            "json",
+        ],
+        &env,
+    );
+    let (stdout, _) = run_agent(command, "launch claude --via-hub").await;
+    let result: Value = serde_json::from_str(stdout.trim()).unwrap();
+    assert_eq!(result["result"], "Hello from the mock.", "{result}");
+    // The daemon it started goes once idle, its state file with it.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while bridge_home.path().join("gateway.json").exists() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the daemon launch started is still running"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+}
