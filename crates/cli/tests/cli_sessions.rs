@@ -430,3 +430,44 @@ async fn resume_continues_the_conversation_and_the_log() {
             .any(|e| e.kind == "user.message" && e.data["content"] == "second task")
     );
 }
+
+#[tokio::test]
+async fn list_shows_the_running_daemons_sessions_agents_included() {
+    let served = crate::cli_serve::Served::start();
+    // A Claude Code session, registered by its first hook.
+    served
+        .rpc(
+            "agent.hook",
+            json!({"agent": "claude-code", "agentSession": "a1b2", "event": "session-start",
+                   "cwd": served.workspace.path()}),
+        )
+        .await;
+    let output = served
+        .cli()
+        .args(["sessions", "list"])
+        .output()
+        .await
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    let table = String::from_utf8_lossy(&output.stdout);
+    assert!(table.contains("IN THE RUNNING DAEMON"), "{table}");
+    assert!(table.contains("claude-code-a1b2"), "{table}");
+    assert!(table.contains("Claude Code · "), "{table}");
+    let default = served.file["defaultSession"].as_str().unwrap();
+    assert!(table.contains(default), "{table}");
+    let output = served
+        .cli()
+        .args(["sessions", "list", "--json"])
+        .output()
+        .await
+        .unwrap();
+    let listed = stdout_json(&output);
+    let agent = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|session| session["id"] == "claude-code-a1b2")
+        .unwrap_or_else(|| panic!("{listed}"));
+    assert_eq!(agent["status"], "live", "{agent}");
+    assert_eq!(agent["kind"], "daemon session", "{agent}");
+}

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use bridge_config::BridgeConfig;
 use bridge_engine::log::{self, LogError, SessionSummary, session_file, validate_session_id};
-use serde_json::json;
+use serde_json::{Value, json};
 
 use crate::args::{SessionsCommand, SessionsResumeArgs};
 use crate::exit::{self, Failure};
@@ -25,7 +25,8 @@ pub async fn run(config: &BridgeConfig, command: SessionsCommand) -> Result<Exit
     match command {
         SessionsCommand::List { json } => {
             let sessions = blocking(move || log::list(&dir)).await?;
-            print_list(&sessions, json, &sessions_dir(config))?;
+            let live = live_sessions(config).await;
+            print_list(&sessions, &live, json, &sessions_dir(config))?;
             Ok(ExitCode::SUCCESS)
         }
         SessionsCommand::Show { id, json } => {
@@ -122,11 +123,70 @@ async fn blocking<T: Send + 'static>(
         .map_err(log_failure)
 }
 
-fn print_list(sessions: &[SessionSummary], as_json: bool, dir: &Path) -> Result<(), Failure> {
+/// The running daemon's sessions — the agents' it registered through
+/// their hooks, its own, the orchestrations it runs — which have no log of
+/// their own here; empty without a daemon.
+async fn live_sessions(config: &BridgeConfig) -> Vec<Value> {
+    let Some(daemon) = bridge_server::find_running(&config.home).await else {
+        return Vec::new();
+    };
+    let mut live: Vec<Value> = daemon
+        .call("session.list", json!({}))
+        .await
+        .ok()
+        .and_then(|listed| listed.as_array().cloned())
+        .unwrap_or_default()
+        .into_iter()
+        .map(|session| {
+            json!({"id": session["id"], "status": "live", "kind": "daemon session",
+                   "label": session["label"], "cwd": session["cwd"]})
+        })
+        .collect();
+    live.extend(
+        daemon
+            .call("orchestrate.list", json!({}))
+            .await
+            .ok()
+            .and_then(|listed| listed.as_array().cloned())
+            .unwrap_or_default()
+            .into_iter()
+            .map(|plan| {
+                json!({"id": plan["id"], "status": if plan["done"] == true { "done" } else { "live" },
+                       "kind": "orchestration",
+                       "label": format!("{} sub-task(s){}", plan["tasks"],
+                           plan["status"].as_str().map(|s| format!(", {s}")).unwrap_or_default())})
+            }),
+    );
+    live
+}
+
+fn print_list(
+    sessions: &[SessionSummary],
+    live: &[Value],
+    as_json: bool,
+    dir: &Path,
+) -> Result<(), Failure> {
     if as_json {
         let mut value = json!(sessions);
+        if let Some(logged) = value.as_array_mut() {
+            logged.extend(live.iter().cloned());
+        }
         bridge_policy::redact_value(&mut value);
         return super::tool::print_json(&value, false);
+    }
+    if !live.is_empty() {
+        let mut text = String::from("IN THE RUNNING DAEMON\n");
+        for session in live {
+            text.push_str(&format!(
+                "  {:<36}  {:<5}  {:<15}  {}\n",
+                session["id"].as_str().unwrap_or("-"),
+                session["status"].as_str().unwrap_or("-"),
+                session["kind"].as_str().unwrap_or("-"),
+                bridge_policy::redact(session["label"].as_str().unwrap_or("-")),
+            ));
+        }
+        text.push('\n');
+        super::tool::write_stdout(&text)?;
     }
     if sessions.is_empty() {
         return super::tool::write_stdout(&format!("No sessions in {}.\n", dir.display()));
