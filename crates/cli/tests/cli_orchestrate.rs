@@ -510,6 +510,30 @@ async fn resume_reruns_only_what_had_not_completed() {
         events.iter().filter(|(k, _)| k == "plan_complete").count(),
         2
     );
+    // `sessions show` tells the orchestration's story: the plan, each
+    // sub-task's start, end and log, the skipped, the outcome of each run.
+    let shown = bridge
+        .cmd()
+        .args(["sessions", "show", &id])
+        .output()
+        .unwrap();
+    assert!(shown.status.success(), "{shown:?}");
+    let story = String::from_utf8_lossy(&shown.stdout);
+    for expected in [
+        "# Orchestration",
+        "3 sub-task(s) in 3 wave(s), plan file",
+        "t1 started (wave 0, native); `sessions show ",
+        "t1 completed in",
+        "t2 failed in",
+        "not now",
+        "t3 skipped:",
+        "t3 completed in",
+    ] {
+        assert!(
+            story.contains(expected),
+            "missing {expected:?} in:\n{story}"
+        );
+    }
     // A log that is not an orchestration is refused.
     let out = output({
         let mut c = bridge.cmd();

@@ -7,6 +7,7 @@ use std::io::{BufWriter, Write};
 use std::path::Path;
 
 use bridge_engine::log::{LogError, LoggedEvent, replay, types};
+use bridge_engine::orchestrate::events as plan_events;
 use serde_json::{Value, json};
 
 use crate::exit::{self, Failure};
@@ -197,6 +198,72 @@ impl Transcript {
             }
             types::SESSION_MODEL_CHANGE => {
                 let _ = writeln!(text, "_Model: {}_\n", field(data, "newModel"));
+            }
+            // An orchestration's log (crates/engine/src/orchestrate/mod.rs).
+            plan_events::PLAN => {
+                let tasks = data
+                    .pointer("/plan/tasks")
+                    .and_then(Value::as_array)
+                    .map_or(0, Vec::len);
+                let waves = data
+                    .get("waves")
+                    .and_then(Value::as_array)
+                    .map_or(0, Vec::len);
+                let _ = writeln!(
+                    text,
+                    "# Orchestration · {}\n\n{}\n\n{tasks} sub-task(s) in {waves} wave(s), plan {}\n",
+                    event.timestamp,
+                    field(data, "task").trim_end(),
+                    data.pointer("/source/kind")
+                        .and_then(Value::as_str)
+                        .unwrap_or("-"),
+                );
+            }
+            plan_events::TASK_START => {
+                let _ = writeln!(
+                    text,
+                    "- {time} {} started (wave {}, {}){}",
+                    field(data, "taskId"),
+                    compact(data.get("wave")),
+                    field(data, "runner"),
+                    data.get("log")
+                        .and_then(Value::as_str)
+                        .map(|log| format!("; `sessions show {log}`"))
+                        .unwrap_or_default(),
+                );
+            }
+            plan_events::TASK_COMPLETE => {
+                let error = field(data, "error");
+                let said = if error.is_empty() {
+                    field(data, "output")
+                } else {
+                    error
+                };
+                let _ = writeln!(
+                    text,
+                    "- {time} {} {} in {} ms: {}",
+                    field(data, "taskId"),
+                    field(data, "status"),
+                    compact(data.get("durationMs")),
+                    preview(said.trim()),
+                );
+            }
+            plan_events::TASK_SKIPPED => {
+                let _ = writeln!(
+                    text,
+                    "- {} skipped: {}",
+                    field(data, "taskId"),
+                    field(data, "reason")
+                );
+            }
+            plan_events::PLAN_COMPLETE => {
+                let _ = writeln!(
+                    text,
+                    "\n## {} · {} · {} ms\n",
+                    field(data, "status"),
+                    field(data, "summary"),
+                    compact(data.get("durationMs")),
+                );
             }
             types::HOOK_END => {
                 let mut detail = data.clone();
