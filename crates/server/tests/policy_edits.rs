@@ -29,8 +29,14 @@ async fn hook(daemon: &TestDaemon, command: &str) -> Value {
         .clone()
 }
 
-/// Waits until `done` holds, at most a second; how long it took.
-async fn within_a_second<F, Fut>(mut done: F) -> Duration
+/// How long a test waits for an edit to apply: the daemon looks at the
+/// file every 250 ms (`bridge_policy::live_guard::RECHECK_EVERY`); the rest
+/// is room for the calls themselves on a loaded machine (a quiet one takes
+/// ~0.35 s, a `python3` start included).
+const EDIT_PATIENCE: Duration = Duration::from_secs(3);
+
+/// Waits until `done` holds, at most [`EDIT_PATIENCE`]; how long it took.
+async fn soon_after_the_edit<F, Fut>(mut done: F) -> Duration
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = bool>,
@@ -38,8 +44,8 @@ where
     let started = Instant::now();
     while !done().await {
         assert!(
-            started.elapsed() < Duration::from_secs(1),
-            "the edit did not apply within a second"
+            started.elapsed() < EDIT_PATIENCE,
+            "the edit did not apply within {EDIT_PATIENCE:?}"
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
@@ -69,7 +75,7 @@ async fn a_policy_edit_applies_at_every_door_without_a_restart() {
         ".agent-policy.yaml",
         "shell:\n  allow: [\"python3 -c\"]\nwrites:\n  allow: [\"src/**\"]\n",
     );
-    let took = within_a_second(|| async {
+    let took = soon_after_the_edit(|| async {
         shell(&daemon, "python3 -c 'print(1)'").await["result"]["result"]["stdout"] == "1\n"
     })
     .await;
@@ -105,7 +111,7 @@ async fn a_policy_edit_applies_at_every_door_without_a_restart() {
     daemon
         .workspace
         .write(".agent-policy.yaml", "shell: [this is: not the format\n");
-    within_a_second(|| async {
+    soon_after_the_edit(|| async {
         let status = daemon.rpc("bridge.status", json!({})).await;
         status["result"]["policy"]["workspacePolicyProblem"].is_string()
     })
