@@ -46,6 +46,22 @@ impl Session {
         owner: &ToolOwner,
         args: &Value,
     ) -> Verdict {
+        let approver = self.approver().clone();
+        self.check_agent_tool_asking(agent, hook, tool, owner, args, approver.as_ref())
+            .await
+    }
+
+    /// [`Self::check_agent_tool`] with its question (if any) put to
+    /// `approver` instead of the session's.
+    pub async fn check_agent_tool_asking(
+        &self,
+        agent: Agent,
+        hook: &str,
+        tool: &str,
+        owner: &ToolOwner,
+        args: &Value,
+        approver: &dyn Approver,
+    ) -> Verdict {
         let call = AgentCall {
             agent,
             name: tool.to_owned(),
@@ -54,10 +70,7 @@ impl Session {
             started: Instant::now(),
             verdict: self.decide_agent_reading(tool, owner, args).await,
         };
-        let approver = self.approver().clone();
-        self.finish_agent_call(hook, call, approver.as_ref())
-            .await
-            .1
+        self.finish_agent_call(hook, call, approver).await.1
     }
 
     /// Decides a tool call an agent's hook reports by the name the agent

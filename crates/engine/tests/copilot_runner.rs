@@ -444,3 +444,72 @@ async fn cli_environment_seen_from_inside() {
         );
     }
 }
+
+#[tokio::test]
+async fn a_permission_request_the_rules_ask_about_waits_in_the_approval_queue() {
+    use bridge_engine::approvals::{Answer, ApprovalQueue, QueueApprover, QueueLimits};
+    let queue = Arc::new(ApprovalQueue::new(QueueLimits::default()));
+    let rules = bridge_policy::PermissionRules {
+        ask_tools: vec!["view".to_owned()],
+        ..bridge_policy::PermissionRules::default()
+    };
+    let defaults = SessionDefaults {
+        permission: bridge_policy::PermissionPolicy::compile(&rules).unwrap(),
+        approver: Arc::new(QueueApprover::new(queue.clone(), Duration::from_secs(20))),
+        ..SessionDefaults::restrictive().unwrap()
+    };
+    let registry = SessionRegistry::new(defaults, RegistrySettings::default());
+    let mut fixture = fixture();
+    fixture.session = registry
+        .create(SessionSpec {
+            id: Some("copilot-asks".to_owned()),
+            label: "copilot-asks".to_owned(),
+            cwd: fixture.workspace.path().to_path_buf(),
+            foreground: false,
+        })
+        .unwrap();
+    let session = fixture.session.clone();
+    let config = config(&fixture, "task");
+    let run =
+        tokio::spawn(
+            async move { run_copilot(&session, &request("summarize README"), &config).await },
+        );
+    // The CLI's permission request for `view` is put to a person.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let ask = loop {
+        if let Some(ask) = queue.list(Some("copilot-asks")).into_iter().next() {
+            break ask;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the CLI's request was never asked"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    assert_eq!(ask.ask.tool, "view", "{ask:?}");
+    assert!(!run.is_finished(), "the CLI waits for the answer");
+    queue
+        .answer(
+            &ask.id,
+            Answer {
+                allow: true,
+                scope: bridge_policy::Scope::Once,
+                reason: None,
+                surface: bridge_policy::Surface::Rpc,
+            },
+            None,
+        )
+        .unwrap();
+    let report = run.await.unwrap();
+    assert_eq!(report.status, RunStatus::Completed, "{report:?}");
+    assert!(report.tool_calls[0].ok, "{report:?}");
+    // The CLI asked twice (hook, then permission prompt); a person once.
+    let (events, _) = queue.watch(0, Duration::ZERO).await;
+    let asked = events.iter().filter(|e| e.kind == "requested").count();
+    assert_eq!(asked, 1, "{events:?}");
+    let answer = &received(
+        &fixture,
+        "session.permissions.handlePendingPermissionRequest",
+    )[0];
+    assert_eq!(answer["params"]["result"]["kind"], "approve-once");
+}

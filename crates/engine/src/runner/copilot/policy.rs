@@ -8,7 +8,12 @@
 //! session, whose tools the CLI names `server-tool` where our rules (and
 //! every other door) say `server__tool`.
 
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+
 use bridge_policy::agent_tools::Agent;
+use bridge_policy::{Approval, ApprovalFuture, Approver, Ask, Scope, Surface};
+use bridge_util::sync::lock;
 use serde_json::{Value, json};
 
 use crate::decide::Verdict;
@@ -61,6 +66,64 @@ pub async fn check_cli_tool(
     session
         .check_agent_tool(Agent::CopilotCli, hook, tool, owner, args)
         .await
+}
+
+/// The session's approver for one run of the CLI, which asks about one
+/// tool call twice — its `preToolUse` hook, then its permission prompt: a
+/// person's "allow" of the first answers the second, so nobody is asked
+/// the same thing twice.
+pub(crate) struct AskedOnce {
+    inner: Arc<dyn Approver>,
+    /// The calls a person allowed and the CLI has not asked about again
+    /// (tool, redacted arguments, who allowed), newest last.
+    allowed: Mutex<VecDeque<(String, Value, Surface)>>,
+}
+
+/// Calls remembered at once (the CLI asks again right after its hook).
+const REMEMBERED: usize = 16;
+
+impl AskedOnce {
+    pub(crate) fn new(inner: Arc<dyn Approver>) -> Self {
+        Self {
+            inner,
+            allowed: Mutex::default(),
+        }
+    }
+}
+
+impl Approver for AskedOnce {
+    fn approve(&self, ask: Ask) -> ApprovalFuture<'_> {
+        let remembered = {
+            let mut allowed = lock(&self.allowed);
+            allowed
+                .iter()
+                .position(|(tool, args, _)| *tool == ask.tool && *args == ask.arguments)
+                .and_then(|index| allowed.remove(index))
+        };
+        if let Some((_, _, surface)) = remembered {
+            return Box::pin(std::future::ready(Approval::Allowed {
+                scope: Scope::Once,
+                surface,
+                waited: std::time::Duration::ZERO,
+            }));
+        }
+        Box::pin(async move {
+            let key = (ask.tool.clone(), ask.arguments.clone());
+            let answer = self.inner.approve(ask).await;
+            if let Approval::Allowed { surface, .. } = &answer {
+                let mut allowed = lock(&self.allowed);
+                allowed.push_back((key.0, key.1, *surface));
+                while allowed.len() > REMEMBERED {
+                    allowed.pop_front();
+                }
+            }
+            answer
+        })
+    }
+
+    fn leaves_asking_to_caller(&self) -> bool {
+        self.inner.leaves_asking_to_caller()
+    }
 }
 
 /// The tool our policy sees for a CLI permission prompt

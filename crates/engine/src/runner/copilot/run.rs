@@ -6,12 +6,14 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use bridge_policy::Approver;
+use bridge_policy::agent_tools::Agent;
 use serde_json::{Value, json};
 
 use super::client::{CopilotClient, CopilotError};
 use super::config::{CopilotCliConfig, session_create_params};
 use super::events::RunState;
-use super::policy::{CliToolNames, check_cli_tool, permission_subject};
+use super::policy::{AskedOnce, CliToolNames, permission_subject};
 use super::rpc::Incoming;
 use crate::decide::Verdict;
 use crate::runner::{RunReport, RunRequest, RunStatus};
@@ -133,6 +135,9 @@ async fn converse(
         return Ending::Failed(client.fail("the Copilot CLI refused the task", err).await.0);
     }
     let names = CliToolNames::new(config.mcp_servers.keys());
+    // The CLI asks about a call twice (hook, then permission prompt): one
+    // person's answer serves both.
+    let asking = AskedOnce::new(session.approver().clone());
     let ending = loop {
         let Some(message) = client.process.incoming.recv().await else {
             let reason = client
@@ -157,7 +162,7 @@ async fn converse(
                     .cloned()
                     .unwrap_or(Value::Null);
                 if kind == "permission.requested" {
-                    answer_permission_event(client, session, &cli_session, &data).await;
+                    answer_permission_event(client, session, &cli_session, &data, &asking).await;
                     continue;
                 }
                 state.apply(session, kind, &data);
@@ -170,7 +175,7 @@ async fn converse(
             }
             Incoming::Notification { .. } => {}
             Incoming::Request { id, method, params } => {
-                let answer = answer_request(session, &names, &method, &params).await;
+                let answer = answer_request(session, &names, &method, &params, &asking).await;
                 let rpc = &client.process.rpc;
                 let sent = match answer {
                     Answer::Result(result) => rpc.respond(id, result).await,
@@ -215,16 +220,17 @@ async fn answer_request(
     names: &CliToolNames,
     method: &str,
     params: &Value,
+    asking: &dyn Approver,
 ) -> Answer {
     match method {
-        "hooks.invoke" => match answer_hook(session, names, params).await {
+        "hooks.invoke" => match answer_hook(session, names, params, asking).await {
             Ok(output) => Answer::Result(json!({ "output": output })),
             Err(reason) => Answer::Refused(reason),
         },
         // Protocol 2: the prompt is a call and the decision its result.
         "permission.request" => {
             let request = params.get("permissionRequest").unwrap_or(params);
-            let allowed = answer_permission(session, request).await.allowed();
+            let allowed = answer_permission(session, request, asking).await.allowed();
             let kind = if allowed {
                 "approved"
             } else {
@@ -237,10 +243,19 @@ async fn answer_request(
 }
 
 /// A permission prompt, decided; one of a kind we do not know is refused.
-async fn answer_permission(session: &Session, request: &Value) -> Verdict {
+async fn answer_permission(session: &Session, request: &Value, asking: &dyn Approver) -> Verdict {
     match permission_subject(request) {
         Some((tool, owner, args)) => {
-            check_cli_tool(session, "permissionRequest", &tool, &owner, &args).await
+            session
+                .check_agent_tool_asking(
+                    Agent::CopilotCli,
+                    "permissionRequest",
+                    &tool,
+                    &owner,
+                    &args,
+                    asking,
+                )
+                .await
         }
         None => Verdict::denied("copilot-bridge does not know this kind of permission request"),
     }
@@ -251,6 +266,7 @@ async fn answer_hook(
     session: &Session,
     names: &CliToolNames,
     params: &Value,
+    asking: &dyn Approver,
 ) -> Result<Value, String> {
     let hook = params
         .get("hookType")
@@ -269,7 +285,16 @@ async fn answer_hook(
                 Some(tool) => {
                     let (tool, owner) = names.subject(tool);
                     let args = tool_arguments(input.get("toolArgs"));
-                    check_cli_tool(session, hook, &tool, &owner, &args).await
+                    session
+                        .check_agent_tool_asking(
+                            Agent::CopilotCli,
+                            hook,
+                            &tool,
+                            &owner,
+                            &args,
+                            asking,
+                        )
+                        .await
                 }
                 None => Verdict::denied("a preToolUse hook call without a tool name is refused"),
             };
@@ -292,7 +317,16 @@ async fn answer_hook(
                     let name = crate::mcp_client::exposed_name(server, tool);
                     let owner = ToolOwner::Mcp(server.to_owned());
                     let args = tool_arguments(input.get("arguments"));
-                    check_cli_tool(session, hook, &name, &owner, &args).await
+                    session
+                        .check_agent_tool_asking(
+                            Agent::CopilotCli,
+                            hook,
+                            &name,
+                            &owner,
+                            &args,
+                            asking,
+                        )
+                        .await
                 }
                 _ => Verdict::denied(
                     "a preMcpToolCall hook call without a server and tool name is refused",
@@ -329,12 +363,13 @@ async fn answer_permission_event(
     session: &Session,
     cli_session: &str,
     data: &Value,
+    asking: &dyn Approver,
 ) {
     let Some(request_id) = data.get("requestId").and_then(Value::as_str) else {
         return;
     };
     let request = data.get("permissionRequest").unwrap_or(data);
-    let verdict = answer_permission(session, request).await;
+    let verdict = answer_permission(session, request, asking).await;
     let result = if verdict.allowed() {
         json!({"kind": "approve-once"})
     } else {
