@@ -5,6 +5,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod approvals;
+mod approvals_doors;
 mod backends;
 mod bounds;
 mod facade_anthropic;
