@@ -17,6 +17,7 @@ mod openclaw_plugin;
 mod openclaw_plugin_failures;
 mod orchestrate;
 mod vscode;
+mod vscode_approvals;
 
 use std::path::Path;
 use std::time::Duration;

@@ -11,7 +11,7 @@ use std::time::Duration;
 use bridge_config::BridgeConfig;
 use bridge_engine::approvals::{ApprovalQueue, QueueApprover, QueueLimits};
 use bridge_engine::mcp_client::{McpManager, McpOptions};
-use bridge_engine::{Session, SessionListener, SessionRegistry, SessionSpec};
+use bridge_engine::{Session, SessionListener, SessionSpec};
 use bridge_gateway::{Gateway, GatewaySettings};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
@@ -20,6 +20,7 @@ use tokio_util::sync::CancellationToken;
 use crate::app::{DaemonFacts, ServerContext, ServerParts};
 use crate::client::find_running;
 use crate::http::ConnectionLimits;
+use crate::lifecycle::{SessionChanges, exit_when_idle, listen_for_signals, stop_on_signals};
 use crate::state_file::GatewayFile;
 use crate::{process, rpc};
 use bridge_util::owner_only::ensure_private_dir;
@@ -81,19 +82,6 @@ impl std::fmt::Debug for Daemon {
         f.debug_struct("Daemon")
             .field("file", &self.file)
             .finish_non_exhaustive()
-    }
-}
-
-/// Bumps a counter on every session start and end, for the idle watcher.
-struct SessionChanges(watch::Sender<u64>);
-
-impl SessionListener for SessionChanges {
-    fn session_started(&self, _session: &Arc<Session>) {
-        self.0.send_modify(|n| *n += 1);
-    }
-
-    fn session_ended(&self, _session: &Arc<Session>) {
-        self.0.send_modify(|n| *n += 1);
     }
 }
 
@@ -579,58 +567,6 @@ async fn describe_port_owner(host: IpAddr, port: u16) -> String {
             health["pid"]
         ),
         _ => String::new(),
-    }
-}
-
-type Signals = (tokio::signal::unix::Signal, tokio::signal::unix::Signal);
-
-fn listen_for_signals() -> Result<Signals, DaemonError> {
-    use tokio::signal::unix::{SignalKind, signal};
-    let failed = |err: std::io::Error| DaemonError::Signals(err.to_string());
-    Ok((
-        signal(SignalKind::interrupt()).map_err(failed)?,
-        signal(SignalKind::terminate()).map_err(failed)?,
-    ))
-}
-
-async fn stop_on_signals((mut interrupt, mut terminate): Signals, shutdown: CancellationToken) {
-    tokio::select! {
-        _ = interrupt.recv() => tracing::info!("SIGINT received"),
-        _ = terminate.recv() => tracing::info!("SIGTERM received"),
-        () = shutdown.cancelled() => return,
-    }
-    shutdown.cancel();
-}
-
-/// A detached daemon lives while it has sessions, and `grace` longer.
-async fn exit_when_idle(
-    registry: SessionRegistry,
-    mut changes: watch::Receiver<u64>,
-    grace: Duration,
-    shutdown: CancellationToken,
-) {
-    loop {
-        while !registry.is_empty() {
-            tokio::select! {
-                changed = changes.changed() => if changed.is_err() { return },
-                () = shutdown.cancelled() => return,
-            }
-        }
-        tracing::info!(
-            "no sessions left; exiting in {} s unless one starts",
-            grace.as_secs_f32()
-        );
-        tokio::select! {
-            () = tokio::time::sleep(grace) => {
-                if registry.is_empty() {
-                    tracing::info!("idle grace over; exiting");
-                    shutdown.cancel();
-                    return;
-                }
-            }
-            changed = changes.changed() => if changed.is_err() { return },
-            () = shutdown.cancelled() => return,
-        }
     }
 }
 

@@ -35,6 +35,7 @@ pub mod facade;
 mod guard;
 mod health;
 pub mod http;
+mod lifecycle;
 mod mcp_code;
 mod mcp_http;
 pub mod openclaw;

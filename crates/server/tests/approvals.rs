@@ -110,12 +110,7 @@ async fn an_ask_waits_is_listed_and_an_allow_runs_the_tool() {
     assert_eq!(listed["result"]["timeoutSecs"], 30);
 
     // The audit entry says who answered, how, and how long the call waited.
-    bridge_policy::audit::flush_all().unwrap();
-    let audit: String = std::fs::read_dir(daemon.state.path().join("audit"))
-        .unwrap()
-        .flatten()
-        .map(|entry| std::fs::read_to_string(entry.path()).unwrap_or_default())
-        .collect();
+    let audit = daemon.audit_text();
     let entry: Value = audit
         .lines()
         .filter_map(|line| serde_json::from_str::<Value>(line).ok())

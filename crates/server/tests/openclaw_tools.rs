@@ -265,12 +265,7 @@ async fn the_memory_servers_gateway_tools_pass_the_sessions_policy() {
     let refused = parse(&memory.call("openclaw_agent_ask", json!({})).await);
     assert_eq!(refused["error"]["code"], -32602, "{refused}");
     // Both calls reached the session: they are in its audit log.
-    bridge_policy::audit::flush_all().unwrap();
-    let audit: String = std::fs::read_dir(daemon.state.path().join("audit"))
-        .unwrap()
-        .flatten()
-        .map(|entry| std::fs::read_to_string(entry.path()).unwrap_or_default())
-        .collect();
+    let audit = daemon.audit_text();
     assert!(audit.contains("openclaw_sessions"), "{audit}");
     daemon.stop().await;
 }

@@ -205,6 +205,16 @@ impl TestDaemon {
         self.post_json("/rpc", &body).await.json().await.unwrap()
     }
 
+    /// Every line of the daemon's audit log so far (flushed first).
+    pub fn audit_text(&self) -> String {
+        bridge_policy::audit::flush_all().unwrap();
+        std::fs::read_dir(self.state.path().join("audit"))
+            .unwrap()
+            .flatten()
+            .map(|entry| std::fs::read_to_string(entry.path()).unwrap_or_default())
+            .collect()
+    }
+
     pub async fn stop(mut self) {
         self.ctx.shutdown.cancel();
         if let Some(run) = self.run.take() {
