@@ -5,7 +5,7 @@
 use bridge_testkit::{MockLlm, MockReply, MockToolCall, TempWorkspace, agent_cli};
 use serde_json::Value;
 
-use super::{agent_command, chat_requests, exports, run_agent, serve_with, setup, tool_round_trip};
+use super::{agent_command, chat_requests, exports, run_agent, serve_with, serve_with_env, setup, tool_round_trip};
 use crate::cli_serve::Served;
 
 /// `claude -p PROMPT --output-format json` against `served`; its JSON result.
@@ -114,7 +114,11 @@ async fn a_wrong_token_ends_claude_codes_turn_at_once() {
         return;
     };
     let mock = MockLlm::start(vec![MockReply::chunks(["never sent"])]).await;
-    let served = serve_with(&mock, TempWorkspace::new());
+    let served = serve_with_env(
+        &mock,
+        TempWorkspace::new(),
+        &[("COPILOT_BRIDGE_REQUEST_LOG", "1")],
+    );
     let home = tempfile::tempdir().unwrap();
     let mut command = agent_command(&program, home.path(), served.workspace.path());
     command
@@ -146,4 +150,12 @@ async fn a_wrong_token_ends_claude_codes_turn_at_once() {
         "took {took:?}: {stdout}\n{stderr}"
     );
     assert!(chat_requests(&mock).is_empty(), "nothing reached the model");
+    // The mechanism, whatever the machine's speed: one refused request,
+    // never a retry.
+    let journal = std::fs::read_to_string(served.state().join("requests.jsonl")).unwrap();
+    let refused = journal
+        .lines()
+        .filter(|line| line.contains("/v1/messages") && line.contains("\"status\":401"))
+        .count();
+    assert_eq!(refused, 1, "Claude Code asked once: {journal}");
 }
