@@ -46,9 +46,80 @@ pub fn token_command(gateway_file: &Path) -> String {
     )
 }
 
+/// What the running daemon serves, for the model names `setup` prints.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Served {
+    /// The default backend and the model it answers with.
+    pub default_backend: Option<(String, String)>,
+    /// Every model name `GET /v1/models` lists, with its backend.
+    pub models: Vec<(String, String)>,
+}
+
+/// How many served names `setup` prints before pointing at `/v1/models`.
+const SHOWN_MODELS: usize = 12;
+
+impl Served {
+    /// The model agents should ask for: the one asked for, else the
+    /// default backend's, else the first served one.
+    pub fn choose(&self, asked: Option<&str>) -> Option<String> {
+        asked
+            .map(str::to_owned)
+            .or_else(|| self.default_backend.as_ref().map(|(_, m)| m.clone()))
+            .or_else(|| self.models.first().map(|(m, _)| m.clone()))
+    }
+
+    /// Comment lines: what is served, whether `model` is, and how to map
+    /// the names agents send on their own.
+    pub fn note(&self, model: &str) -> String {
+        let mut note = String::new();
+        if self.models.is_empty() && self.default_backend.is_none() {
+            return note;
+        }
+        let names: Vec<String> = self
+            .models
+            .iter()
+            .take(SHOWN_MODELS)
+            .map(|(name, backend)| format!("{name} ({backend})"))
+            .collect();
+        note.push_str("# Models it serves:");
+        if let Some((backend, default)) = &self.default_backend {
+            note.push_str(&format!(" {default} ({backend}'s own),"));
+        }
+        note.push_str(&format!(" {}", names.join(", ")));
+        if self.models.len() > SHOWN_MODELS {
+            note.push_str(&format!(
+                ", and {} more (GET /v1/models)",
+                self.models.len() - SHOWN_MODELS
+            ));
+        }
+        note.push('\n');
+        let (backend, fallback) = self
+            .default_backend
+            .clone()
+            .unwrap_or_else(|| ("the default backend".to_owned(), "its model".to_owned()));
+        let is_default = self
+            .default_backend
+            .as_ref()
+            .is_some_and(|(_, default)| default == model);
+        if !is_default && !self.models.iter().any(|(name, _)| name == model) {
+            note.push_str(&format!(
+                "# No backend lists {model:?}: requests for it get {backend}'s {fallback:?}.\n"
+            ));
+        }
+        note.push_str(&format!(
+            "# A name no backend serves (Claude Code's claude-…) gets {backend}'s {fallback:?}, unless\n\
+             # `[models] strict_models = true`; to choose, map it in config.toml:\n\
+             #   [models.map]\n\
+             #   \"claude-*\" = \"{backend}/{fallback}\"\n\n"
+        ));
+        note
+    }
+}
+
 /// What to paste for each of `agents` (names of [`AGENTS`]), after a word
-/// on where the token comes from; `model` is the model the agents ask for.
-pub fn text(agents: &[&str], facade: &Facade, model: &str) -> String {
+/// on where the token comes from and what the daemon serves; `model` is
+/// the model the agents ask for.
+pub fn text(agents: &[&str], facade: &Facade, served: &Served, model: &str) -> String {
     let mut text = String::new();
     if facade.live {
         text.push_str(&format!(
@@ -61,6 +132,7 @@ pub fn text(agents: &[&str], facade: &Facade, model: &str) -> String {
              # The token is read from its state file when you paste these lines.\n\n",
         );
     }
+    text.push_str(&served.note(model));
     let sections: Vec<String> = agents
         .iter()
         .map(|agent| section(agent, facade, model))

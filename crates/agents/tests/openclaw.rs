@@ -193,7 +193,12 @@ fn setup_names_the_registered_token_and_reads_a_missing_one_from_the_state_file(
         openclaw_has_token: true,
         openclaw_config: "/srv/claw/openclaw.json".into(),
     };
-    let text = setup::text(&["openclaw"], &registered, "gpt-4.1");
+    let text = setup::text(
+        &["openclaw"],
+        &registered,
+        &setup::Served::default(),
+        "gpt-4.1",
+    );
     // The file OpenClaw reads (OPENCLAW_CONFIG_PATH), not a guess.
     assert!(
         text.contains("merge into /srv/claw/openclaw.json"),
@@ -213,7 +218,12 @@ fn setup_names_the_registered_token_and_reads_a_missing_one_from_the_state_file(
         openclaw_has_token: false,
         openclaw_config: "/home/u/.openclaw/openclaw.json".into(),
     };
-    let text = setup::text(&["codex", "openclaw"], &stopped, "m");
+    let text = setup::text(
+        &["codex", "openclaw"],
+        &stopped,
+        &setup::Served::default(),
+        "m",
+    );
     assert!(text.starts_with("# No daemon is running"), "{text}");
     assert!(text.contains("PASTE-THE-TOKEN"), "{text}");
     assert!(

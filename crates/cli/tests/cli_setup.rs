@@ -42,3 +42,39 @@ fn without_a_daemon_it_names_the_configured_port_and_where_the_token_will_be() {
     assert_eq!(output.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&output.stderr).contains("unknown agent \"vim\""));
 }
+
+#[tokio::test]
+async fn with_a_daemon_it_names_the_models_the_backend_serves_and_how_to_map_others() {
+    let mock = bridge_testkit::MockLlm::start(Vec::new()).await;
+    let served = crate::agents::serve_with(&mock, bridge_testkit::TempWorkspace::new());
+    let setup = |extra: &[&str]| {
+        let mut command = served.cli();
+        command.args(["setup", "--agent", "codex"]).args(extra);
+        command
+    };
+    let output = setup(&[]).output().await.unwrap();
+    assert!(output.status.success(), "{output:?}");
+    let text = String::from_utf8_lossy(&output.stdout);
+    // The backend's own model, not a name it may not serve.
+    assert!(text.contains("model = \"mock-model\""), "{text}");
+    assert!(
+        text.contains("# Models it serves: mock-model (openai's own), gpt-4o-mini (openai)"),
+        "{text}"
+    );
+    assert!(text.contains("[models.map]"), "{text}");
+    assert!(
+        text.contains("\"claude-*\" = \"openai/mock-model\""),
+        "{text}"
+    );
+    assert!(!text.contains("No backend lists"), "{text}");
+
+    let output = setup(&["--model", "llama-9"]).output().await.unwrap();
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(text.contains("model = \"llama-9\""), "{text}");
+    assert!(
+        text.contains(
+            "# No backend lists \"llama-9\": requests for it get openai's \"mock-model\"."
+        ),
+        "{text}"
+    );
+}

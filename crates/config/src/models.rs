@@ -97,6 +97,10 @@ pub struct ModelRoutes {
     /// Requests estimated over `long_context_tokens` input tokens.
     pub long_context: Option<ModelTarget>,
     pub long_context_tokens: u64,
+    /// Pass every requested model name on as asked, even to a backend that
+    /// does not serve it (default: such a request gets the backend's
+    /// configured model).
+    pub strict_models: bool,
 }
 
 impl Default for ModelRoutes {
@@ -108,6 +112,7 @@ impl Default for ModelRoutes {
             think: None,
             long_context: None,
             long_context_tokens: DEFAULT_LONG_CONTEXT_TOKENS,
+            strict_models: false,
         }
     }
 }
@@ -157,6 +162,12 @@ pub(crate) fn models_section(
             for (key, value) in table {
                 match key.as_str() {
                     "map" => routes.map = map_table(value, &mut problems),
+                    "strict_models" => match value.as_bool() {
+                        Some(strict) => routes.strict_models = strict,
+                        None => problems.push(format!(
+                            "models.strict_models must be true or false, not {value}"
+                        )),
+                    },
                     "long_context_tokens" => match value.as_integer() {
                         Some(tokens) if tokens > 0 => routes.long_context_tokens = tokens as u64,
                         _ => problems.push(format!(
@@ -173,7 +184,7 @@ pub(crate) fn models_section(
                         }
                     }
                     other => problems.push(format!(
-                        "models.{other} is not a setting; expected map, {}, long_context_tokens",
+                        "models.{other} is not a setting; expected map, {}, long_context_tokens, strict_models",
                         ROUTE_KEYS.join(", ")
                     )),
                 }
@@ -258,6 +269,7 @@ mod tests {
             default = "copilot/gpt-4.1"
             think = "anthropic"
             long_context_tokens = 100000
+            strict_models = true
             [models.map]
             "claude-*" = "copilot/gpt-4.1"
             "claude-opus-*" = "anthropic/claude-opus-4"
@@ -275,6 +287,8 @@ mod tests {
             "copilot/gpt-4.1"
         );
         assert_eq!(routes.long_context_tokens, 100_000);
+        assert!(routes.strict_models);
+        assert!(!parse("[models]").0.strict_models, "off by default");
     }
 
     #[test]
@@ -287,6 +301,7 @@ mod tests {
             background = "copilot/"
             speedy = "a/b"
             long_context_tokens = -1
+            strict_models = "yes"
             [models.map]
             "claude-[" = "copilot/x"
             "#,
@@ -299,6 +314,7 @@ mod tests {
             "models.background: \"copilot/\" names no model",
             "models.speedy is not a setting",
             "models.long_context_tokens must be a positive integer",
+            "models.strict_models must be true or false",
             "not a valid glob",
         ] {
             assert!(text.contains(expected), "{expected}: {text}");

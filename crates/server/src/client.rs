@@ -123,6 +123,38 @@ impl GatewayClient {
         Ok(body)
     }
 
+    /// `GET /v1/models`: each model the facade serves, with the backend
+    /// that serves it.
+    pub async fn models(&self) -> Result<Vec<(String, String)>, RpcCallError> {
+        let response = self
+            .http
+            .get(self.file.http_url("/v1/models"))
+            .bearer_auth(&self.file.token)
+            .send()
+            .await
+            .map_err(|err| self.unreachable(&err))?;
+        let status = response.status();
+        let body: Value = response
+            .json()
+            .await
+            .map_err(|err| RpcCallError::BadResponse(err.to_string()))?;
+        if !status.is_success() {
+            return Err(RpcCallError::Http {
+                status: status.as_u16(),
+                message: body.to_string(),
+            });
+        }
+        let listed = body["data"].as_array().cloned().unwrap_or_default();
+        Ok(listed
+            .iter()
+            .filter_map(|model| {
+                let id = model["id"].as_str()?;
+                let backend = model["owned_by"].as_str().unwrap_or_default();
+                Some((id.to_owned(), backend.to_owned()))
+            })
+            .collect())
+    }
+
     /// One JSON-RPC call over `POST /rpc`.
     pub async fn call(&self, method: &str, params: Value) -> Result<Value, RpcCallError> {
         let request = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});

@@ -44,7 +44,7 @@ history_turns = 2
 }
 
 async fn ask(daemon: &TestDaemon, model: Option<&str>) -> (String, Option<String>) {
-    let route = daemon.ctx.backends.route(model).unwrap();
+    let route = daemon.ctx.backends.route(model).await.unwrap();
     let request = ChatRequest {
         model: route.model.clone(),
         messages: vec![Message::text(Role::User, "ping")],
@@ -71,10 +71,12 @@ async fn requests_route_by_backend_prefix_by_configured_models_and_to_the_defaul
         ask(&daemon, Some("alpha-small")).await,
         ("alpha".to_owned(), Some("alpha-small".to_owned()))
     );
-    // Unknown models pass through to the default backend.
+    // A model no backend serves: the default backend, with the model it
+    // answers with when none is named (alpha's configured list does not
+    // have the name; `provider = "openai"` without `model` has OpenAI's).
     assert_eq!(
         ask(&daemon, Some("meta-llama/Llama-3")).await,
-        ("alpha".to_owned(), Some("meta-llama/Llama-3".to_owned()))
+        ("alpha".to_owned(), Some("gpt-4o-mini".to_owned()))
     );
     // `beta/` alone: beta's own default model.
     assert_eq!(ask(&daemon, Some("beta/")).await, ("beta".to_owned(), None));
@@ -90,7 +92,7 @@ async fn requests_route_by_backend_prefix_by_configured_models_and_to_the_defaul
     };
     assert_eq!(
         models(&to_alpha),
-        [json!("alpha-small"), json!("meta-llama/Llama-3")]
+        [json!("alpha-small"), json!("gpt-4o-mini")]
     );
     assert_eq!(models(&to_beta), [json!("gpt-4o"), json!("beta-default")]);
     // Each upstream gets its own key and headers, never the other's.
@@ -110,6 +112,69 @@ async fn requests_route_by_backend_prefix_by_configured_models_and_to_the_defaul
     assert_eq!(chat_to_alpha.header("authorization"), None);
     assert_eq!(chat_to_alpha.header("x-team"), Some("bridge"));
     daemon.stop().await;
+}
+
+#[tokio::test]
+async fn a_model_the_default_backend_does_not_serve_gets_its_model_unless_strict() {
+    let upstream = MockLlm::start(Vec::new()).await;
+    let config = |strict: &str| {
+        Setup::default().config_toml(format!(
+            r#"
+default_backend = "local"
+{strict}
+[backends.local]
+provider = "openai"
+base_url = "{}/v1"
+model = "served-default"
+"#,
+            upstream.base_url()
+        ))
+    };
+    let daemon = TestDaemon::with(config("")).await;
+    // No configured list: the upstream's own listing (fetched on first
+    // need) says what it serves; the mock lists gpt-4o among others.
+    assert_eq!(
+        ask(&daemon, Some("gpt-4o")).await,
+        ("local".to_owned(), Some("gpt-4o".to_owned()))
+    );
+    let substituted = daemon
+        .ctx
+        .backends
+        .route(Some("claude-sonnet-4-5-20250929"))
+        .await
+        .unwrap();
+    assert_eq!(substituted.model.as_deref(), Some("served-default"));
+    assert!(
+        substituted
+            .rule
+            .contains("serves no \"claude-sonnet-4-5-20250929\""),
+        "the request log says why: {}",
+        substituted.rule
+    );
+    let listings = || {
+        upstream
+            .requests()
+            .iter()
+            .filter(|r| r.path.ends_with("/models"))
+            .count()
+    };
+    let fetched = listings();
+    assert!(fetched >= 1);
+    let again = daemon.ctx.backends.route(Some("other-name")).await.unwrap();
+    assert_eq!(again.model.as_deref(), Some("served-default"));
+    assert_eq!(
+        listings(),
+        fetched,
+        "the listing is kept, not fetched again"
+    );
+    daemon.stop().await;
+
+    let strict = TestDaemon::with(config("[models]\nstrict_models = true")).await;
+    assert_eq!(
+        ask(&strict, Some("made-up-model")).await,
+        ("local".to_owned(), Some("made-up-model".to_owned()))
+    );
+    strict.stop().await;
 }
 
 #[tokio::test]
@@ -148,6 +213,7 @@ async fn v1_models_lists_every_backend_and_learnt_models_route_there() {
             .ctx
             .backends
             .route(Some("claude-sonnet-4"))
+            .await
             .unwrap()
             .entry
             .name,

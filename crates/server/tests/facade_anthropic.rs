@@ -142,7 +142,9 @@ async fn streamed_text_from_an_openai_upstream_is_an_anthropic_event_stream() {
     // What the OpenAI-wire upstream was asked.
     let sent = &chat_requests(&mock)[0];
     assert_eq!(sent.path, "/v1/chat/completions");
-    assert_eq!(sent.body["model"], "claude-sonnet-test");
+    // A name the backend does not serve: its own model answers, under the
+    // name the client asked for.
+    assert_eq!(sent.body["model"], "mock-model");
     assert_eq!(sent.body["max_tokens"], 100);
     assert_eq!(
         sent.body["messages"],

@@ -7,7 +7,7 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use bridge_agents::openclaw;
-use bridge_agents::setup::{self, Facade};
+use bridge_agents::setup::{self, Facade, Served};
 use bridge_config::BridgeConfig;
 
 use crate::args::SetupArgs;
@@ -16,7 +16,12 @@ use crate::exit::Failure;
 pub async fn run(config: &BridgeConfig, args: SetupArgs) -> Result<ExitCode, Failure> {
     let agents = crate::commands::chosen_agents(args.agent.as_deref(), setup::AGENTS)?;
     let openclaw_has_token = openclaw_has_token(config);
-    let facade = match bridge_server::find_running(&config.home).await {
+    let running = bridge_server::find_running(&config.home).await;
+    let served = match &running {
+        Some(client) => served(client).await,
+        None => Served::default(),
+    };
+    let facade = match running {
         Some(client) => Facade {
             origin: format!("http://{}", client.address()),
             token: client.file().token.clone(),
@@ -32,8 +37,10 @@ pub async fn run(config: &BridgeConfig, args: SetupArgs) -> Result<ExitCode, Fai
             openclaw_config: config.openclaw.config_path.clone(),
         },
     };
-    let model = args.model.as_deref().unwrap_or("gpt-4.1");
-    let text = setup::text(&agents, &facade, model);
+    let model = served
+        .choose(args.model.as_deref())
+        .unwrap_or_else(|| "gpt-4.1".to_owned());
+    let text = setup::text(&agents, &facade, &served, &model);
     let _ = write!(std::io::stdout().lock(), "{text}");
     Ok(ExitCode::SUCCESS)
 }
@@ -45,4 +52,27 @@ fn openclaw_has_token(config: &BridgeConfig) -> bool {
         .ok()
         .flatten()
         .is_some_and(|token| openclaw::has_token(&config.openclaw.state_dir, &token))
+}
+
+/// What the running daemon serves: its default backend with that
+/// backend's model, and `/v1/models`. Nothing when it does not say.
+async fn served(client: &bridge_server::GatewayClient) -> Served {
+    let status = client
+        .call("bridge.status", serde_json::json!({}))
+        .await
+        .unwrap_or_default();
+    let default_backend = status["backends"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|backend| backend["default"] == true)
+        .and_then(|backend| {
+            let name = backend["name"].as_str()?;
+            let model = backend["defaultModel"].as_str()?;
+            Some((name.to_owned(), model.to_owned()))
+        });
+    Served {
+        default_backend,
+        models: client.models().await.unwrap_or_default(),
+    }
 }

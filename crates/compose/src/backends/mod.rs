@@ -10,8 +10,9 @@
 //! 3. `[models.map]`: the requested name, exactly, then by glob;
 //! 4. a model a backend lists (configured `models`, or learnt from its
 //!    model listing) → that backend;
-//! 5. `[models] default`, else the default backend with the model passed
-//!    through.
+//! 5. `[models] default`, else the default backend: with the requested
+//!    model if it serves it, else with its own configured model (unless
+//!    `[models] strict_models`), see `serving.rs`.
 //!
 //! Model ids may contain `/` themselves (`meta-llama/Llama-3`), so rule 1
 //! applies only when the prefix names a backend.
@@ -24,6 +25,7 @@ use bridge_config::{ModelRoutes, ModelTarget};
 use bridge_llm::ChatBackend;
 
 mod build;
+mod serving;
 
 pub use build::build_backends;
 
@@ -97,6 +99,9 @@ pub struct Route {
     pub model: Option<String>,
     /// Which rule chose it (`map "claude-*"`, `think`, …), for the log.
     pub rule: String,
+    /// The requested model was passed on by the last rule without knowing
+    /// whether the backend serves it; [`Backends::settle`] finds out.
+    pub unsettled: bool,
 }
 
 /// What routing looks at in a request.
@@ -202,18 +207,19 @@ impl Backends {
         &self.routes
     }
 
-    /// The backend and model for a request's `model` alone.
-    pub fn route(&self, requested: Option<&str>) -> Result<Route, RouteError> {
-        self.route_request(&RouteRequest {
+    /// The backend and model for a request's `model` alone, settled.
+    pub async fn route(&self, requested: Option<&str>) -> Result<Route, RouteError> {
+        let route = self.route_request(&RouteRequest {
             model: requested,
             ..RouteRequest::default()
-        })
+        })?;
+        Ok(self.settle(route).await)
     }
 
-    /// [`Self::route_request`] for a request whose size is costly to
-    /// estimate: `estimate_input_tokens` runs only when a `long_context`
+    /// [`Self::route_request`], settled, for a request whose size is costly
+    /// to estimate: `estimate_input_tokens` runs only when a `long_context`
     /// route needs it.
-    pub fn route_estimating(
+    pub async fn route_estimating(
         &self,
         model: Option<&str>,
         thinking: bool,
@@ -224,11 +230,12 @@ impl Backends {
         } else {
             0
         };
-        self.route_request(&RouteRequest {
+        let route = self.route_request(&RouteRequest {
             model,
             thinking,
             input_tokens,
-        })
+        })?;
+        Ok(self.settle(route).await)
     }
 
     /// The backend and model for a request (see the module docs).
@@ -243,6 +250,7 @@ impl Backends {
                 entry: entry.clone(),
                 model: (!rest.is_empty()).then(|| rest.to_owned()),
                 rule: "backend/model".to_owned(),
+                unsettled: false,
             });
         }
         let routes = &self.routes;
@@ -273,6 +281,7 @@ impl Backends {
                     entry,
                     model: Some(model.to_owned()),
                     rule: "listed".to_owned(),
+                    unsettled: false,
                 });
             }
         }
@@ -284,6 +293,7 @@ impl Backends {
             entry: entry.clone(),
             model: requested.map(str::to_owned),
             rule: "default backend".to_owned(),
+            unsettled: requested.is_some(),
         })
     }
 
@@ -298,6 +308,7 @@ impl Backends {
             entry: entry.clone(),
             model: target.model.clone(),
             rule,
+            unsettled: false,
         })
     }
 
@@ -489,9 +500,13 @@ impl Backends {
             .map(|(_, seen)| *seen)
     }
 
+    /// Keeps what backend `name` listed (at most
+    /// [`serving::MAX_LISTED`] names: an upstream's listing is not trusted
+    /// to be small).
     fn remember(&self, name: &str, models: &[String], seen: Availability) {
         if let Ok(mut learnt) = self.learnt.lock() {
-            learnt.insert(name.to_owned(), models.to_vec());
+            let kept = models.iter().take(serving::MAX_LISTED).cloned().collect();
+            learnt.insert(name.to_owned(), kept);
         }
         self.record(name, seen);
     }

@@ -40,11 +40,14 @@ pub(super) async fn messages(
     // Routing needs the model before the body is parsed for its upstream.
     let requested = body.get("model").and_then(|model| model.as_str());
     // The estimate parses the body once more: only when a route needs it.
-    let route = ctx.backends.route_estimating(
-        requested,
-        bridge_llm::translate::asks_for_thinking(&body),
-        || anthropic::estimate_input_tokens(&body).unwrap_or(0),
-    )?;
+    let route = ctx
+        .backends
+        .route_estimating(
+            requested,
+            bridge_llm::translate::asks_for_thinking(&body),
+            || anthropic::estimate_input_tokens(&body).unwrap_or(0),
+        )
+        .await?;
     let entry = route.entry;
     let format = if entry.kind == BackendKind::Anthropic {
         UpstreamFormat::Anthropic

@@ -40,11 +40,12 @@ pub(super) async fn chat_completions(
     let (ctx, note) = (&call.ctx, &call.note);
     let thinking = bridge_llm::translate::asks_for_thinking(&object);
     let inbound = parse_request(object)?;
-    let route =
-        ctx.backends
-            .route_estimating(inbound.request.model.as_deref(), thinking, || {
-                bridge_llm::translate::estimate_chat_tokens(&inbound.request)
-            })?;
+    let route = ctx
+        .backends
+        .route_estimating(inbound.request.model.as_deref(), thinking, || {
+            bridge_llm::translate::estimate_chat_tokens(&inbound.request)
+        })
+        .await?;
     let entry = route.entry;
     let requested = inbound.request.model.clone();
     let (stream, include_usage) = (inbound.stream, inbound.include_usage);

@@ -43,7 +43,8 @@ pub(super) async fn create(
         .backends
         .route_estimating(inbound.model.as_deref(), thinking, || {
             bridge_llm::translate::estimate_chat_tokens(&inbound.chat)
-        })?;
+        })
+        .await?;
     let entry = Arc::clone(&route.entry);
     for left_out in &inbound.ignored {
         tracing::debug!(backend = %entry.name, "responses: left out {left_out}");
