@@ -38,26 +38,49 @@ fn read_json5(path: &Path) -> Value {
     json_edit::parse(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
 
-fn backups(dir: &Path) -> usize {
-    std::fs::read_dir(dir)
-        .unwrap()
-        .filter(|entry| {
-            entry
-                .as_ref()
-                .unwrap()
-                .file_name()
-                .to_string_lossy()
-                .contains(".bak-")
+/// The backups in the state directory `state`.
+fn backups(state: &Path) -> usize {
+    std::fs::read_dir(state.join("backups"))
+        .map(|entries| {
+            entries
+                .filter(|entry| {
+                    entry
+                        .as_ref()
+                        .unwrap()
+                        .file_name()
+                        .to_string_lossy()
+                        .contains(".bak-")
+                })
+                .count()
         })
-        .count()
+        .unwrap_or(0)
+}
+
+/// Every file under `dir`, as paths relative to it.
+fn files_under(dir: &Path) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut stack = vec![dir.to_owned()];
+    while let Some(next) = stack.pop() {
+        for entry in std::fs::read_dir(&next).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                found.push(path.strip_prefix(dir).unwrap().display().to_string());
+            }
+        }
+    }
+    found.sort();
+    found
 }
 
 #[test]
-fn claude_codes_hooks_go_in_and_come_out_with_the_users_hook_kept() {
+fn claude_codes_project_hooks_name_no_path_of_this_machine_and_come_out_byte_for_byte() {
     let project = tempfile::tempdir().unwrap();
     let state = tempfile::tempdir().unwrap();
     let claude = project.path().join(".claude");
     std::fs::create_dir_all(&claude).unwrap();
+    std::fs::create_dir_all(project.path().join(".git/info")).unwrap();
     let settings = claude.join("settings.json");
     std::fs::write(&settings, CLAUDE_SETTINGS).unwrap();
     let env = AgentEnv::from_vars([("HOME", "/nonexistent")]);
@@ -71,51 +94,109 @@ fn claude_codes_hooks_go_in_and_come_out_with_the_users_hook_kept() {
     );
     let text = std::fs::read_to_string(&settings).unwrap();
     assert!(text.contains("// my settings"), "comments kept:\n{text}");
+    // The files a team commits: no path of this machine in them.
+    let shared = format!(
+        "{text}{}",
+        std::fs::read_to_string(claude.join(CHAIN_FILE)).unwrap()
+    );
+    for machine in [
+        "/opt/bin",
+        &*state.path().display().to_string(),
+        &*project.path().display().to_string(),
+    ] {
+        assert!(!shared.contains(machine), "{machine} in:\n{shared}");
+    }
     let installed = read_json5(&settings);
     assert_eq!(installed["model"], "opus");
     for (event, ours) in hooks::CLAUDE_EVENTS {
         let groups = installed["hooks"][event].as_array().unwrap();
         assert_eq!(groups.len(), 1, "only our wrapper for {event}");
         let command = groups[0]["hooks"][0]["command"].as_str().unwrap();
-        assert!(
-            command.starts_with(&format!(
-                "'/opt/bin/copilot-bridge' --home '{}' hook {ours} --agent claude --chain ",
-                state.path().display()
-            )),
-            "{command}"
+        assert_eq!(
+            command,
+            format!(
+                "\"${{COPILOT_BRIDGE_BIN:-copilot-bridge}}\" hook {ours} --agent claude --chain \"$CLAUDE_PROJECT_DIR\"/'.claude/{CHAIN_FILE}'"
+            )
         );
     }
+    // This machine's part: where Claude Code keeps what is not committed,
+    // kept out of git in this clone.
+    let local = read_json5(&claude.join("settings.local.json"));
+    assert_eq!(
+        local["env"]["COPILOT_BRIDGE_BIN"],
+        "/opt/bin/copilot-bridge"
+    );
+    assert_eq!(
+        local["env"]["COPILOT_BRIDGE_HOME"],
+        state.path().display().to_string()
+    );
+    let exclude = std::fs::read_to_string(project.path().join(".git/info/exclude")).unwrap();
+    assert_eq!(exclude, "/.claude/settings.local.json\n");
     let chain = read_json5(&claude.join(CHAIN_FILE));
     assert_eq!(
         chain["hooks"]["PreToolUse"][0]["hooks"][0]["command"],
         "./lint.sh"
     );
-    assert_eq!(backups(&claude), 1, "the old settings were backed up");
+    // Backups in the state directory, none in the repository.
+    assert_eq!(backups(state.path()), 1, "the old settings were backed up");
+    assert_eq!(
+        files_under(&claude),
+        [CHAIN_FILE, "settings.json", "settings.local.json"]
+    );
 
     let again = hooks::install(&program(state.path()), &layout).unwrap();
     assert!(again.contains("already installed"), "{again}");
-    assert_eq!(backups(&claude), 1, "nothing written the second time");
+    assert_eq!(backups(state.path()), 1, "nothing written the second time");
     let status = hooks::status(&layout, state.path()).unwrap();
     assert!(
         status.contains("PreToolUse") && status.contains("1 of yours chained"),
         "{status}"
     );
 
-    let report = hooks::uninstall(&layout).unwrap();
+    let report = hooks::uninstall(&layout, state.path()).unwrap();
     assert!(report.contains("Restored"), "{report}");
     assert_eq!(
-        read_json5(&settings),
-        json_edit::parse(CLAUDE_SETTINGS).unwrap(),
-        "the settings are the user's again"
+        std::fs::read_to_string(&settings).unwrap(),
+        CLAUDE_SETTINGS,
+        "the very bytes"
     );
-    assert!(
-        std::fs::read_to_string(&settings)
-            .unwrap()
-            .contains("// my settings")
-    );
-    assert!(!claude.join(CHAIN_FILE).exists());
-    let twice = hooks::uninstall(&layout).unwrap();
+    assert_eq!(files_under(&claude), ["settings.json"]);
+    let twice = hooks::uninstall(&layout, state.path()).unwrap();
     assert!(twice.contains("not installed"), "{twice}");
+}
+
+#[test]
+fn settings_edited_since_install_keep_the_edit_and_get_the_users_hooks_back() {
+    let project = tempfile::tempdir().unwrap();
+    let state = tempfile::tempdir().unwrap();
+    let claude = project.path().join(".claude");
+    std::fs::create_dir_all(&claude).unwrap();
+    let settings = claude.join("settings.json");
+    std::fs::write(&settings, CLAUDE_SETTINGS).unwrap();
+    std::fs::write(
+        claude.join("settings.local.json"),
+        "{\"env\": {\"MINE\": \"1\"}}\n",
+    )
+    .unwrap();
+    let env = AgentEnv::from_vars([("HOME", "/nonexistent")]);
+    let layout = Layout::new(Agent::ClaudeCode, Scope::Project(project.path()), &env).unwrap();
+    hooks::install(&program(state.path()), &layout).unwrap();
+    // The user changes a setting after install, in both files.
+    let edited = std::fs::read_to_string(&settings)
+        .unwrap()
+        .replace("\"opus\"", "\"sonnet\"");
+    std::fs::write(&settings, edited).unwrap();
+    let local = claude.join("settings.local.json");
+    let edited = std::fs::read_to_string(&local)
+        .unwrap()
+        .replace("\"MINE\": \"1\"", "\"MINE\": \"2\"");
+    std::fs::write(&local, edited).unwrap();
+
+    hooks::uninstall(&layout, state.path()).unwrap();
+    let mut expected = json_edit::parse(CLAUDE_SETTINGS).unwrap();
+    expected["model"] = json!("sonnet");
+    assert_eq!(read_json5(&settings), expected);
+    assert_eq!(read_json5(&local), json!({"env": {"MINE": "2"}}));
 }
 
 #[test]
@@ -158,7 +239,7 @@ fn the_copilot_clis_hook_files_in_copilot_home_are_taken_over_and_restored() {
     let chain = read_json5(&copilot_home.join(CHAIN_FILE));
     assert_eq!(chain["hooks"]["preToolUse"][0]["bash"], "./check.sh");
 
-    hooks::uninstall(&layout).unwrap();
+    hooks::uninstall(&layout, state.path()).unwrap();
     assert_eq!(read_json5(&mine), users);
     assert!(!hooks_dir.join(COPILOT_FILE).exists());
     assert!(!copilot_home.join(CHAIN_FILE).exists());

@@ -48,14 +48,58 @@ fn claude_wrapper(project: &Path, event: &str) -> String {
         .to_owned()
 }
 
-/// Runs a wrapper command with `payload` on stdin, as the agent would.
-fn run_wrapper(bridge: &Bridge, command: &str, payload: &Value) -> Output {
+/// What Claude Code gives its hooks in `project`: the project directory
+/// and the `env` of its settings (`settings.local.json` has this
+/// machine's part of a project install).
+fn claude_hook_env(project: &Path) -> Vec<(String, String)> {
+    let mut env = vec![(
+        "CLAUDE_PROJECT_DIR".to_owned(),
+        project.display().to_string(),
+    )];
+    let local = project.join(".claude/settings.local.json");
+    if let Ok(text) = std::fs::read_to_string(local) {
+        let settings: Value = serde_json::from_str(&text).unwrap();
+        for (name, value) in settings["env"].as_object().into_iter().flatten() {
+            env.push((name.clone(), value.as_str().unwrap().to_owned()));
+        }
+    }
+    env
+}
+
+/// What the Copilot CLI gives its hooks in `project`, with what `hooks
+/// install` told the user to export (`  export NAME='VALUE'`).
+fn copilot_hook_env(project: &Path, installed: &Output) -> Vec<(String, String)> {
+    let mut env = vec![(
+        "COPILOT_PROJECT_DIR".to_owned(),
+        project.display().to_string(),
+    )];
+    for line in String::from_utf8_lossy(&installed.stdout).lines() {
+        if let Some((name, value)) = line
+            .trim()
+            .strip_prefix("export ")
+            .and_then(|e| e.split_once('='))
+        {
+            env.push((name.to_owned(), value.trim_matches('\'').to_owned()));
+        }
+    }
+    env
+}
+
+/// Runs a wrapper command with `payload` on stdin, as the agent would:
+/// `env` is what the agent adds to a bare environment.
+fn run_wrapper(
+    bridge: &Bridge,
+    command: &str,
+    env: &[(String, String)],
+    payload: &Value,
+) -> Output {
     let mut cmd = std::process::Command::new("sh");
     cmd.arg("-c")
         .arg(command)
         .env_clear()
         .env("PATH", std::env::var_os("PATH").unwrap_or_default())
         .env("HOME", bridge.state.path())
+        .envs(env.iter().map(|(name, value)| (name, value)))
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped());
@@ -129,7 +173,13 @@ fn each_row_of_the_precedence_table_through_claudes_wrapper() {
         let project = claude_project_with(&user);
         hooks(&bridge, project.path(), &["install", "--agent", "claude"]);
         let wrapper = claude_wrapper(project.path(), "PreToolUse");
-        let output = run_wrapper(&bridge, &wrapper, &claude_bash(project.path(), command));
+        let env = claude_hook_env(project.path());
+        let output = run_wrapper(
+            &bridge,
+            &wrapper,
+            &env,
+            &claude_bash(project.path(), command),
+        );
         match expect {
             "ours" => assert!(deny_reason(&output).contains("superuser"), "row {row}"),
             "theirs" => assert_eq!(
@@ -181,16 +231,29 @@ fn claudes_settings_keep_the_users_hooks_and_get_them_back() {
         "{status}"
     );
 
-    hooks(&bridge, project.path(), &["uninstall", "--agent", "claude"]);
-    let restored: Value =
-        serde_json::from_str(&std::fs::read_to_string(&settings).unwrap()).unwrap();
-    assert_eq!(restored, serde_json::from_str::<Value>(&original).unwrap());
+    // The committed file names no path of this machine; the backup is in
+    // the state directory, not in the repository.
     assert!(
-        !project
-            .path()
-            .join(".claude/copilot-bridge-hooks.json")
-            .exists()
+        !once.contains(&*bridge.state.path().display().to_string()),
+        "{once}"
     );
+    assert!(
+        !once.contains(env!("CARGO_BIN_EXE_copilot-bridge")),
+        "{once}"
+    );
+    assert!(bridge.state.path().join("backups").is_dir());
+
+    hooks(&bridge, project.path(), &["uninstall", "--agent", "claude"]);
+    assert_eq!(
+        std::fs::read_to_string(&settings).unwrap(),
+        original,
+        "the very bytes"
+    );
+    let left: Vec<String> = std::fs::read_dir(project.path().join(".claude"))
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(left, ["settings.json"], "nothing of ours left, no backup");
 }
 
 /// A Copilot CLI project with a hook file of the user's.
@@ -219,7 +282,7 @@ fn the_copilot_clis_hook_files_run_through_our_wrapper_and_come_back() {
         false,
     ));
     let original: Value = serde_json::from_str(&std::fs::read_to_string(&mine).unwrap()).unwrap();
-    hooks(&bridge, project.path(), &["install", "--agent", "copilot"]);
+    let installed = hooks(&bridge, project.path(), &["install", "--agent", "copilot"]);
     let ours: Value = serde_json::from_str(
         &std::fs::read_to_string(project.path().join(".github/hooks/copilot-bridge.json")).unwrap(),
     )
@@ -236,7 +299,8 @@ fn the_copilot_clis_hook_files_run_through_our_wrapper_and_come_back() {
 
     let payload = json!({"sessionId": "s", "cwd": project.path(), "toolName": "bash",
                          "toolArgs": json!({"command": "ls"}).to_string()});
-    let output = run_wrapper(&bridge, &wrapper, &payload);
+    let env = copilot_hook_env(project.path(), &installed);
+    let output = run_wrapper(&bridge, &wrapper, &env, &payload);
     assert_eq!(output.status.code(), Some(0), "{output:?}");
     assert_eq!(
         stdout_json(&output),

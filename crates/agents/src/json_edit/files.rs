@@ -23,11 +23,35 @@ pub fn read_if_present(file: &Path) -> Result<Option<String>, AgentsError> {
 /// Copies `old` to `<file>.bak-<UTC timestamp>` (a fresh name, never
 /// overwriting an earlier backup).
 pub fn back_up(file: &Path, old: &str) -> Result<PathBuf, AgentsError> {
+    back_up_as(file, &file.display().to_string(), old)
+}
+
+/// Copies `old` into `dir`, a directory of the state directory (created
+/// owner-only if missing; the state directory must exist), named after
+/// `file`'s whole path and the time: for files in a repository, whose
+/// backups do not belong beside them.
+pub fn back_up_into(dir: &Path, file: &Path, old: &str) -> Result<PathBuf, AgentsError> {
+    owner_only::ensure_private_subdir(dir).map_err(|source| AgentsError::CreateBackup {
+        path: dir.to_owned(),
+        source,
+    })?;
+    let flat: String = file
+        .display()
+        .to_string()
+        .trim_start_matches('/')
+        .chars()
+        .map(|c| if c == '/' { '%' } else { c })
+        .collect();
+    back_up_as(file, &dir.join(flat).display().to_string(), old)
+}
+
+/// Writes `old` to `<base>.bak-<UTC timestamp>`, a fresh name.
+fn back_up_as(file: &Path, base: &str, old: &str) -> Result<PathBuf, AgentsError> {
     let stamp: String = bridge_util::time::now_timestamp()
         .chars()
         .filter(char::is_ascii_alphanumeric)
         .collect();
-    let base = format!("{}.bak-{stamp}", file.display());
+    let base = format!("{base}.bak-{stamp}");
     let mut candidate = PathBuf::from(&base);
     let mut n = 1;
     loop {

@@ -8,7 +8,7 @@
 mod files;
 pub use bridge_config::json5;
 
-pub use files::{back_up, read_if_present, write_atomically, write_private};
+pub use files::{back_up, back_up_into, read_if_present, write_atomically, write_private};
 
 use serde_json::{Map, Value};
 

@@ -34,7 +34,7 @@ pub fn run_hooks(
         HooksCommand::Install(args) => {
             hooks::install(&super::program(config)?, &layout(&args, env)?)?
         }
-        HooksCommand::Uninstall(args) => hooks::uninstall(&layout(&args, env)?)?,
+        HooksCommand::Uninstall(args) => hooks::uninstall(&layout(&args, env)?, &config.home)?,
         HooksCommand::Status(args) => hooks::status(&layout(&args, env)?, &config.home)?,
     };
     write_stdout(&report)?;

@@ -117,6 +117,47 @@ async fn claude(mock: &MockLlm, extra: &[&str]) -> Option<Run> {
     })
 }
 
+/// `claude -p` in a project where `hooks install --scope project` wrote
+/// the shared settings and this machine's part, against the mock.
+async fn claude_in_project(mock: &MockLlm, extra: &[&str]) -> Option<Run> {
+    let program = agent_cli("claude", "claude")?;
+    let workspace = TempWorkspace::new();
+    let bridge_home = tempfile::tempdir().unwrap();
+    let agent_home = tempfile::tempdir().unwrap();
+    let mut install = bridge_command(agent_home.path(), bridge_home.path());
+    install
+        .args([
+            "hooks", "install", "--agent", "claude", "--scope", "project", "--dir",
+        ])
+        .arg(workspace.path());
+    let output = install.output().unwrap();
+    assert!(output.status.success(), "hooks install: {output:?}");
+    let shared = std::fs::read_to_string(workspace.path().join(".claude/settings.json")).unwrap();
+    assert!(
+        !shared.contains(&*bridge_home.path().display().to_string())
+            && !shared.contains("/target/"),
+        "the shared settings name no path of this machine: {shared}"
+    );
+    // Neither the binary nor the state directory comes from Claude's own
+    // environment: only from settings.local.json.
+    let mut command = agent_command(&program, agent_home.path(), workspace.path());
+    command
+        .env("ANTHROPIC_BASE_URL", mock.base_url())
+        .env("ANTHROPIC_AUTH_TOKEN", "sk-mock")
+        .env("CLAUDE_CONFIG_DIR", agent_home.path().join(".claude"))
+        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+        .env("DISABLE_TELEMETRY", "1")
+        .env("DISABLE_AUTOUPDATER", "1")
+        .args(["-p", "Run the command", "--output-format", "json"])
+        .args(extra);
+    run_agent(command, "claude").await;
+    Some(Run {
+        workspace,
+        bridge_home,
+        _agent_home: agent_home,
+    })
+}
+
 /// `copilot -p` with our hooks in `$COPILOT_HOME/hooks/`, against the mock.
 async fn copilot(mock: &MockLlm) -> Option<Run> {
     let program = agent_cli("copilot", "copilot")?;
@@ -216,4 +257,13 @@ async fn the_copilot_cli_runs_a_safe_command_the_hook_lets_through() {
         return;
     };
     assert_ran_and_recorded(&run, &mock, "Copilot CLI", "copilot-cli");
+}
+
+#[tokio::test]
+async fn claude_code_obeys_hooks_installed_for_the_project_with_no_path_of_this_machine() {
+    let mock = mock_asking("Bash", DANGEROUS).await;
+    let Some(run) = claude_in_project(&mock, &["--allowedTools", "Bash"]).await else {
+        return;
+    };
+    assert_denied_and_not_run(&run, &mock, "Claude Code", "claude-code");
 }

@@ -6,9 +6,21 @@
 //! hook and the user's own hooks of that event and answers once for both
 //! (`hook/chain.rs`). The user's hooks move into the chain file, with where
 //! they came from, so `uninstall` puts them back. Every file is backed up
-//! before it changes, edited in place (other settings, comments and
-//! formatting kept) and written atomically; running it twice changes
-//! nothing the second time.
+//! before it changes (into the state directory's `backups/`, never beside
+//! a file a repository holds), edited in place (other settings, comments
+//! and formatting kept) and written atomically; running it twice changes
+//! nothing the second time. `uninstall` puts back the very bytes of each
+//! file it finds as `install` left it (`restore.rs`).
+//!
+//! Project scope writes files a team commits, so they name no path of
+//! this machine: the wrapper runs `${COPILOT_BRIDGE_BIN:-copilot-bridge}`
+//! and finds the chain file through the project directory the agent
+//! exports; this machine's part (the binary, a configured state directory
+//! or port) goes where the agent keeps settings that are not committed
+//! (`local.rs`).
+
+mod local;
+mod restore;
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -19,7 +31,7 @@ use serde_json::{Map, Value, json};
 use crate::env::{AgentEnv, Scope};
 use crate::error::AgentsError;
 use crate::hook::flag_name;
-use crate::json_edit::{self, back_up, read_if_present, write_atomically};
+use crate::json_edit::{self, read_if_present};
 use crate::program::Program;
 
 /// Claude Code's events we install for, with our names.
@@ -59,6 +71,9 @@ pub struct Layout {
     pub config: PathBuf,
     /// The user's hooks we run through ours, and where they came from.
     pub chain: PathBuf,
+    /// Project scope: the project directory. Its files are shared, so
+    /// what we write there names no path of this machine.
+    pub project: Option<PathBuf>,
 }
 
 impl Layout {
@@ -73,10 +88,15 @@ impl Layout {
             Agent::ClaudeCode => dir.join("settings.json"),
             Agent::CopilotCli => dir.join("hooks"),
         };
+        let project = match scope {
+            Scope::User => None,
+            Scope::Project(dir) => Some(dir.to_owned()),
+        };
         Ok(Self {
             agent,
             config,
             chain: dir.join(CHAIN_FILE),
+            project,
         })
     }
 
@@ -106,12 +126,61 @@ impl Layout {
     /// Our entry for `event` (our name), as the agent's configuration
     /// holds it: the wrapper that also runs the chained hooks.
     pub fn entry(&self, program: &Program, event: &str) -> Value {
-        entry(
-            self.agent,
-            &hook_command(program, self.agent, event, Some(&self.chain)),
-            program.hook_timeout_secs(),
-        )
+        let command = match self.chain_in_project() {
+            Some(relative) => portable_hook_command(self.agent, event, &relative),
+            None => hook_command(program, self.agent, event, Some(&self.chain)),
+        };
+        entry(self.agent, &command, program.hook_timeout_secs())
     }
+
+    /// Project scope: the chain file's path inside the project.
+    fn chain_in_project(&self) -> Option<String> {
+        let project = self.project.as_ref()?;
+        let relative = self.chain.strip_prefix(project).ok()?;
+        Some(relative.display().to_string())
+    }
+
+    /// How the chain file names `file`: inside the project relative to it
+    /// (the chain file is shared too), else whole.
+    fn key_of(&self, file: &Path) -> String {
+        self.project
+            .as_ref()
+            .and_then(|project| file.strip_prefix(project).ok())
+            .unwrap_or(file)
+            .display()
+            .to_string()
+    }
+
+    /// The file a key of [`Self::key_of`] names.
+    fn file_of(&self, key: &str) -> PathBuf {
+        match &self.project {
+            Some(project) => project.join(key),
+            None => PathBuf::from(key),
+        }
+    }
+}
+
+/// The variable each agent gives its hooks with the project directory.
+fn project_variable(agent: Agent) -> &'static str {
+    match agent {
+        Agent::ClaudeCode => "CLAUDE_PROJECT_DIR",
+        Agent::CopilotCli => "COPILOT_PROJECT_DIR",
+    }
+}
+
+/// The variable a machine sets to the binary project-scope hooks run
+/// (`copilot-bridge` on `PATH` when unset).
+pub const BINARY_VARIABLE: &str = "COPILOT_BRIDGE_BIN";
+
+/// Our hook's command line for a project's shared files: no path of this
+/// machine, the chain file found through the agent's project directory.
+pub fn portable_hook_command(agent: Agent, event: &str, chain_in_project: &str) -> String {
+    format!(
+        "\"${{{BINARY_VARIABLE}:-copilot-bridge}}\" hook {event} --agent {} --chain \"${}\"/{}",
+        flag_name(agent),
+        project_variable(agent),
+        quote(chain_in_project)
+    )
 }
 
 /// A hook entry running `command` for every tool, in `agent`'s shape, which
@@ -188,6 +257,7 @@ fn edit_failure(file: &Path) -> impl FnOnce(json_edit::EditError) -> AgentsError
 /// Takes the user's entries of `event` out of `file`'s text (into `chain`)
 /// and returns the text with ours, or theirs left out (`ours: None`).
 fn take_over(
+    layout: &Layout,
     file: &Path,
     text: &str,
     event: &str,
@@ -208,7 +278,7 @@ fn take_over(
         .collect();
     if !theirs.is_empty() {
         push_all(&mut chain["hooks"], event, &theirs);
-        let key = file.display().to_string();
+        let key = layout.key_of(file);
         push_all(&mut chain["restore"][key.as_str()], event, &theirs);
     }
     let edited = match ours {
@@ -232,17 +302,6 @@ fn push_all(target: &mut Value, event: &str, entries: &[Value]) {
     }
 }
 
-/// Writes `text` to `file`, backing up what was there; the backup's path.
-fn replace_file(
-    file: &Path,
-    old: Option<&str>,
-    text: &str,
-) -> Result<Option<PathBuf>, AgentsError> {
-    let backup = old.map(|old| back_up(file, old)).transpose()?;
-    write_atomically(file, text)?;
-    Ok(backup)
-}
-
 /// Puts our wrapper in front of every event of `layout`, the user's hooks
 /// of those events moved into the chain file: what was done, for the user.
 pub fn install(program: &Program, layout: &Layout) -> Result<String, AgentsError> {
@@ -255,8 +314,14 @@ pub fn install(program: &Program, layout: &Layout) -> Result<String, AgentsError
         let mut text = old.clone().unwrap_or_default();
         for (event, ours) in layout.events() {
             let entry = layout.entry(program, ours);
-            if let Some(edited) = take_over(&layout.config, &text, event, Some(&entry), &mut chain)?
-            {
+            if let Some(edited) = take_over(
+                layout,
+                &layout.config,
+                &text,
+                event,
+                Some(&entry),
+                &mut chain,
+            )? {
                 text = edited;
             }
         }
@@ -270,7 +335,7 @@ pub fn install(program: &Program, layout: &Layout) -> Result<String, AgentsError
             };
             let mut text = old.clone();
             for (event, _) in layout.events() {
-                if let Some(edited) = take_over(&file, &text, event, None, &mut chain)? {
+                if let Some(edited) = take_over(layout, &file, &text, event, None, &mut chain)? {
                     text = edited;
                 }
             }
@@ -293,6 +358,30 @@ pub fn install(program: &Program, layout: &Layout) -> Result<String, AgentsError
             writes.push((ours, old, text));
         }
     }
+    if let Some(file) = local::local_file(layout) {
+        let old = read_if_present(&file)?;
+        let mut added = local::added_names(&chain);
+        if let Some(text) =
+            local::with_machine_env(program, &file, old.as_deref().unwrap_or(""), &mut added)?
+        {
+            added.sort();
+            added.dedup();
+            chain["localEnv"] = json!(added);
+            if old.is_none() {
+                chain["localCreated"] = json!(true);
+            }
+            writes.push((file, old, text));
+        }
+    }
+    // Not the local file's texts: they name this machine's paths, and the
+    // chain file is shared.
+    let local = local::local_file(layout);
+    for (file, old, text) in writes
+        .iter()
+        .filter(|(file, ..)| Some(file) != local.as_ref())
+    {
+        restore::record(&mut chain, layout, file, old.as_deref(), text);
+    }
     // The wrapper names the chain file: it is written even when it chains
     // nothing, since a missing one is refused.
     let chain_missing = read_if_present(&layout.chain)?.is_none();
@@ -310,16 +399,20 @@ pub fn install(program: &Program, layout: &Layout) -> Result<String, AgentsError
             "{}\n",
             serde_json::to_string_pretty(&chain).unwrap_or_default()
         );
-        replace_file(&layout.chain, old.as_deref(), &text)?;
+        restore::replace_file(&program.home, &layout.chain, old.as_deref(), &text)?;
     }
     let mut report = String::new();
     for (file, old, text) in &writes {
-        let backup = replace_file(file, old.as_deref(), text)?;
+        let backup = restore::replace_file(&program.home, file, old.as_deref(), text)?;
         let _ = writeln!(report, "Wrote {}.", file.display());
         if let Some(backup) = backup {
             let _ = writeln!(report, "Backup of the previous file: {}", backup.display());
         }
     }
+    if let (Some(project), Some(file)) = (&layout.project, local::local_file(layout)) {
+        report.push_str(&local::exclude_from_git(project, &file)?);
+    }
+    report.push_str(&local::advice(program, layout));
     let chained: usize = chain["hooks"].as_object().map_or(0, |events| {
         events
             .values()
@@ -359,56 +452,53 @@ fn other_hook_files(layout: &Layout) -> Result<Vec<PathBuf>, AgentsError> {
 }
 
 /// Takes our wrappers out of `layout` and puts the user's hooks back where
-/// they came from: what was done, for the user.
-pub fn uninstall(layout: &Layout) -> Result<String, AgentsError> {
+/// they came from, the backups going into the state directory `home`: what
+/// was done, for the user.
+pub fn uninstall(layout: &Layout, home: &Path) -> Result<String, AgentsError> {
     let chain = read_chain(layout)?;
-    let restore = chain["restore"].as_object().cloned().unwrap_or_default();
+    let restore_entries = chain["restore"].as_object().cloned().unwrap_or_default();
     let mut report = String::new();
     let mut touched = layout
         .is_claude()
         .then(|| layout.config.clone())
         .into_iter()
         .collect::<Vec<_>>();
-    touched.extend(restore.keys().map(PathBuf::from));
+    touched.extend(restore_entries.keys().map(|key| layout.file_of(key)));
+    touched.extend(restore::recorded(&chain, layout));
+    touched.extend(local::local_file(layout));
     touched.sort();
     touched.dedup();
     for file in touched {
-        let Some(old) = read_if_present(&file)? else {
+        let old = read_if_present(&file)?;
+        if let Some(original) = restore::original(&chain, layout, &file, old.as_deref()) {
+            match original {
+                Some(text) => {
+                    restore::replace_file(home, &file, old.as_deref(), &text)?;
+                    let _ = writeln!(report, "Restored {} as it was.", file.display());
+                }
+                None => remove_if_present(&file, &mut report)?,
+            }
+            continue;
+        }
+        let Some(old) = old else {
             continue;
         };
         let mut text = old.clone();
-        let document = json_edit::parse(&text).map_err(edit_failure(&file))?;
-        for (event, _) in layout.events() {
-            let current: Vec<Value> = json_edit::get_at(&document, &["hooks", event])
-                .and_then(Value::as_array)
-                .cloned()
-                .unwrap_or_default();
-            let kept: Vec<Value> = current
-                .iter()
-                .filter(|entry| !is_ours(entry))
-                .cloned()
-                .collect();
-            let mut restored = kept.clone();
-            if let Some(theirs) = restore
-                .get(&file.display().to_string())
-                .and_then(|events| events.get(*event))
-                .and_then(Value::as_array)
+        if Some(&file) == local::local_file(layout).as_ref() {
+            if let Some(edited) =
+                local::without_machine_env(&file, &text, &local::added_names(&chain))?
             {
-                restored.extend(theirs.iter().cloned());
-            }
-            let edited = if restored.is_empty() && !current.is_empty() {
-                json_edit::remove_at(&text, &["hooks", event])
-            } else if restored != current {
-                json_edit::set_at(&text, &["hooks", event], &Value::Array(restored))
-            } else {
-                Ok(None)
-            };
-            if let Some(edited) = edited.map_err(edit_failure(&file))? {
                 text = edited;
             }
+            if chain["localCreated"] == true && local::is_empty(&file, &text)? {
+                remove_if_present(&file, &mut report)?;
+                continue;
+            }
+        } else {
+            text = without_our_entries(layout, &file, &text, &restore_entries)?;
         }
         if text != old {
-            let backup = replace_file(&file, Some(&old), &text)?;
+            let backup = restore::replace_file(home, &file, Some(&old), &text)?;
             let _ = writeln!(report, "Restored {}.", file.display());
             if let Some(backup) = backup {
                 let _ = writeln!(report, "Backup of the previous file: {}", backup.display());
@@ -426,6 +516,47 @@ pub fn uninstall(layout: &Layout) -> Result<String, AgentsError> {
         );
     }
     Ok(report)
+}
+
+/// `text` of `file` with our wrappers taken out and the user's hooks of
+/// each event put back from `restore_entries`.
+fn without_our_entries(
+    layout: &Layout,
+    file: &Path,
+    text: &str,
+    restore_entries: &Map<String, Value>,
+) -> Result<String, AgentsError> {
+    let mut text = text.to_owned();
+    let document = json_edit::parse(&text).map_err(edit_failure(file))?;
+    for (event, _) in layout.events() {
+        let current: Vec<Value> = json_edit::get_at(&document, &["hooks", event])
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        let mut restored: Vec<Value> = current
+            .iter()
+            .filter(|entry| !is_ours(entry))
+            .cloned()
+            .collect();
+        if let Some(theirs) = restore_entries
+            .get(&layout.key_of(file))
+            .and_then(|events| events.get(*event))
+            .and_then(Value::as_array)
+        {
+            restored.extend(theirs.iter().cloned());
+        }
+        let edited = if restored.is_empty() && !current.is_empty() {
+            json_edit::remove_at(&text, &["hooks", event])
+        } else if restored != current {
+            json_edit::set_at(&text, &["hooks", event], &Value::Array(restored))
+        } else {
+            Ok(None)
+        };
+        if let Some(edited) = edited.map_err(edit_failure(file))? {
+            text = edited;
+        }
+    }
+    Ok(text)
 }
 
 fn remove_if_present(file: &Path, report: &mut String) -> Result<(), AgentsError> {
