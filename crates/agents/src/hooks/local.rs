@@ -140,7 +140,7 @@ pub(super) fn advice(program: &Program, layout: &Layout) -> String {
         layout.agent_name()
     );
     for (name, value) in needed {
-        let _ = writeln!(text, "  export {name}={}", super::quote(&value));
+        let _ = writeln!(text, "  export {name}={}", super::command::quote(&value));
     }
     text
 }
