@@ -83,6 +83,7 @@ pub struct AgentEnv {
     claude_binary: Option<PathBuf>,
     agent_settings: Vec<(OsString, OsString)>,
     desktop_session: Vec<(OsString, OsString)>,
+    search_path: Option<OsString>,
 }
 
 /// What a desktop notification (`notify-send`) needs to reach the user's
@@ -140,6 +141,7 @@ impl AgentEnv {
                 .iter()
                 .filter_map(|name| get(name).map(|value| (OsString::from(name), value)))
                 .collect(),
+            search_path: get("PATH"),
             home,
         }
     }
@@ -182,6 +184,15 @@ impl AgentEnv {
         }
     }
 
+    /// Codex's directory of `scope` (`CODEX_HOME`, default `~/.codex`, or
+    /// a project's `.codex/`); `None` when the user's cannot be found.
+    pub fn codex_dir(&self, scope: Scope<'_>) -> Option<PathBuf> {
+        match scope {
+            Scope::User => self.codex_home.clone(),
+            Scope::Project(dir) => Some(dir.join(".codex")),
+        }
+    }
+
     /// The extensions directory of `editor` (a name of [`EDITORS`]).
     pub fn vscode_extensions_dir(&self, editor: &str) -> Result<PathBuf, AgentsError> {
         let relative = EDITORS
@@ -198,6 +209,9 @@ impl AgentEnv {
         match agent {
             Agent::ClaudeCode => self.claude_project_dir.as_deref(),
             Agent::CopilotCli => self.copilot_project_dir.as_deref(),
+            // Codex names none: its hooks run in the session's directory,
+            // which the payload's `cwd` says.
+            Agent::Codex => None,
         }
     }
 
@@ -229,6 +243,11 @@ impl AgentEnv {
     /// The agents' own settings in this environment, for a nested agent.
     pub fn agent_settings(&self) -> &[(OsString, OsString)] {
         &self.agent_settings
+    }
+
+    /// Where a program named without a path is found (`PATH`).
+    pub fn search_path(&self) -> Option<&OsStr> {
+        self.search_path.as_deref()
     }
 
     /// The variables of the user's desktop session, for a notification

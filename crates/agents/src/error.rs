@@ -18,6 +18,13 @@ pub enum AgentsError {
     CurrentDir(std::io::Error),
     #[error("HOME is not set; use --scope project")]
     NoHomeForUserScope,
+    #[error("cannot start Codex ({}): {source}", path.display())]
+    CodexStart {
+        path: std::path::PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{0}")]
+    CodexTrust(String),
     #[error("neither COPILOT_HOME nor HOME is set")]
     NoCopilotHome,
     #[error("{} is not the editor's extension list ({source}); nothing was changed", path.display())]

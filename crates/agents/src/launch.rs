@@ -6,7 +6,9 @@
 //!
 //! Claude Code gets `--settings FILE` (the hooks) and `--mcp-config FILE`;
 //! the Copilot CLI a plugin with `hooks/hooks.json` (`--plugin-dir DIR`,
-//! which needs `--experimental`) and `--additional-mcp-config @FILE`. A
+//! which needs `--experimental`) and `--additional-mcp-config @FILE`;
+//! Codex `-c hooks.EVENT=…` and `-c mcp_servers.NAME=…` flags (which its
+//! hook trust must cover: `crate::codex`). A
 //! `claude -p` run also gets `--permission-prompt-tool` naming the session
 //! server's `approve` ([`permission_prompt_args`]).
 
@@ -78,7 +80,8 @@ pub fn command_line(agent: Agent, staged: &Staged, user_args: &[String]) -> Vec<
         .chain(permission_prompt_args(agent, user_args));
     match agent {
         Agent::ClaudeCode => user_args.iter().cloned().chain(ours).collect(),
-        Agent::CopilotCli => ours.chain(user_args.iter().cloned()).collect(),
+        // Codex's `-c` flags go before its subcommand (`exec`, …).
+        Agent::CopilotCli | Agent::Codex => ours.chain(user_args.iter().cloned()).collect(),
     }
 }
 
@@ -88,6 +91,7 @@ pub fn stage(agent: Agent, program: &Program, dir: &Path) -> Result<Staged, Agen
     match agent {
         Agent::ClaudeCode => stage_claude(program, dir),
         Agent::CopilotCli => stage_copilot(program, dir),
+        Agent::Codex => Ok(stage_codex(program)),
     }
 }
 
@@ -150,6 +154,23 @@ fn stage_copilot(program: &Program, dir: &Path) -> Result<Staged, AgentsError> {
         ],
         env: vec![(HOOKS_ACTIVE_VARIABLE, "1")],
     })
+}
+
+/// Codex's hooks and MCP servers, as configuration flags for this run.
+fn stage_codex(program: &Program) -> Staged {
+    let mut args = crate::codex::session_flag_hooks(program);
+    let servers = agent_servers(Agent::Codex, program);
+    for (name, server) in servers["mcpServers"].as_object().into_iter().flatten() {
+        args.push("-c".to_owned());
+        args.push(format!(
+            "mcp_servers.{name}={}",
+            crate::codex::toml_inline(server)
+        ));
+    }
+    Staged {
+        args,
+        env: Vec::new(),
+    }
 }
 
 /// Writes `value` to `file` in the private stage directory (plainly: the

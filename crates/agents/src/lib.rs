@@ -9,6 +9,7 @@
 //! daemon, and must not print: it returns values and text, and the binary
 //! prints them.
 
+pub mod codex;
 pub mod copilot_extension;
 pub mod env;
 pub mod error;

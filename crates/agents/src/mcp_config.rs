@@ -106,6 +106,10 @@ fn servers(agent: Agent, exe: &str, env: &[(&str, String)]) -> Value {
                 entry
             })})
         }
+        // Codex's `mcp_servers.NAME` tables take the same fields.
+        Agent::Codex => {
+            json!({"mcpServers": entries(&[CODE, MEMORY, SESSION], exe, env, &|entry| entry)})
+        }
         Agent::CopilotCli => {
             json!({"mcpServers": entries(&[MEMORY, SESSION], exe, env, &|mut entry| {
                 entry.insert("type".to_owned(), json!("local"));

@@ -18,6 +18,24 @@ pub const AGENTS: &[&str] = &["claude", "codex", "copilot", "openclaw"];
 /// `COPILOT_BRIDGE_TOKEN`: that one sets the daemon's own token.
 pub const CODEX_KEY_VARIABLE: &str = "COPILOT_BRIDGE_API_KEY";
 
+/// Codex's configuration flags for a run whose model requests go to the
+/// facade at `origin`, asking for `model`; the key goes in
+/// [`CODEX_KEY_VARIABLE`].
+pub fn codex_provider_flags(origin: &str, model: &str) -> Vec<String> {
+    let provider = format!(
+        "model_providers.copilot-bridge={{name=\"copilot-bridge\",base_url={},env_key=\"{CODEX_KEY_VARIABLE}\",wire_api=\"responses\"}}",
+        serde_json::Value::String(format!("{origin}/v1"))
+    );
+    [
+        provider,
+        "model_provider=\"copilot-bridge\"".to_owned(),
+        format!("model={}", serde_json::Value::String(model.to_owned())),
+    ]
+    .into_iter()
+    .flat_map(|flag| ["-c".to_owned(), flag])
+    .collect()
+}
+
 /// Where and how the facade is reached.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Facade {
@@ -160,7 +178,10 @@ fn section(agent: &str, facade: &Facade, model: &str) -> String {
              env_key = \"{CODEX_KEY_VARIABLE}\"\n\
              wire_api = \"responses\"\n\n\
              # and in the shell that runs `codex`:\n\
-             export {CODEX_KEY_VARIABLE}={token}\n"
+             export {CODEX_KEY_VARIABLE}={token}\n\
+             # So that Codex's own tools (its shell, apply_patch, MCP tools) pass the hub's policy:\n\
+             #   copilot-bridge hooks install --agent codex --scope user\n\
+             # (or run it as `copilot-bridge launch codex --via-hub`).\n"
         ),
         "copilot" => format!(
             "# GitHub Copilot CLI (BYOK, /v1/chat/completions): in the shell that runs `copilot`.\n\

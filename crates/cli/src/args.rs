@@ -163,16 +163,16 @@ pub struct CopilotExtensionArgs {
 
 #[derive(Debug, Args)]
 pub struct LaunchArgs {
-    /// claude or copilot.
-    #[arg(value_name = "AGENT", value_parser = ["claude", "copilot"])]
+    /// claude, copilot or codex.
+    #[arg(value_name = "AGENT", value_parser = ["claude", "copilot", "codex"])]
     pub kind: String,
     /// Send the agent's model requests through the daemon's facade (the daemon is started if none runs).
     #[arg(long)]
     pub via_hub: bool,
-    /// The agent's binary (default: COPILOT_BRIDGE_AGENT_BINARY, else `claude` or `copilot` on PATH).
+    /// The agent's binary (default: COPILOT_BRIDGE_AGENT_BINARY, else `claude`, `copilot` or `codex` on PATH).
     #[arg(long, value_name = "BINARY")]
     pub agent: Option<PathBuf>,
-    /// With --via-hub: the model the agent asks for (Claude Code: ANTHROPIC_MODEL; Copilot CLI: COPILOT_MODEL, default gpt-4.1).
+    /// With --via-hub: the model the agent asks for (Claude Code: ANTHROPIC_MODEL; Copilot CLI: COPILOT_MODEL; Codex: its model; default: the daemon's default backend's model).
     #[arg(long, value_name = "MODEL")]
     pub model: Option<String>,
     /// The agent's own arguments, after `--`.
@@ -192,10 +192,10 @@ pub enum HooksCommand {
 
 #[derive(Debug, Args)]
 pub struct HooksArgs {
-    /// claude or copilot.
-    #[arg(long, value_name = "AGENT", value_parser = ["claude", "copilot"])]
+    /// claude, copilot or codex.
+    #[arg(long, value_name = "AGENT", value_parser = ["claude", "copilot", "codex"])]
     pub agent: String,
-    /// project (.claude/settings.json, .github/hooks/) or user (~/.claude/settings.json, $COPILOT_HOME/hooks/).
+    /// project (.claude/settings.json, .github/hooks/, .codex/hooks.json) or user (~/.claude/settings.json, $COPILOT_HOME/hooks/, $CODEX_HOME/hooks.json).
     #[arg(long, value_name = "SCOPE", default_value = "project", value_parser = ["project", "user"])]
     pub scope: String,
     /// The project directory (default: the current directory).
@@ -205,11 +205,11 @@ pub struct HooksArgs {
 
 #[derive(Debug, Args)]
 pub struct HookArgs {
-    /// session-start, session-end, user-prompt-submit, pre-tool-use, post-tool-use or error (the agents' own names work too); default: the payload's hook_event_name.
+    /// session-start, session-end, user-prompt-submit, pre-tool-use, permission-request (Codex), post-tool-use or error (the agents' own names work too); default: the payload's hook_event_name.
     #[arg(value_name = "EVENT")]
     pub event: Option<String>,
-    /// The agent whose hook this is: claude or copilot (default: told by the payload and the agent's environment).
-    #[arg(long, value_name = "AGENT", value_parser = ["claude", "copilot"])]
+    /// The agent whose hook this is: claude, copilot or codex (default: told by the payload and the agent's environment).
+    #[arg(long, value_name = "AGENT", value_parser = ["claude", "copilot", "codex"])]
     pub agent: Option<String>,
     /// Also run the user's own hooks kept in FILE (written by `hooks install`) and give one answer for both.
     #[arg(long, value_name = "FILE")]

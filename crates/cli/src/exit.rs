@@ -88,7 +88,9 @@ impl From<bridge_agents::AgentsError> for Failure {
             | E::NoShippedManifest
             | E::ShippedManifest(_)
             | E::NoShippedVersion
-            | E::ShippedNotText { .. } => FAILED,
+            | E::ShippedNotText { .. }
+            | E::CodexStart { .. }
+            | E::CodexTrust(_) => FAILED,
         };
         Self::new(code, err.to_string())
     }

@@ -6,6 +6,7 @@
 
 mod claude_code;
 mod codex;
+mod codex_hooks;
 mod copilot_cli;
 mod copilot_extension;
 mod hooks;

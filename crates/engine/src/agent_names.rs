@@ -29,7 +29,7 @@ pub struct Reading {
 /// MCP-shaped but names no server and tool (refuse it).
 pub fn readings(agent: Agent, raw: &str) -> Vec<Reading> {
     let splits: Vec<(&str, &str)> = match agent {
-        Agent::ClaudeCode => match raw.strip_prefix("mcp__") {
+        Agent::ClaudeCode | Agent::Codex => match raw.strip_prefix("mcp__") {
             Some(rest) => return mcp_readings(splits_at(rest, "__")),
             None => Vec::new(),
         },

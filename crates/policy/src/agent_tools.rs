@@ -1,5 +1,6 @@
 //! The tools coding agents run themselves (the Copilot CLI's `bash`,
-//! `edit`, ..., Claude Code's `Bash`, `Write`, ...), described as
+//! `edit`, ..., Claude Code's `Bash`, `Write`, ..., Codex's shell and
+//! `apply_patch`), described as
 //! [`Access`]es so the one decision checks them
 //! like our own tools: a command through the shell analysis, a write
 //! through read-only mode and the write globs. Paths in their arguments are
@@ -16,6 +17,8 @@ pub enum Agent {
     CopilotCli,
     /// Anthropic's Claude Code (`claude`).
     ClaudeCode,
+    /// OpenAI's Codex (`codex`), whose hooks use Claude Code's payload.
+    Codex,
 }
 
 impl Agent {
@@ -24,12 +27,13 @@ impl Agent {
         match self {
             Self::CopilotCli => "copilot-cli",
             Self::ClaudeCode => "claude-code",
+            Self::Codex => "codex",
         }
     }
 
     /// The agent [`name`](Self::name) names.
     pub fn from_name(name: &str) -> Option<Self> {
-        [Self::CopilotCli, Self::ClaudeCode]
+        [Self::CopilotCli, Self::ClaudeCode, Self::Codex]
             .into_iter()
             .find(|agent| agent.name() == name)
     }
@@ -39,6 +43,7 @@ impl Agent {
         match self {
             Self::CopilotCli => "Copilot CLI",
             Self::ClaudeCode => "Claude Code",
+            Self::Codex => "Codex",
         }
     }
 
@@ -48,6 +53,7 @@ impl Agent {
         match self {
             Self::CopilotCli => copilot_cli_accesses(tool, args),
             Self::ClaudeCode => claude_code_accesses(tool, args),
+            Self::Codex => codex_accesses(tool, args),
         }
     }
 }
@@ -99,15 +105,51 @@ pub fn copilot_cli_accesses(tool: &str, args: &Value) -> Result<Vec<Access>, Str
     let reads_only =
         tool == "str_replace_editor" && args.get("command").and_then(Value::as_str) == Some("view");
     if COPILOT_WRITE_TOOLS.contains(&tool) && !reads_only {
-        return Ok(vec![match text(COPILOT_PATH_KEYS) {
-            Some(path) => Access::Write(path.to_owned()),
-            // A patch names its files inside its text.
-            None => Access::WriteUnnamed {
-                tool: tool.to_owned(),
-            },
-        }]);
+        if let Some(path) = text(COPILOT_PATH_KEYS) {
+            return Ok(vec![Access::Write(path.to_owned())]);
+        }
+        // A patch names its files inside its text.
+        return Ok(patch_writes(tool, text(PATCH_KEYS)));
     }
     Ok(Vec::new())
+}
+
+/// Where a patch tool carries its patch.
+const PATCH_KEYS: &[&str] = &["input", "patch", "command"];
+
+/// A patch tool's writes: each file `patch` names, else a write of files
+/// it does not name (refused in read-only mode).
+fn patch_writes(tool: &str, patch: Option<&str>) -> Vec<Access> {
+    match patch.and_then(crate::patch_files::files) {
+        Some(files) => files.into_iter().map(Access::Write).collect(),
+        None => vec![Access::WriteUnnamed {
+            tool: tool.to_owned(),
+        }],
+    }
+}
+
+/// What Codex's own `tool` will do with `args`. Its hooks speak Claude
+/// Code's language (its shell arrives as `Bash` with `command`, MCP tools
+/// as `mcp__server__tool`); a shell command that is exactly its
+/// `apply_patch <<'EOF' … EOF` form is the patch's writes, since Codex
+/// applies it itself rather than running it; an `apply_patch` tool call
+/// likewise.
+pub fn codex_accesses(tool: &str, args: &Value) -> Result<Vec<Access>, String> {
+    let text = |key: &str| {
+        args.get(key)
+            .and_then(Value::as_str)
+            .filter(|text| !text.trim().is_empty())
+    };
+    if tool == "apply_patch" {
+        let patch = PATCH_KEYS.iter().find_map(|key| text(key));
+        return Ok(patch_writes(tool, patch));
+    }
+    if tool == "Bash"
+        && let Some(files) = text("command").and_then(crate::patch_files::shell_apply_patch)
+    {
+        return Ok(files.into_iter().map(Access::Write).collect());
+    }
+    claude_code_accesses(tool, args)
 }
 
 /// What Claude Code's own `tool` will do with `args`; `Err` with the reason
@@ -178,6 +220,13 @@ mod tests {
         );
         assert_eq!(
             copilot_cli_accesses(
+                "apply_patch",
+                &json!({"input": "*** Begin Patch\n*** Add File: a.rs\n+x\n*** End Patch"})
+            ),
+            Ok(vec![Access::Write("a.rs".to_owned())])
+        );
+        assert_eq!(
+            copilot_cli_accesses(
                 "str_replace_editor",
                 &json!({"command": "view", "path": "a"})
             ),
@@ -219,5 +268,29 @@ mod tests {
             claude_code_accesses("Grep", &json!({"pattern": "x"})),
             Ok(Vec::new())
         );
+    }
+
+    #[test]
+    fn codex_patches_are_their_writes_and_other_commands_run() {
+        let patch = "*** Begin Patch\n*** Update File: notes.txt\n@@\n-a\n+b\n*** End Patch";
+        assert_eq!(
+            codex_accesses(
+                "Bash",
+                &json!({"command": format!("apply_patch <<'EOF'\n{patch}\nEOF")})
+            ),
+            Ok(vec![Access::Write("notes.txt".to_owned())])
+        );
+        assert_eq!(
+            codex_accesses("apply_patch", &json!({"command": patch})),
+            Ok(vec![Access::Write("notes.txt".to_owned())])
+        );
+        assert_eq!(
+            codex_accesses("Bash", &json!({"command": "cat notes.txt"})),
+            Ok(vec![Access::Run {
+                command: "cat notes.txt".to_owned(),
+                cwd: None
+            }])
+        );
+        assert_eq!(Agent::from_name("codex"), Some(Agent::Codex));
     }
 }

@@ -12,6 +12,7 @@ pub mod approval;
 pub mod audit;
 pub mod guard;
 pub mod live_guard;
+pub mod patch_files;
 pub mod paths;
 pub mod permission;
 pub mod protected;

@@ -3,7 +3,9 @@
 //! copilot-bridge never widens what the agent's own permissions allow: a
 //! call our policy lets through gets no decision at all (`{}`), so the
 //! agent's own rules and prompts still apply; only "deny" and "ask" are
-//! said explicitly.
+//! said explicitly, and "allow" only to Codex's `PermissionRequest` when a
+//! person approved the call in the hub's queue (it asked in the agent's
+//! stead).
 
 use serde_json::{Value, json};
 
@@ -18,6 +20,8 @@ pub enum HookDecision {
     Ask(String),
     /// The call must not run, for this reason.
     Deny(String),
+    /// A person approved the call through the hub's approval queue.
+    Approved,
 }
 
 impl HookDecision {
@@ -68,6 +72,18 @@ fn claude(event: HookEvent, decision: &HookDecision, context: Option<String>) ->
     let mut specific = json!({"hookEventName": event.claude_name()});
     match decision {
         HookDecision::Pass => {}
+        // Said only where the agent would ask its user otherwise.
+        HookDecision::Approved => {
+            if event == HookEvent::PermissionRequest {
+                specific["decision"] = json!({"behavior": "allow"});
+            }
+        }
+        // Codex asks its own user when a PermissionRequest hook says
+        // nothing: an ask is that.
+        HookDecision::Ask(_) if event == HookEvent::PermissionRequest => {}
+        HookDecision::Deny(reason) if event == HookEvent::PermissionRequest => {
+            specific["decision"] = json!({"behavior": "deny", "message": reason});
+        }
         HookDecision::Ask(reason) | HookDecision::Deny(reason) => {
             if event == HookEvent::PreToolUse {
                 let kind = if matches!(decision, HookDecision::Ask(_)) {
@@ -102,7 +118,7 @@ fn claude(event: HookEvent, decision: &HookDecision, context: Option<String>) ->
 
 fn copilot(decision: &HookDecision, context: Option<String>) -> Value {
     let mut answer = match decision {
-        HookDecision::Pass => json!({}),
+        HookDecision::Pass | HookDecision::Approved => json!({}),
         HookDecision::Ask(reason) => {
             json!({"permissionDecision": "ask", "permissionDecisionReason": reason})
         }
@@ -196,5 +212,38 @@ mod tests {
         assert_eq!(answer.exit_code, 2);
         assert_eq!(answer.stdout["permissionDecision"], "deny");
         assert!(answer.stderr.unwrap().contains("not JSON"));
+    }
+
+    #[test]
+    fn codexs_permission_request_hears_a_deny_or_a_persons_approval() {
+        let render_it = |decision: HookDecision| {
+            render(
+                Dialect::Claude,
+                HookEvent::PermissionRequest,
+                &decision,
+                &[],
+            )
+            .stdout
+        };
+        assert_eq!(
+            render_it(HookDecision::Deny("no".into())),
+            json!({"hookSpecificOutput": {"hookEventName": "PermissionRequest",
+                "decision": {"behavior": "deny", "message": "no"}}})
+        );
+        assert_eq!(
+            render_it(HookDecision::Approved),
+            json!({"hookSpecificOutput": {"hookEventName": "PermissionRequest",
+                "decision": {"behavior": "allow"}}})
+        );
+        // Codex asks its user itself.
+        assert_eq!(render_it(HookDecision::Ask("check".into())), json!({}));
+        assert_eq!(render_it(HookDecision::Pass), json!({}));
+        let pre = render(
+            Dialect::Claude,
+            HookEvent::PreToolUse,
+            &HookDecision::Approved,
+            &[],
+        );
+        assert_eq!(pre.stdout, json!({}), "no widening before the sandbox");
     }
 }

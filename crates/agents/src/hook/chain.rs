@@ -131,6 +131,8 @@ pub fn copilot_name(event: HookEvent) -> &'static str {
         HookEvent::SessionEnd => "sessionEnd",
         HookEvent::UserPromptSubmit => "userPromptSubmitted",
         HookEvent::PreToolUse => "preToolUse",
+        // Codex's alone; the Copilot CLI has none.
+        HookEvent::PermissionRequest => "permissionRequest",
         HookEvent::PostToolUse => "postToolUse",
         HookEvent::Error => "errorOccurred",
     }
@@ -289,7 +291,7 @@ pub fn combine(
         _ => None,
     });
     if let Some(reason) = blocked {
-        if event == HookEvent::PreToolUse {
+        if matches!(event, HookEvent::PreToolUse | HookEvent::PermissionRequest) {
             return render(dialect, event, &HookDecision::Deny(reason), context);
         }
         return HookAnswer {

@@ -25,6 +25,7 @@ pub fn flag_name(agent: Agent) -> &'static str {
     match agent {
         Agent::ClaudeCode => "claude",
         Agent::CopilotCli => "copilot",
+        Agent::Codex => "codex",
     }
 }
 
@@ -33,6 +34,7 @@ pub fn agent_from_flag(name: &str) -> Option<Agent> {
     match name {
         "claude" => Some(Agent::ClaudeCode),
         "copilot" => Some(Agent::CopilotCli),
+        "codex" => Some(Agent::Codex),
         _ => None,
     }
 }
@@ -80,7 +82,8 @@ pub fn agent_of(flag: Option<Agent>, dialect: Dialect, env: &AgentEnv) -> Agent 
 pub fn fallback_dialect(flag: Option<Agent>, env: &AgentEnv) -> Dialect {
     match flag {
         Some(Agent::CopilotCli) => Dialect::Copilot,
-        Some(Agent::ClaudeCode) => Dialect::Claude,
+        // Codex speaks Claude Code's hook language.
+        Some(Agent::ClaudeCode | Agent::Codex) => Dialect::Claude,
         None if env.in_claude_code() => Dialect::Claude,
         None if env.in_copilot_cli() => Dialect::Copilot,
         None => Dialect::Claude,

@@ -22,6 +22,8 @@ pub enum HookEvent {
     SessionEnd,
     UserPromptSubmit,
     PreToolUse,
+    /// Codex asking its user to let a call beyond its sandbox run.
+    PermissionRequest,
     PostToolUse,
     Error,
 }
@@ -36,6 +38,7 @@ impl HookEvent {
                 Self::UserPromptSubmit
             }
             "pre-tool-use" | "PreToolUse" | "preToolUse" => Self::PreToolUse,
+            "permission-request" | "PermissionRequest" => Self::PermissionRequest,
             "post-tool-use" | "PostToolUse" | "postToolUse" | "postToolUseFailure" => {
                 Self::PostToolUse
             }
@@ -51,6 +54,7 @@ impl HookEvent {
             Self::SessionEnd => "session-end",
             Self::UserPromptSubmit => "user-prompt-submit",
             Self::PreToolUse => "pre-tool-use",
+            Self::PermissionRequest => "permission-request",
             Self::PostToolUse => "post-tool-use",
             Self::Error => "error",
         }
@@ -63,6 +67,7 @@ impl HookEvent {
             Self::SessionEnd => "SessionEnd",
             Self::UserPromptSubmit => "UserPromptSubmit",
             Self::PreToolUse => "PreToolUse",
+            Self::PermissionRequest => "PermissionRequest",
             Self::PostToolUse => "PostToolUse",
             Self::Error => "StopFailure",
         }

@@ -11,11 +11,14 @@ use serde_json::{Value, json};
 use crate::hook::flag_name;
 use crate::program::Program;
 
-/// The variable each agent gives its hooks with the project directory.
-fn project_variable(agent: Agent) -> &'static str {
+/// How a hook's command line names the project directory: the variable
+/// the agent gives its hooks, or (Codex gives none and runs its hooks in
+/// the session's directory) the repository's top, else that directory.
+fn project_dir_expression(agent: Agent) -> &'static str {
     match agent {
-        Agent::ClaudeCode => "CLAUDE_PROJECT_DIR",
-        Agent::CopilotCli => "COPILOT_PROJECT_DIR",
+        Agent::ClaudeCode => "\"$CLAUDE_PROJECT_DIR\"",
+        Agent::CopilotCli => "\"$COPILOT_PROJECT_DIR\"",
+        Agent::Codex => "\"$(git rev-parse --show-toplevel 2>/dev/null || pwd)\"",
     }
 }
 
@@ -27,9 +30,9 @@ pub const BINARY_VARIABLE: &str = "COPILOT_BRIDGE_BIN";
 /// machine, the chain file found through the agent's project directory.
 pub fn portable_hook_command(agent: Agent, event: &str, chain_in_project: &str) -> String {
     format!(
-        "\"${{{BINARY_VARIABLE}:-copilot-bridge}}\" hook {event} --agent {} --chain \"${}\"/{}",
+        "\"${{{BINARY_VARIABLE}:-copilot-bridge}}\" hook {event} --agent {} --chain {}/{}",
         flag_name(agent),
-        project_variable(agent),
+        project_dir_expression(agent),
         quote(chain_in_project)
     )
 }
@@ -38,7 +41,8 @@ pub fn portable_hook_command(agent: Agent, event: &str, chain_in_project: &str) 
 /// the agent lets run `timeout_secs`.
 pub fn entry(agent: Agent, command: &str, timeout_secs: u64) -> Value {
     match agent {
-        Agent::ClaudeCode => json!({"matcher": "*", "hooks": [
+        // Codex reads Claude Code's shape (`timeout` in seconds).
+        Agent::ClaudeCode | Agent::Codex => json!({"matcher": "*", "hooks": [
             {"type": "command", "command": command, "timeout": timeout_secs}
         ]}),
         Agent::CopilotCli => {
@@ -73,7 +77,6 @@ pub(super) fn quote(text: &str) -> String {
 
 /// Whether a hook entry is one of our wrappers.
 pub fn is_ours(entry: &Value) -> bool {
-    let mentions = |command: &str| command.contains(" hook ") && command.contains(" --chain ");
     let commands = entry
         .get("hooks")
         .and_then(Value::as_array)
@@ -84,7 +87,13 @@ pub fn is_ours(entry: &Value) -> bool {
                 .collect()
         })
         .unwrap_or_else(|| entry["bash"].as_str().into_iter().collect::<Vec<_>>());
-    commands.into_iter().any(mentions)
+    commands.into_iter().any(is_our_wrapper)
+}
+
+/// Whether a hook's command line is one of our wrappers (`hook EVENT …
+/// --chain FILE`).
+pub fn is_our_wrapper(command: &str) -> bool {
+    command.contains(" hook ") && command.contains(" --chain ")
 }
 
 #[cfg(test)]

@@ -23,7 +23,9 @@ mod command;
 mod local;
 mod restore;
 
-pub use command::{BINARY_VARIABLE, entry, hook_command, is_ours, portable_hook_command};
+pub use command::{
+    BINARY_VARIABLE, entry, hook_command, is_our_wrapper, is_ours, portable_hook_command,
+};
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -45,6 +47,15 @@ pub const CLAUDE_EVENTS: &[(&str, &str)] = &[
     ("PostToolUse", "post-tool-use"),
     ("SessionEnd", "session-end"),
 ];
+/// Codex's: Claude Code's names, and `PermissionRequest` (its own
+/// approval prompt), but no session end (its `Stop` ends a turn).
+pub const CODEX_EVENTS: &[(&str, &str)] = &[
+    ("SessionStart", "session-start"),
+    ("UserPromptSubmit", "user-prompt-submit"),
+    ("PreToolUse", "pre-tool-use"),
+    ("PermissionRequest", "permission-request"),
+    ("PostToolUse", "post-tool-use"),
+];
 /// The Copilot CLI's.
 pub const COPILOT_EVENTS: &[(&str, &str)] = &[
     ("sessionStart", "session-start"),
@@ -63,6 +74,7 @@ pub fn events(agent: Agent) -> &'static [(&'static str, &'static str)] {
     match agent {
         Agent::ClaudeCode => CLAUDE_EVENTS,
         Agent::CopilotCli => COPILOT_EVENTS,
+        Agent::Codex => CODEX_EVENTS,
     }
 }
 
@@ -70,7 +82,8 @@ pub fn events(agent: Agent) -> &'static [(&'static str, &'static str)] {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Layout {
     pub agent: Agent,
-    /// Claude: its settings.json. Copilot: the hooks directory.
+    /// Claude: its settings.json. Codex: its hooks.json. Copilot: the
+    /// hooks directory.
     pub config: PathBuf,
     /// The user's hooks we run through ours, and where they came from.
     pub chain: PathBuf,
@@ -85,11 +98,13 @@ impl Layout {
         let dir = match agent {
             Agent::ClaudeCode => env.claude_dir(scope),
             Agent::CopilotCli => env.copilot_dir(scope),
+            Agent::Codex => env.codex_dir(scope),
         }
         .ok_or(AgentsError::NoHomeForUserScope)?;
         let config = match agent {
             Agent::ClaudeCode => dir.join("settings.json"),
             Agent::CopilotCli => dir.join("hooks"),
+            Agent::Codex => dir.join("hooks.json"),
         };
         let project = match scope {
             Scope::User => None,
@@ -116,10 +131,16 @@ impl Layout {
         self.agent == Agent::ClaudeCode
     }
 
-    /// The file our entries are in: Claude's settings.json, or our own file
-    /// in the Copilot CLI's hooks directory.
+    /// Whether the hooks are one file's `hooks` table (Claude Code's
+    /// settings.json, Codex's hooks.json), not a directory of files.
+    pub fn is_one_file(&self) -> bool {
+        self.agent != Agent::CopilotCli
+    }
+
+    /// The file our entries are in: Claude's settings.json, Codex's
+    /// hooks.json, or our own file in the Copilot CLI's hooks directory.
     pub fn our_file(&self) -> PathBuf {
-        if self.is_claude() {
+        if self.is_one_file() {
             self.config.clone()
         } else {
             self.config.join(COPILOT_FILE)
@@ -236,7 +257,7 @@ pub fn install(program: &Program, layout: &Layout) -> Result<String, AgentsError
     let before = chain.clone();
     // (file, old text, new text) to write once everything is decided.
     let mut writes: Vec<(PathBuf, Option<String>, String)> = Vec::new();
-    if layout.is_claude() {
+    if layout.is_one_file() {
         let old = read_if_present(&layout.config)?;
         let mut text = old.clone().unwrap_or_default();
         for (event, ours) in layout.events() {
@@ -386,7 +407,7 @@ pub fn uninstall(layout: &Layout, home: &Path) -> Result<String, AgentsError> {
     let restore_entries = chain["restore"].as_object().cloned().unwrap_or_default();
     let mut report = String::new();
     let mut touched = layout
-        .is_claude()
+        .is_one_file()
         .then(|| layout.config.clone())
         .into_iter()
         .collect::<Vec<_>>();
@@ -432,7 +453,7 @@ pub fn uninstall(layout: &Layout, home: &Path) -> Result<String, AgentsError> {
             }
         }
     }
-    if !layout.is_claude() {
+    if !layout.is_one_file() {
         remove_if_present(&layout.our_file(), &mut report)?;
     }
     remove_if_present(&layout.chain, &mut report)?;

@@ -1,5 +1,6 @@
-//! `copilot-bridge hook [EVENT] [--agent claude|copilot]`: the hub's policy
-//! as a Claude Code or Copilot CLI hook command (see docs/hooks.md).
+//! `copilot-bridge hook [EVENT] [--agent claude|copilot|codex]`: the hub's
+//! policy as a Claude Code, Copilot CLI or Codex hook command (see
+//! docs/hooks.md).
 //!
 //! It reads the hook's JSON on stdin, decides a tool call with the one
 //! decision path every door takes (permission rules, path containment,
@@ -62,7 +63,7 @@ fn answer(
     let (decision, context) = match decide(global, env, agent, event, &input) {
         Ok(decided) => decided,
         // Fail closed where it matters: a tool about to run.
-        Err(reason) if event == HookEvent::PreToolUse => (HookDecision::Deny(reason), Vec::new()),
+        Err(reason) if decides_a_call(event) => (HookDecision::Deny(reason), Vec::new()),
         // Anything else goes on; the agent shows our stderr.
         Err(reason) => {
             let _ = writeln!(
@@ -80,7 +81,7 @@ fn answer(
             Ok(chained) => {
                 chain::combine(input.dialect, event, &decision, &context, &chained, text)
             }
-            Err(reason) if event == HookEvent::PreToolUse => answer::render(
+            Err(reason) if decides_a_call(event) => answer::render(
                 input.dialect,
                 event,
                 &HookDecision::Deny(reason.to_string()),
@@ -91,6 +92,28 @@ fn answer(
                 answer::render(input.dialect, event, &decision, &context)
             }
         },
+    }
+}
+
+/// Whether `event` decides whether a tool call runs (and so fails closed).
+fn decides_a_call(event: HookEvent) -> bool {
+    matches!(event, HookEvent::PreToolUse | HookEvent::PermissionRequest)
+}
+
+/// Codex runs a call its PreToolUse hook answers "ask" to (it reads only a
+/// deny): an ask that reached no person there is a deny that says how to
+/// let it through.
+fn for_codex(agent: Agent, event: HookEvent, decision: HookDecision) -> HookDecision {
+    match decision {
+        HookDecision::Ask(reason) if agent == Agent::Codex && event == HookEvent::PreToolUse => {
+            HookDecision::Deny(format!(
+                "{reason} (copilot-bridge asks a person about this call, and Codex cannot ask \
+                 through a hook: with a daemon running (`copilot-bridge daemon start`) the call \
+                 waits for an answer from `copilot-bridge approvals`; or allow it in \
+                 .agent-policy.yaml)"
+            ))
+        }
+        other => other,
     }
 }
 
@@ -138,8 +161,8 @@ fn decide(
     input: &HookInput,
 ) -> Result<(HookDecision, Vec<String>), String> {
     let call = input.tool.as_ref();
-    if event == HookEvent::PreToolUse && call.is_none() {
-        return Err("a pre-tool-use hook without a tool call".to_owned());
+    if decides_a_call(event) && call.is_none() {
+        return Err(format!("a {} hook without a tool call", event.name()));
     }
     let config = global.load_config().map_err(|failure| {
         format!(
@@ -155,12 +178,13 @@ fn decide(
         .enable_all()
         .build()
         .map_err(|err| format!("cannot start the async runtime: {err}"))?;
-    runtime.block_on(async {
+    let (decision, context) = runtime.block_on(async {
         match bridge_server::find_running(&config.home).await {
             Some(daemon) => ask_daemon(&daemon, agent, event, input, &root).await,
             None => decide_locally(&config, agent, event, input, &root).await,
         }
-    })
+    })?;
+    Ok((for_codex(agent, event, decision), context))
 }
 
 /// The daemon's answer (`agent.hook`, docs/hooks.md).
@@ -178,7 +202,10 @@ async fn ask_daemon(
         "event": event.name(),
     });
     if let Some(call) = &input.tool
-        && matches!(event, HookEvent::PreToolUse | HookEvent::PostToolUse)
+        && matches!(
+            event,
+            HookEvent::PreToolUse | HookEvent::PermissionRequest | HookEvent::PostToolUse
+        )
     {
         // The name as the agent gave it: the daemon reads it as ours.
         params["tool"] = json!(call.name);
@@ -187,9 +214,10 @@ async fn ask_daemon(
             params["output"] = output.clone();
         }
         // The Copilot CLI's ask reaches no person in a run without a
-        // terminal: its calls wait on the hub's queue (docs/approvals.md).
-        // Claude Code asks its user itself.
-        if agent == Agent::CopilotCli && event == HookEvent::PreToolUse {
+        // terminal, and Codex reads no ask from a hook: their calls wait on
+        // the hub's queue (docs/approvals.md). Claude Code asks its user
+        // itself.
+        if matches!(agent, Agent::CopilotCli | Agent::Codex) && decides_a_call(event) {
             params["defer"] = json!(true);
         }
     }
@@ -205,7 +233,8 @@ async fn ask_daemon(
             format!("the copilot-bridge daemon did not answer within {DAEMON_PATIENCE:?}")
         })?
         .map_err(|err| format!("the copilot-bridge daemon refused the hook: {err}"))?;
-    if answer["decision"] == "pending" {
+    let waited = answer["decision"] == "pending";
+    if waited {
         answer = wait_for_approval(daemon, &answer["approval"]).await?;
     }
     let reason = answer["reason"].as_str().unwrap_or("").to_owned();
@@ -215,7 +244,11 @@ async fn ask_daemon(
         // Anything but a known decision is a deny.
         said => serde_json::from_value(said.clone()).unwrap_or(DecisionKind::Deny),
     };
-    let decision = HookDecision::from_outcome(outcome, &reason);
+    let decision = match HookDecision::from_outcome(outcome, &reason) {
+        // A person said yes.
+        HookDecision::Pass if waited => HookDecision::Approved,
+        other => other,
+    };
     let context = answer["context"]
         .as_array()
         .map(|texts| {
@@ -237,11 +270,12 @@ async fn decide_locally(
     input: &HookInput,
     root: &std::path::Path,
 ) -> Result<(HookDecision, Vec<String>), String> {
-    let Some(call) = input
-        .tool
-        .as_ref()
-        .filter(|_| matches!(event, HookEvent::PreToolUse | HookEvent::PostToolUse))
-    else {
+    let Some(call) = input.tool.as_ref().filter(|_| {
+        matches!(
+            event,
+            HookEvent::PreToolUse | HookEvent::PermissionRequest | HookEvent::PostToolUse
+        )
+    }) else {
         return Ok((HookDecision::Pass, Vec::new()));
     };
     let session = super::run::create_session(

@@ -2,8 +2,9 @@
 //! again. The edits live in `bridge_agents`; here are the arguments and
 //! the report.
 //!
-//! - `hooks install|uninstall|status --agent claude|copilot [--scope
-//!   project|user] [--dir DIR]` (docs/hooks.md): `bridge_agents::hooks`;
+//! - `hooks install|uninstall|status --agent claude|copilot|codex [--scope
+//!   project|user] [--dir DIR]` (docs/hooks.md): `bridge_agents::hooks`,
+//!   and for Codex the hooks' trust (`bridge_agents::codex`);
 //! - `copilot-extension install|uninstall [--scope user|project] [--dir
 //!   DIR]` (docs/hooks.md, "The Copilot CLI extension"):
 //!   `bridge_agents::copilot_extension`;
@@ -17,6 +18,7 @@ use bridge_agents::hook::agent_from_flag;
 use bridge_agents::hooks::{self, Layout};
 use bridge_agents::{AgentEnv, Scope, copilot_extension, vscode};
 use bridge_config::BridgeConfig;
+use bridge_policy::agent_tools::Agent;
 
 use super::tool::write_stdout;
 use crate::args::{
@@ -30,15 +32,48 @@ pub fn run_hooks(
     command: HooksCommand,
     env: &AgentEnv,
 ) -> Result<ExitCode, Failure> {
+    let mut trusted = true;
     let report = match command {
         HooksCommand::Install(args) => {
-            hooks::install(&super::program(config)?, &layout(&args, env)?)?
+            let layout = layout(&args, env)?;
+            let mut report = hooks::install(&super::program(config)?, &layout)?;
+            // Codex runs only hooks it trusts: installed means trusted.
+            if layout.agent == Agent::Codex {
+                let cwd = codex_cwd(&layout)?;
+                let (said, ok) = bridge_agents::codex::trust_installed(&layout, env, &cwd);
+                report.push_str(&said);
+                trusted = ok;
+            }
+            report
         }
         HooksCommand::Uninstall(args) => hooks::uninstall(&layout(&args, env)?, &config.home)?,
-        HooksCommand::Status(args) => hooks::status(&layout(&args, env)?, &config.home)?,
+        HooksCommand::Status(args) => {
+            let layout = layout(&args, env)?;
+            let mut report = hooks::status(&layout, &config.home)?;
+            if layout.agent == Agent::Codex {
+                report.push_str(&bridge_agents::codex::trust_status(
+                    env,
+                    &codex_cwd(&layout)?,
+                ));
+            }
+            report
+        }
     };
     write_stdout(&report)?;
-    Ok(ExitCode::SUCCESS)
+    Ok(if trusted {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(crate::exit::FAILED)
+    })
+}
+
+/// Where Codex is asked which hooks it runs: the project, or (user scope,
+/// whose hooks every directory gets) the current directory.
+fn codex_cwd(layout: &Layout) -> Result<PathBuf, Failure> {
+    match &layout.project {
+        Some(project) => Ok(project.clone()),
+        None => super::project_dir(None),
+    }
 }
 
 fn layout(args: &HooksArgs, env: &AgentEnv) -> Result<Layout, Failure> {

@@ -1,11 +1,12 @@
-//! `copilot-bridge launch claude|copilot [--via-hub] [--agent BINARY]
+//! `copilot-bridge launch claude|copilot|codex [--via-hub] [--agent BINARY]
 //! [--model NAME] [-- ARGS]` (see docs/hooks.md, "launch"): runs the agent
 //! with the hub staged around it for this run only, leaving the user's own
 //! configuration as it is.
 //!
 //! Staged in a private directory removed when the agent exits
 //! (`bridge_agents::launch`: our hook for every event and the MCP
-//! servers), and with `--via-hub` the daemon's facade as the agent's model
+//! servers; Codex's as `-c` flags, trusted through its app-server before
+//! it runs), and with `--via-hub` the daemon's facade as the agent's model
 //! endpoint (the daemon is started when none runs). A Copilot CLI command
 //! line with a prompt is normalized like every nested launch
 //! (`runner::nested`).
@@ -39,8 +40,12 @@ pub async fn run(
         .unwrap_or_else(|| PathBuf::from(&args.kind));
     let stage = stage_dir()?;
     let mut command = tokio::process::Command::new(&binary);
-    let staged = bridge_agents::launch::stage(agent, &super::program(config)?, stage.path())?;
+    let program = super::program(config)?;
+    let mut staged = bridge_agents::launch::stage(agent, &program, stage.path())?;
     command.envs(staged.env.iter().copied());
+    if agent == Agent::Codex {
+        trust_codex_hooks(&binary, env, &program, &staged.args)?;
+    }
     // A daemon started for this run only: let go of it after the run.
     let mut started_for_the_run = None;
     if args.via_hub {
@@ -66,6 +71,18 @@ pub async fn run(
             if let Some(model) = &args.model {
                 command.env("ANTHROPIC_MODEL", model);
             }
+        } else if agent == Agent::Codex {
+            let model = match &args.model {
+                Some(model) => model.clone(),
+                None => super::setup::served(&client)
+                    .await
+                    .choose(None)
+                    .unwrap_or_else(|| "gpt-4.1".to_owned()),
+            };
+            staged
+                .args
+                .extend(bridge_agents::setup::codex_provider_flags(&origin, &model));
+            command.env(bridge_agents::setup::CODEX_KEY_VARIABLE, &token);
         } else {
             let model = args
                 .model
@@ -106,6 +123,36 @@ pub async fn run(
         }
     }
     Ok(exit_code_of(status))
+}
+
+/// Codex runs only hooks it trusts: the launch's own hook commands (and
+/// only those) are trusted through its app-server, or nothing runs.
+fn trust_codex_hooks(
+    binary: &Path,
+    env: &AgentEnv,
+    program: &bridge_agents::Program,
+    flags: &[String],
+) -> Result<(), Failure> {
+    let ours: Vec<String> = bridge_agents::hooks::events(Agent::Codex)
+        .iter()
+        .map(|(_, event)| bridge_agents::hooks::hook_command(program, Agent::Codex, event, None))
+        .collect();
+    let cwd = super::project_dir(None)?;
+    let trusted = bridge_agents::codex::trust_ours(binary, env, flags, &cwd, |hook| {
+        ours.contains(&hook.command)
+    })
+    .map_err(|err| Failure::new(exit::FAILED, format!("{err}; Codex was not started")))?;
+    if trusted.ours.len() != ours.len() {
+        return Err(Failure::new(
+            exit::FAILED,
+            format!(
+                "Codex lists {} of the launch's {} hooks; Codex was not started",
+                trusted.ours.len(),
+                ours.len()
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// The agent's own exit code (128 + the signal when it was killed).

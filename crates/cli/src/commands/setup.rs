@@ -56,7 +56,7 @@ fn openclaw_has_token(config: &BridgeConfig) -> bool {
 
 /// What the running daemon serves: its default backend with that
 /// backend's model, and `/v1/models`. Nothing when it does not say.
-async fn served(client: &bridge_server::GatewayClient) -> Served {
+pub(crate) async fn served(client: &bridge_server::GatewayClient) -> Served {
     let status = client
         .call("bridge.status", serde_json::json!({}))
         .await

@@ -1,14 +1,15 @@
 //! `agent.hook`: an agent's hook (`copilot-bridge hook`) asking the daemon,
-//! so the sessions of agents the hub does not run (Claude Code or the
-//! Copilot CLI started in a terminal) get everything a hub session has:
+//! so the sessions of agents the hub does not run (Claude Code, the
+//! Copilot CLI or Codex started in a terminal) get everything a hub session has:
 //! providers see them in `sessions` and can bind to them, and their hook
 //! rules and gates apply to the agent's tool calls.
 //!
 //! Params: `session` (optional: an existing hub session to act in instead of
-//! registering one), `agent` (`claude-code` | `copilot-cli`), `agentSession` (the
-//! agent's own session id), `cwd` (absolute), `event` (`session-start`,
-//! `session-end`, `user-prompt-submit`, `pre-tool-use`, `post-tool-use`,
-//! `error`), and by event `tool` (the name as the agent gave it: `Bash`,
+//! registering one), `agent` (`claude-code` | `copilot-cli` | `codex`),
+//! `agentSession` (the agent's own session id), `cwd` (absolute), `event`
+//! (`session-start`, `session-end`, `user-prompt-submit`, `pre-tool-use`,
+//! `permission-request` (Codex's, decided like `pre-tool-use`),
+//! `post-tool-use`, `error`), and by event `tool` (the name as the agent gave it: `Bash`,
 //! `mcp__github__list_issues`, `github-list_issues`; read as the hub's
 //! naming, `bridge_engine::agent_names`), `mcpServer` (accepted and
 //! ignored: the server a tool's name carries is its server), `arguments`,
@@ -17,7 +18,8 @@
 //! `session-end` or after [`AGENT_SESSION_IDLE`] without a hook.
 //!
 //! Answer: `{session, decision?, reason?, context?}`; `decision` (for
-//! `pre-tool-use`) is `allow`, `ask` (the agent asks its user) or `deny`.
+//! `pre-tool-use` and `permission-request`) is `allow`, `ask` (the agent
+//! asks its user) or `deny`.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -56,6 +58,7 @@ const EVENTS: &[&str] = &[
     "session-end",
     "user-prompt-submit",
     "pre-tool-use",
+    "permission-request",
     "post-tool-use",
     "error",
 ];
@@ -160,7 +163,7 @@ pub(super) async fn agent_hook(ctx: ServerContext, params: Params) -> RpcResult 
     params.only(PARAMS)?;
     let agent_name = params.required_str("agent")?;
     let agent = Agent::from_name(agent_name)
-        .ok_or_else(|| invalid("agent", "must be claude-code or copilot-cli"))?;
+        .ok_or_else(|| invalid("agent", "must be claude-code, copilot-cli or codex"))?;
     let event = params.required_str("event")?.to_owned();
     if !EVENTS.contains(&event.as_str()) {
         return Err(invalid(
@@ -168,7 +171,10 @@ pub(super) async fn agent_hook(ctx: ServerContext, params: Params) -> RpcResult 
             &format!("must be one of {}", EVENTS.join(", ")),
         ));
     }
-    if matches!(event.as_str(), "pre-tool-use" | "post-tool-use") {
+    if matches!(
+        event.as_str(),
+        "pre-tool-use" | "permission-request" | "post-tool-use"
+    ) {
         params.required_str("tool")?;
     }
     let session = agent_session(&ctx, agent, &params).await?;
@@ -195,7 +201,8 @@ pub(super) async fn agent_hook(ctx: ServerContext, params: Params) -> RpcResult 
             });
             Ok(json!({"session": id, "ending": true}))
         }
-        "pre-tool-use" => {
+        // Codex's permission request is decided like the call it is about.
+        "pre-tool-use" | "permission-request" => {
             let (tool, arguments) = tool_call(&params)?;
             if params.optional_bool("defer")? == Some(true) {
                 return deferred_pre_tool_use(&ctx, session, agent, event, &tool, &arguments).await;
