@@ -239,3 +239,66 @@ fn an_ask_is_audited_as_an_ask() {
     let entry: Value = serde_json::from_str(audit.lines().next().unwrap()).unwrap();
     assert_eq!(entry["decision"], "ask", "{entry}");
 }
+
+/// Codex 0.169.0's payload for `event` (Claude Code's field names; its
+/// PermissionRequest has no `tool_use_id`).
+fn codex_payload(ws: &TempWorkspace, event: &str, command: &str) -> String {
+    let mut payload = json!({
+        "session_id": "01a22133-0002-7bc2-809b-d6fa27e88336",
+        "turn_id": "01a22133-0052-7551-bbcf-80fe1cf1575a",
+        "transcript_path": "/tmp/rollout.jsonl",
+        "cwd": ws.path(),
+        "hook_event_name": event,
+        "model": "mock-model",
+        "permission_mode": "default",
+        "tool_name": "Bash",
+        "tool_input": {"command": command, "description": "need to write"},
+    });
+    if event == "PreToolUse" {
+        payload["tool_use_id"] = json!("call_0");
+    }
+    payload.to_string()
+}
+
+#[test]
+fn codex_hears_only_denies_and_its_permission_request_leaves_an_ask_to_its_user() {
+    let bridge = Bridge::new();
+    let ws = TempWorkspace::new();
+    let run = |event: &str, command: &str| {
+        let output = hook(
+            &bridge,
+            &["--agent", "codex"],
+            codex_payload(&ws, event, command),
+        );
+        assert_eq!(output.status.code(), Some(0), "{output:?}");
+        stdout_json(&output)
+    };
+    // Its permission request: a deny in Codex's shape; an ask (no daemon
+    // to ask a person) says nothing, so Codex asks its user; a safe call
+    // says nothing either (never widened).
+    assert_eq!(
+        run("PermissionRequest", "sudo true")["hookSpecificOutput"],
+        json!({"hookEventName": "PermissionRequest", "decision": {"behavior": "deny",
+               "message": "dangerous command: sudo runs commands with superuser privileges"}})
+    );
+    assert_eq!(run("PermissionRequest", "make deploy"), json!({}));
+    assert_eq!(run("PermissionRequest", "ls"), json!({}));
+    // PreToolUse: Codex runs what an "ask" answers, so an ask is a deny
+    // that says how to let the call through.
+    let asked = run("PreToolUse", "make deploy");
+    assert_eq!(asked["hookSpecificOutput"]["permissionDecision"], "deny");
+    let why = asked["hookSpecificOutput"]["permissionDecisionReason"]
+        .as_str()
+        .unwrap();
+    assert!(why.contains("Codex cannot ask through a hook"), "{why}");
+    assert!(why.contains("copilot-bridge approvals"), "{why}");
+    assert_eq!(run("PreToolUse", "ls"), json!({}));
+    let audit = std::fs::read_dir(bridge.state.path().join("audit"))
+        .unwrap()
+        .map(|file| std::fs::read_to_string(file.unwrap().path()).unwrap())
+        .collect::<String>();
+    assert!(
+        audit.contains("\"hook\":\"permission-request:codex\""),
+        "{audit}"
+    );
+}

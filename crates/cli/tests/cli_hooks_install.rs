@@ -321,3 +321,54 @@ fn the_copilot_clis_hook_files_run_through_our_wrapper_and_come_back() {
             .exists()
     );
 }
+
+#[test]
+fn codex_hooks_that_cannot_be_trusted_are_not_reported_as_installed() {
+    let bridge = Bridge::new();
+    let project = TempWorkspace::new();
+    // No `codex` on PATH: the trust cannot be written through Codex.
+    let output = bridge
+        .cmd()
+        .env("PATH", "/usr/bin:/bin")
+        .args(["hooks", "install", "--agent", "codex", "--dir"])
+        .arg(project.path())
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1), "{output:?}");
+    let said = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        said.contains("could not trust its hooks: `codex` is not on PATH"),
+        "{said}"
+    );
+    assert!(said.contains("type /hooks"), "{said}");
+    assert!(
+        said.contains("trust_level = \"trusted\""),
+        "the project's trust: {said}"
+    );
+    // The shared file names no path of this machine.
+    let hooks: Value = serde_json::from_str(
+        &std::fs::read_to_string(project.path().join(".codex/hooks.json")).unwrap(),
+    )
+    .unwrap();
+    let command = hooks["hooks"]["PreToolUse"][0]["hooks"][0]["command"]
+        .as_str()
+        .unwrap();
+    assert!(command.starts_with("\"${COPILOT_BRIDGE_BIN:-copilot-bridge}\" hook pre-tool-use --agent codex --chain \"$(git rev-parse --show-toplevel"), "{command}");
+    assert!(
+        !command.contains(&*project.path().display().to_string()),
+        "{command}"
+    );
+    let status = bridge
+        .cmd()
+        .env("PATH", "/usr/bin:/bin")
+        .args(["hooks", "status", "--agent", "codex", "--dir"])
+        .arg(project.path())
+        .output()
+        .unwrap();
+    let status = String::from_utf8_lossy(&status.stdout);
+    assert!(status.contains("PermissionRequest"), "{status}");
+    assert!(
+        status.contains("Codex's trust: unknown (`codex` is not on PATH)"),
+        "{status}"
+    );
+}

@@ -72,23 +72,14 @@ pub async fn run(
                 command.env("ANTHROPIC_MODEL", model);
             }
         } else if agent == Agent::Codex {
-            let model = match &args.model {
-                Some(model) => model.clone(),
-                None => super::setup::served(&client)
-                    .await
-                    .choose(None)
-                    .unwrap_or_else(|| "gpt-4.1".to_owned()),
-            };
+            let model = model_for(&client, args.model.as_deref()).await;
             staged
                 .args
                 .extend(bridge_agents::setup::codex_provider_flags(&origin, &model));
             command.env(bridge_agents::setup::CODEX_KEY_VARIABLE, &token);
         } else {
-            let model = args
-                .model
-                .clone()
-                .or_else(|| env.copilot_model().map(str::to_owned))
-                .unwrap_or_else(|| "gpt-4.1".to_owned());
+            let asked = args.model.as_deref().or_else(|| env.copilot_model());
+            let model = model_for(&client, asked).await;
             command
                 .env("COPILOT_PROVIDER_BASE_URL", format!("{origin}/v1"))
                 .env("COPILOT_PROVIDER_TYPE", "openai")
@@ -123,6 +114,18 @@ pub async fn run(
         }
     }
     Ok(exit_code_of(status))
+}
+
+/// The model an agent that must name one asks the daemon for: the one
+/// asked for, else the daemon's default backend's own (a name it serves).
+async fn model_for(client: &bridge_server::GatewayClient, asked: Option<&str>) -> String {
+    if let Some(model) = asked {
+        return model.to_owned();
+    }
+    super::setup::served(client)
+        .await
+        .choose(None)
+        .unwrap_or_else(|| "gpt-4.1".to_owned())
 }
 
 /// Codex runs only hooks it trusts: the launch's own hook commands (and

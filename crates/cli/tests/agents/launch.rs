@@ -201,7 +201,8 @@ async fn the_copilot_cli_launched_via_the_hub_answers_through_the_facade_with_th
     let (stdout, _) = run_agent(command, "launch copilot --via-hub").await;
     assert!(stdout.contains("Hello from the mock."), "{stdout}");
     let first = &chat_requests(&mock)[0].body;
-    assert_eq!(first["model"], "gpt-4.1");
+    // No COPILOT_MODEL: the daemon's default backend's own model.
+    assert_eq!(first["model"], "mock-model");
     assert!(first["tools"].to_string().contains("hub_echo"), "{first}");
 }
 
