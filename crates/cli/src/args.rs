@@ -100,6 +100,8 @@ pub enum Command {
     Approvals(ApprovalsArgs),
     /// Print the audit log (every tool call, its decision and why), filtered; --follow prints new entries as they come.
     Audit(AuditArgs),
+    /// Open the dashboard in the browser on a one-time login link (starts the daemon if none runs; see docs/dashboard.md).
+    Ui(UiArgs),
     /// Serve one of copilot-bridge's MCP servers over stdio, or print MCP configuration for agents (see docs/mcp-servers.md).
     #[command(subcommand)]
     Mcp(McpCommand),
@@ -427,6 +429,13 @@ pub struct OrchestrateArgs {
     /// Print the result as JSON instead of Markdown.
     #[arg(long)]
     pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct UiArgs {
+    /// Print the login URL (it works once, for 60 seconds) instead of opening a browser.
+    #[arg(long)]
+    pub no_open: bool,
 }
 
 #[derive(Debug, Args)]

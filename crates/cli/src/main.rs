@@ -104,6 +104,9 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
         }
         Command::Sessions(cmd) => runtime.block_on(commands::sessions::run(&config, cmd)),
         Command::Audit(cmd) => runtime.block_on(commands::audit::run(&config, cmd)),
+        Command::Ui(cmd) => {
+            runtime.block_on(commands::ui::run(&cli.global, &config, cmd, &agent_env))
+        }
         Command::Approvals(cmd) => {
             runtime.block_on(commands::approvals::run(&config, cmd, &agent_env))
         }

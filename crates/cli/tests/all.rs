@@ -29,6 +29,7 @@ mod cli_setup;
 mod cli_status;
 mod cli_swap_race;
 mod cli_tool;
+mod cli_ui;
 mod cli_validate;
 mod cli_vscode;
 mod peers;

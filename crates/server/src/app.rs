@@ -70,6 +70,8 @@ pub struct ServerParts {
     pub approval_timeout: std::time::Duration,
     /// Hook calls waiting for a person, by ask id (`approvals.wait`).
     pub deferred_hooks: Arc<crate::rpc::hook_waits::DeferredHooks>,
+    /// The dashboard's login codes and sessions (crate::ui).
+    pub ui: Arc<crate::ui::UiAuth>,
     /// Cancelled to stop the daemon (`gateway.shutdown`, a signal, idle exit).
     pub shutdown: CancellationToken,
     pub facts: Arc<DaemonFacts>,
@@ -145,12 +147,15 @@ impl ServerContext {
     }
 }
 
-/// The whole application: `/` (provider gateway), `/rpc`, `/healthz`, all
-/// behind the `Host` check; `/rpc` and `/healthz` also behind the `Origin`
-/// check. `methods` is the JSON-RPC method table (see
+/// The whole application: `/` (provider gateway), `/rpc`, `/healthz`, the
+/// dashboard (`/ui`), all behind the `Host` check; `/rpc` and `/healthz`
+/// also behind the `Origin` check, `/ui` behind its own stricter one.
+/// `methods` is the JSON-RPC method table (see
 /// [`rpc::methods::builtin`]).
 pub fn router(ctx: ServerContext, methods: MethodTable) -> Router {
     let rpc_state = rpc::RpcState::new(ctx.clone(), methods);
+    // The dashboard checks origins more strictly than the loopback check.
+    let dashboard = crate::ui::routes(rpc_state.clone());
     let checked = Router::new()
         .route(
             "/rpc",
@@ -164,6 +169,7 @@ pub fn router(ctx: ServerContext, methods: MethodTable) -> Router {
     Router::new()
         .merge(ctx.gateway.router())
         .merge(checked)
+        .merge(dashboard)
         .fallback(guard::not_found)
         .layer(middleware::from_fn_with_state(
             guard::HostPolicy {

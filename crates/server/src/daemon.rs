@@ -363,6 +363,7 @@ impl Daemon {
             approvals,
             approval_timeout,
             deferred_hooks: Arc::default(),
+            ui: Arc::new(crate::ui::UiAuth::new(port)),
             shutdown,
             backends,
             native: Arc::new(bridge_compose::native_settings(config)),

@@ -182,12 +182,12 @@ pub async fn serve(
             accepted = listener.accept() => accepted,
             () = shutdown.cancelled() => break,
         };
-        let stream = match accepted {
-            Ok((stream, _)) => {
+        let (stream, peer) = match accepted {
+            Ok((stream, peer)) => {
                 // Small frames answer small frames: without this a reply can
                 // wait behind Nagle for the peer's delayed ACK.
                 let _ = stream.set_nodelay(true);
-                stream
+                (stream, peer)
             }
             Err(err) => {
                 tracing::warn!(error = %err, "cannot accept a connection");
@@ -212,6 +212,7 @@ pub async fn serve(
         };
         tokio::spawn(serve_connection(
             counted,
+            PeerAddr(peer),
             app.clone(),
             limits,
             shutdown.clone(),
@@ -224,8 +225,14 @@ pub async fn serve(
         .await;
 }
 
+/// The address a request's connection came from, in its extensions (the
+/// dashboard serves loopback peers only).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PeerAddr(pub std::net::SocketAddr);
+
 async fn serve_connection(
     io: Counted,
+    peer: PeerAddr,
     app: Router,
     limits: ConnectionLimits,
     shutdown: CancellationToken,
@@ -239,7 +246,9 @@ async fn serve_connection(
     let app = TowerToHyperService::new(app);
     let service = hyper::service::service_fn(move |request: hyper::Request<_>| {
         timed_out.reset();
-        let request = request.map(|body| DeadlineBody::new(body, body_timeout, timed_out.clone()));
+        let mut request =
+            request.map(|body| DeadlineBody::new(body, body_timeout, timed_out.clone()));
+        request.extensions_mut().insert(peer);
         answer(app.call(request), body_timeout, timed_out.clone())
     });
     let connection = builder

@@ -43,6 +43,7 @@ pub mod orchestrations;
 pub mod process;
 pub mod rpc;
 pub mod state_file;
+pub mod ui;
 pub mod vscode;
 
 pub use app::{ServerContext, router};

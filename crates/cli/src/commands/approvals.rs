@@ -104,7 +104,7 @@ pub async fn run(
 }
 
 /// The running daemon, called with the approver token.
-async fn approver_client(config: &BridgeConfig) -> Result<GatewayClient, Failure> {
+pub(crate) async fn approver_client(config: &BridgeConfig) -> Result<GatewayClient, Failure> {
     let client = connect(config).await?;
     let home = config.home.clone();
     let token = tokio::task::spawn_blocking(move || {

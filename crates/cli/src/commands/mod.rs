@@ -15,6 +15,7 @@ pub mod sessions;
 pub mod setup;
 pub mod status;
 pub mod tool;
+pub mod ui;
 pub mod validate;
 
 /// Whether `key` was set (flag, environment, file) rather than left at its
