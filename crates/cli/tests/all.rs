@@ -30,6 +30,7 @@ mod cli_status;
 mod cli_swap_race;
 mod cli_tool;
 mod cli_ui;
+mod cli_ui_browser;
 mod cli_validate;
 mod cli_vscode;
 mod peers;

@@ -49,7 +49,7 @@ async fn ask_id(served: &Served, command: &str) -> String {
 }
 
 /// `shell` with `command` in the default session, from a task of its own.
-fn shell_call(served: &Served, command: &str) -> tokio::task::JoinHandle<Value> {
+pub(crate) fn shell_call(served: &Served, command: &str) -> tokio::task::JoinHandle<Value> {
     let request = reqwest::Client::new()
         .post(served.url("/rpc"))
         .bearer_auth(&served.token)
@@ -61,7 +61,7 @@ fn shell_call(served: &Served, command: &str) -> tokio::task::JoinHandle<Value> 
     tokio::spawn(async move { request.send().await.unwrap().json().await.unwrap() })
 }
 
-async fn answered(call: tokio::task::JoinHandle<Value>) -> Value {
+pub(crate) async fn answered(call: tokio::task::JoinHandle<Value>) -> Value {
     tokio::time::timeout(Duration::from_secs(60), call)
         .await
         .expect("the call answers")

@@ -71,13 +71,19 @@ async function overview() {
     el('h2', {}, 'Approvals'),
     el('p', { id: 'pending-count' }, el('a', { href: '/ui/approvals' }, count === 1 ? '1 call waits for an answer' : `${count} calls wait for an answer`)),
     el('h2', {}, 'Backends'),
-    backends,
+    status.backends.length ? backends : el('p', { class: 'muted' }, 'No chat backend is configured (see docs/backends/).'),
     el('h2', {}, 'Sessions and providers'),
     el('p', {}, `${status.sessions.count} session(s); ${status.providers.count} provider(s)`,
       status.providers.names.length ? `: ${status.providers.names.join(', ')}` : ''),
     el('h2', {}, 'OpenClaw and VS Code'),
-    el('p', {}, `OpenClaw gateway: ${describe(status.openclaw)}; VS Code: ${describe(status.vscode)}`),
+    el('p', {}, `OpenClaw gateway: ${describe(status.openclaw)}; VS Code: ${vscode(status.vscode)}`),
   );
+}
+
+function vscode(part) {
+  if (!part) return 'not connected';
+  const models = (part.models ?? []).length;
+  return `${part.editors ?? 0} editor(s) connected, chat ${part.chat ?? 'off'}, ${models} model(s)`;
 }
 
 function describe(part) {

@@ -9,6 +9,7 @@
 //! must not fake the thing under test: helpers here build real files, real
 //! directories and real symlinks for tests to run against.
 
+pub mod browser;
 pub mod fake_keys;
 pub mod mcp_http;
 pub mod memory_corpus;

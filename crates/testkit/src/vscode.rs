@@ -24,6 +24,7 @@ use rustix::process::{Pid, Signal};
 use serde_json::{Value, json};
 use tokio_tungstenite::tungstenite::Message;
 
+use crate::browser::{CHROMIUM_FLAGS, chromium_program, spawn_in_group};
 use crate::openclaw::free_port;
 use crate::peers::repo_root;
 
@@ -33,12 +34,6 @@ const HEALTH_PATIENCE: Duration = Duration::from_secs(60);
 const STOP_PATIENCE: Duration = Duration::from_secs(10);
 const INSTALL_HINT: &str = "run scripts/install-test-deps.sh (as root on Debian it installs \
      chromium and libkrb5-dev, then code-server@4.139.1 under .peers/code-server)";
-/// The recipe's flags, plus everything that would reach the network, and
-/// the console (VS Code's window log) to chromium.log.
-const CHROMIUM_FLAGS: &str = "--headless=new --no-sandbox --disable-gpu --disable-crash-reporter \
-     --disable-background-networking --disable-component-update --disable-sync --no-first-run \
-     --no-default-browser-check --disable-quic --window-size=1280,800 --remote-debugging-port=0 \
-     --enable-logging=stderr";
 const CODE_SERVER_FLAGS: &str =
     "--auth none --disable-telemetry --disable-update-check --disable-workspace-trust";
 /// The private XDG directories (variable, directory under the run dir).
@@ -499,25 +494,6 @@ fn code_server_program() -> PathBuf {
 /// Node 24's bin directory (code-server runs only on Node 24).
 fn node24_bin() -> PathBuf {
     repo_root().join(".peers/node24/node_modules/node/bin")
-}
-
-fn chromium_program() -> Option<PathBuf> {
-    std::env::split_paths(&std::env::var_os("PATH")?)
-        .map(|dir| dir.join("chromium"))
-        .find(|path| path.is_file())
-}
-
-fn spawn_in_group(
-    mut command: tokio::process::Command,
-    what: &str,
-) -> anyhow::Result<(tokio::process::Child, Pid)> {
-    let child = command.process_group(0).spawn();
-    let child = child.with_context(|| format!("cannot start {what}"))?;
-    let group = child
-        .id()
-        .and_then(|id| Pid::from_raw(i32::try_from(id).ok()?));
-    let group = group.with_context(|| format!("{what} has no process id"))?;
-    Ok((child, group))
 }
 
 fn write_atomically(path: &Path, value: &Value) -> anyhow::Result<()> {
