@@ -233,7 +233,7 @@ impl Session {
             }
         };
         if rules.is_deny() {
-            return Verdict::denied(rules.reason_or_default().to_owned());
+            return Verdict::denied(self.with_config_problem(rules.reason_or_default()));
         }
         let rules_ask = rules.decision == DecisionKind::Ask;
         let accesses = match accesses {
@@ -250,6 +250,10 @@ impl Session {
                 "{} (note: {problem})",
                 decision.reason_or_default()
             ));
+        }
+        // Likewise config.toml's `[permissions]`, which the daemon follows.
+        if decision.decision != DecisionKind::Allow {
+            decision.reason = Some(self.with_config_problem(decision.reason_or_default()));
         }
         if decision.is_deny() {
             return Verdict::denied(decision.reason_or_default().to_owned());
@@ -318,6 +322,15 @@ impl Session {
             context: hooks.context,
             approval,
             question,
+        }
+    }
+
+    /// `reason`, with why config.toml's last edit is not in force when it
+    /// is not: the rules that refused may be the ones the edit changed.
+    fn with_config_problem(&self, reason: &str) -> String {
+        match self.live_guard().config_problem() {
+            Some(problem) => format!("{reason} (note: {problem})"),
+            None => reason.to_owned(),
         }
     }
 

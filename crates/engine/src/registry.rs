@@ -6,7 +6,9 @@ use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use bridge_policy::{Approver, DenyAll, RuleStore};
-use bridge_policy::{AuditLog, Guard, PermissionPolicy, WorkspacePolicy, WorkspaceRoot};
+use bridge_policy::{
+    AuditLog, Guard, LivePermission, PermissionPolicy, WorkspacePolicy, WorkspaceRoot,
+};
 use bridge_protocol::ToolSpec;
 use bridge_tools::{ToolContext, ToolRegistry, ToolSettings};
 use tokio::sync::oneshot;
@@ -40,6 +42,9 @@ impl Default for RegistrySettings {
 /// What every new session's workspace tools are built from.
 #[derive(Clone)]
 pub struct SessionDefaults {
+    /// The permission rules at first; the registry keeps them in a
+    /// [`LivePermission`] that a daemon replaces when config.toml changes
+    /// ([`SessionRegistry::live_permission`]).
     pub permission: PermissionPolicy,
     pub read_only: bool,
     pub tool_settings: Arc<ToolSettings>,
@@ -130,6 +135,8 @@ struct Inner {
     sessions: Mutex<Vec<Arc<Session>>>,
     default_id: Mutex<Option<String>>,
     defaults: SessionDefaults,
+    /// The permission rules every session's guard follows, new or old.
+    permission: Arc<LivePermission>,
     settings: Arc<RegistrySettings>,
     listeners: Arc<Listeners>,
 }
@@ -154,6 +161,7 @@ impl SessionRegistry {
             inner: Arc::new(Inner {
                 sessions: Mutex::new(Vec::new()),
                 default_id: Mutex::new(None),
+                permission: Arc::new(LivePermission::new(defaults.permission.clone())),
                 defaults,
                 settings: Arc::new(settings),
                 listeners: Arc::new(Listeners::default()),
@@ -163,6 +171,12 @@ impl SessionRegistry {
 
     pub fn settings(&self) -> &RegistrySettings {
         &self.inner.settings
+    }
+
+    /// The permission rules in force for every session of this registry:
+    /// what is set here applies to each one's next call.
+    pub fn live_permission(&self) -> &Arc<LivePermission> {
+        &self.inner.permission
     }
 
     /// The rules approvals keep per workspace (`None`: grants last a
@@ -218,11 +232,15 @@ impl SessionRegistry {
         let policy = WorkspacePolicy::load(root.path()).map_err(RegistryError::WorkspacePolicy)?;
         let cwd = root.path().to_path_buf();
         let defaults = &self.inner.defaults;
-        let mut guard = Guard::new(root, defaults.permission.clone(), policy, read_only);
+        let (_, permission) = self.inner.permission.current();
+        let mut guard = Guard::new(root, (*permission).clone(), policy, read_only);
         if let Some(home) = &defaults.home {
             guard = guard.with_home(home.clone());
         }
-        let guard = Arc::new(bridge_policy::LiveGuard::new(Arc::new(guard)));
+        let guard = Arc::new(bridge_policy::LiveGuard::following(
+            Arc::new(guard),
+            self.inner.permission.clone(),
+        ));
         let session = Arc::new(Session::new(SessionParts {
             info: SessionInfo {
                 id: id.clone(),

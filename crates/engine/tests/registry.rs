@@ -186,6 +186,56 @@ async fn permission_rules_apply_to_provider_tools_but_path_containment_does_not(
     );
 }
 
+/// config.toml's `[permissions]` replaced while sessions run (the daemon's
+/// reload): an existing session's next call and a new session's follow,
+/// and a refusal says why an edit is not in force while it is not.
+#[tokio::test]
+async fn replaced_permission_rules_reach_existing_and_new_sessions() {
+    let workspace = TempWorkspace::new();
+    let registry = registry();
+    let before = session(&registry, &workspace, "before");
+    let handler = echo(None);
+    let owner = ToolOwner::Provider("p".into());
+    before
+        .register_tools(&owner, vec![entry("lookup", "p", handler.clone())])
+        .unwrap();
+    let call = |session: Arc<Session>| async move {
+        session
+            .call_tool("lookup", json!({}), CallOrigin::Gateway)
+            .await
+            .result
+    };
+    assert!(call(before.clone()).await.is_ok());
+    let blocked = PermissionRules {
+        blocked_tools: vec!["lookup".into()],
+        ..PermissionRules::default()
+    };
+    registry
+        .live_permission()
+        .set(PermissionPolicy::compile(&blocked).unwrap());
+    let refused = call(before.clone()).await.unwrap_err();
+    assert!(refused.is_denied(), "{refused:?}");
+    let after = session(&registry, &workspace, "after");
+    after
+        .register_tools(&owner, vec![entry("lookup", "p", handler.clone())])
+        .unwrap();
+    assert!(call(after.clone()).await.unwrap_err().is_denied());
+    registry
+        .live_permission()
+        .set_problem(Some("config.toml: bad edit".into()));
+    let noted = call(before.clone()).await.unwrap_err();
+    assert!(
+        noted.to_string().contains("(note: config.toml: bad edit)"),
+        "{noted}"
+    );
+    registry
+        .live_permission()
+        .set(PermissionPolicy::compile(&PermissionRules::default()).unwrap());
+    assert!(call(before).await.is_ok());
+    assert!(call(after).await.is_ok());
+    assert_eq!(handler.calls.lock().unwrap().len(), 3);
+}
+
 #[tokio::test]
 async fn results_are_redacted_and_every_call_is_audited() {
     let workspace = TempWorkspace::new();

@@ -66,6 +66,15 @@ impl Guard {
         }
     }
 
+    /// The same guard with `permission` as the machine's permission rules
+    /// (config.toml was edited: crate::live_permission).
+    pub fn with_permission(&self, permission: PermissionPolicy) -> Self {
+        Self {
+            permission,
+            ..self.clone()
+        }
+    }
+
     /// Before any call runs: the permission rules, then containment of every
     /// path-like argument. A deny from either wins; paths are checked even
     /// when the rules say "ask", so approval never lifts containment.

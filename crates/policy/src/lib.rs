@@ -12,6 +12,7 @@ pub mod approval;
 pub mod audit;
 pub mod guard;
 pub mod live_guard;
+pub mod live_permission;
 pub mod patch_files;
 pub mod paths;
 pub mod permission;
@@ -29,6 +30,7 @@ pub use approval::{
 pub use audit::{AuditEntry, AuditLog};
 pub use guard::Guard;
 pub use live_guard::LiveGuard;
+pub use live_permission::LivePermission;
 pub use paths::{PathError, WorkspaceRoot};
 pub use permission::{PermissionPolicy, PermissionRules};
 pub use protected::ProtectedFiles;

@@ -8,16 +8,22 @@
 //! the last good policy in force and is reported: logged at `error`, kept
 //! as [`LiveGuard::problem`] for `status` and for the reason of a refused
 //! call, until a good edit replaces it.
+//!
+//! A guard made with [`LiveGuard::following`] also follows the machine's
+//! permission rules ([`LivePermission`], config.toml's `[permissions]`):
+//! when they are replaced, the next call rebuilds the guard with them,
+//! keeping the workspace's policy as it is.
 
 use std::os::unix::fs::MetadataExt as _;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant, SystemTime};
 
 use bridge_util::sync::{lock, read, write};
 
 use crate::workspace_policy::POLICY_FILE_NAME;
-use crate::{Guard, WorkspacePolicy, WorkspaceRoot};
+use crate::{Guard, LivePermission, WorkspacePolicy, WorkspaceRoot};
 
 /// How often the policy file is looked at, at most.
 pub const RECHECK_EVERY: Duration = Duration::from_millis(250);
@@ -46,6 +52,8 @@ pub struct LiveGuard {
     file: PathBuf,
     current: RwLock<Arc<Guard>>,
     watch: Mutex<Watch>,
+    /// The machine's rules followed, and the generation `current` has.
+    permission: Option<(Arc<LivePermission>, AtomicU64)>,
 }
 
 fn stamp_of(file: &std::path::Path) -> Option<Stamp> {
@@ -73,6 +81,18 @@ impl LiveGuard {
                 problem: None,
                 loaded_at: bridge_util::time::now_timestamp(),
             }),
+            permission: None,
+        }
+    }
+
+    /// [`Self::new`], following `permission` too: `guard` is rebuilt with
+    /// its rules whenever they are replaced.
+    pub fn following(guard: Arc<Guard>, permission: Arc<LivePermission>) -> Self {
+        let (generation, rules) = permission.current();
+        let guard = Arc::new(guard.with_permission((*rules).clone()));
+        Self {
+            permission: Some((permission, AtomicU64::new(generation))),
+            ..Self::new(guard)
         }
     }
 
@@ -92,6 +112,18 @@ impl LiveGuard {
                     watch.stamp = stamp;
                     self.reload(&mut watch);
                 }
+            }
+        }
+        if let Some((live, seen)) = &self.permission
+            && live.generation() != seen.load(Ordering::Acquire)
+        {
+            let mut current = write(&self.current);
+            // Read under the lock: two calls racing rebuild once, with
+            // the same (newest) rules.
+            let (generation, rules) = live.current();
+            if generation != seen.load(Ordering::Acquire) {
+                *current = Arc::new(current.with_permission((*rules).clone()));
+                seen.store(generation, Ordering::Release);
             }
         }
         read(&self.current).clone()
@@ -119,6 +151,14 @@ impl LiveGuard {
     /// Why the policy file's last edit is not in force, if it is not.
     pub fn problem(&self) -> Option<String> {
         lock(&self.watch).problem.clone()
+    }
+
+    /// Why the last edit of the machine's configuration (config.toml) is
+    /// not in force, if it is not and this guard follows it.
+    pub fn config_problem(&self) -> Option<String> {
+        self.permission
+            .as_ref()
+            .and_then(|(live, _)| live.problem())
     }
 
     /// When the policy in force was loaded (RFC 3339).
