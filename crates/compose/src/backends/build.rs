@@ -74,15 +74,7 @@ pub async fn build_backends(config: &BridgeConfig, served: Vec<BackendEntry>) ->
         }
         (None, _) => entries[..configured].first().map(|e| e.name.clone()),
     };
-    for (key, target) in config.models.targets() {
-        if !entries.iter().any(|e| e.name == target.backend) {
-            tracing::warn!(
-                "{key} = {:?}: this daemon has no backend {:?} (not selected or not configured); requests it routes are refused",
-                target.to_string(),
-                target.backend
-            );
-        }
-    }
+    // `with_routes` warns of a target naming no backend of this daemon.
     Backends::new(entries, default.as_deref()).with_routes(config.models.clone())
 }
 

@@ -18,7 +18,7 @@
 //! applies only when the prefix names a backend.
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
 use bridge_config::{ModelRoutes, ModelTarget};
@@ -149,8 +149,9 @@ impl Availability {
 pub struct Backends {
     entries: Vec<Arc<BackendEntry>>,
     default: Option<usize>,
-    /// `[models]`.
-    routes: ModelRoutes,
+    /// `[models]`; replaced while the daemon runs when config.toml changes
+    /// (`set_routes`), so a request reads it once and routes by one copy.
+    routes: RwLock<Arc<ModelRoutes>>,
     /// Models learnt from each backend's listing, by backend name.
     learnt: Mutex<BTreeMap<String, Vec<String>>>,
     /// Last probe of each backend, by name.
@@ -198,13 +199,30 @@ impl Backends {
     }
 
     /// With the `[models]` routes.
-    pub fn with_routes(mut self, routes: ModelRoutes) -> Self {
-        self.routes = routes;
+    pub fn with_routes(self, routes: ModelRoutes) -> Self {
+        self.set_routes(routes);
         self
     }
 
-    pub fn routes(&self) -> &ModelRoutes {
-        &self.routes
+    /// The `[models]` routes in force.
+    pub fn routes(&self) -> Arc<ModelRoutes> {
+        bridge_util::sync::read(&self.routes).clone()
+    }
+
+    /// Puts `routes` in force from the next request on (config.toml was
+    /// edited); a target naming no backend of this daemon is said in the
+    /// log, as at start, and refuses the requests it routes.
+    pub fn set_routes(&self, routes: ModelRoutes) {
+        for (key, target) in routes.targets() {
+            if self.get(&target.backend).is_none() {
+                tracing::warn!(
+                    "{key} = {:?}: this daemon has no backend {:?} (not selected or not configured); requests it routes are refused",
+                    target.to_string(),
+                    target.backend
+                );
+            }
+        }
+        *bridge_util::sync::write(&self.routes) = Arc::new(routes);
     }
 
     /// The backend and model for a request's `model` alone, settled.
@@ -225,7 +243,7 @@ impl Backends {
         thinking: bool,
         estimate_input_tokens: impl FnOnce() -> u64,
     ) -> Result<Route, RouteError> {
-        let input_tokens = if self.routes.long_context.is_some() {
+        let input_tokens = if self.routes().long_context.is_some() {
             estimate_input_tokens()
         } else {
             0
@@ -253,7 +271,7 @@ impl Backends {
                 unsettled: false,
             });
         }
-        let routes = &self.routes;
+        let routes = self.routes();
         let class = [
             (
                 "long_context",

@@ -21,7 +21,7 @@ impl Backends {
     /// configured model (the rule says so, for the request log), unless
     /// `[models] strict_models` keeps every name as asked.
     pub async fn settle(&self, mut route: Route) -> Route {
-        if !route.unsettled || self.routes.strict_models {
+        if !route.unsettled || self.routes().strict_models {
             route.unsettled = false;
             return route;
         }

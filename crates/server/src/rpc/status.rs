@@ -86,7 +86,7 @@ pub(crate) async fn bridge_status(ctx: ServerContext, params: Params) -> RpcResu
         "endpoints": endpoints(ctx.facts.connect_host, ctx.facts.port),
         "defaultBackend": default_backend,
         "backends": backends,
-        "modelRoutes": model_routes(ctx.backends.routes()),
+        "modelRoutes": model_routes(&ctx.backends.routes()),
         "providers": {
             "count": provider_names.len(),
             "names": provider_names,
