@@ -11,6 +11,7 @@
 //! must never print a secret (secret values are wrapped in [`Secret`]).
 
 pub mod backends;
+mod changes;
 mod file;
 pub mod json5;
 pub mod keys;
