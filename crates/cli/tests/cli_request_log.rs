@@ -74,8 +74,11 @@ async fn every_request_and_every_refusal_leaves_one_line() {
         .find(|l| l.contains("POST /v1/chat/completions 200"))
         .expect("the answered request");
     assert!(answered.contains("client=\"my-agent/1.0\""), "{answered}");
+    // A name the backend does not serve: both names, and why.
     assert!(
-        answered.contains("model=gpt-x→gpt-x backend=openai"),
+        answered.contains(
+            "model=gpt-x→mock-model backend=openai via=\"default backend; it serves no \\\"gpt-x\\\"\""
+        ),
         "{answered}"
     );
     assert!(
@@ -118,6 +121,7 @@ async fn every_request_and_every_refusal_leaves_one_line() {
     assert_eq!(entries[0]["status"], 200);
     assert_eq!(entries[0]["backend"], "openai");
     assert_eq!(entries[0]["requestedModel"], "gpt-x");
+    assert_eq!(entries[0]["model"], "mock-model", "{text}");
     assert_eq!(entries[1]["status"], 401);
     assert!(
         entries[1]["reason"]
