@@ -130,3 +130,108 @@ async fn an_ask_is_answered_from_the_dashboard_and_leaves_every_tab() {
         .await
         .unwrap();
 }
+
+/// Serves `html` to every request on a port of its own: another origin
+/// of this machine, which the browser counts as the same site as the
+/// daemon (cookies ignore ports).
+async fn serve_page(html: String) -> u16 {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    tokio::spawn(async move {
+        loop {
+            let Ok((mut socket, _)) = listener.accept().await else {
+                return;
+            };
+            let html = html.clone();
+            tokio::spawn(async move {
+                use tokio::io::{AsyncReadExt, AsyncWriteExt};
+                let mut buffer = [0u8; 4096];
+                let _ = socket.read(&mut buffer).await;
+                let response = format!(
+                    "HTTP/1.1 200 OK\r\ncontent-type: text/html\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{html}",
+                    html.len()
+                );
+                let _ = socket.write_all(response.as_bytes()).await;
+            });
+        }
+    });
+    port
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_page_on_another_local_port_can_neither_act_nor_listen_nor_frame() {
+    let served = Served::start_in(
+        Bridge::new(),
+        TempWorkspace::new(),
+        &[("COPILOT_BRIDGE_APPROVAL_TIMEOUT_SECS", "60")],
+    );
+    let run = tempfile::tempdir().unwrap();
+    let Some(browser) = Browser::start(run.path()).await.unwrap() else {
+        return;
+    };
+    // The browser holds a logged-in session cookie.
+    let mut own = browser.open(&login_url(&served).await).await.unwrap();
+    own.wait_until("document.querySelector('h1')?.textContent === 'Overview'")
+        .await
+        .unwrap();
+    let command = "python3 -c 'print(1)'";
+    let call = shell_call(&served, command);
+    own.navigate(&served.url("/ui/approvals")).await.unwrap();
+    own.wait_until(&shown(command)).await.unwrap();
+    let id = own
+        .eval("document.querySelector('[data-ask]').dataset.ask")
+        .await
+        .unwrap();
+    let id = id.as_str().unwrap().to_owned();
+
+    // The strongest attacker page knows the ask's id.
+    let daemon = format!("http://127.0.0.1:{}", served.port);
+    let evil = serve_page(format!(
+        r#"<!doctype html><title>evil</title><iframe id="frame" src="{daemon}/ui/approvals"></iframe>
+<script>
+window.results = {{}};
+const answer = JSON.stringify({{jsonrpc: '2.0', id: 1, method: 'approvals.answer',
+  params: {{id: '{id}', decision: 'allow'}}}});
+fetch('{daemon}/ui/api/rpc', {{method: 'POST', mode: 'no-cors', credentials: 'include',
+  headers: {{'content-type': 'text/plain'}}, body: answer}})
+  .then((r) => window.results.post = 'sent ' + r.type).catch((e) => window.results.post = 'failed ' + e);
+fetch('{daemon}/ui/api/session', {{credentials: 'include'}})
+  .then((r) => r.text()).then((t) => window.results.session = t).catch((e) => window.results.session = 'failed ' + e);
+const events = new EventSource('{daemon}/ui/api/stream', {{withCredentials: true}});
+events.addEventListener('approval', () => window.results.streamed = true);
+events.onerror = () => {{ window.results.streamError = true; events.close(); }};
+</script>"#
+    ))
+    .await;
+    let mut attacker = browser
+        .open(&format!("http://127.0.0.1:{evil}/"))
+        .await
+        .unwrap();
+    attacker
+        .wait_until("window.results.post && window.results.session && window.results.streamError")
+        .await
+        .unwrap();
+    let results = attacker.eval("window.results").await.unwrap();
+    // It could not read the session (and so never the CSRF token), nor
+    // hear the stream.
+    assert!(
+        results["session"].as_str().unwrap().starts_with("failed"),
+        "{results}"
+    );
+    assert_ne!(results["streamed"], true, "{results}");
+    // The frame stayed empty: the dashboard cannot be framed.
+    let framed = attacker
+        .eval("(() => { try { return document.getElementById('frame').contentDocument?.body?.innerText ?? 'blocked'; } catch (e) { return 'blocked'; } })()")
+        .await
+        .unwrap();
+    assert!(!framed.to_string().contains("Approvals"), "{framed}");
+    attacker
+        .screenshot(&screenshots().join("another-origin.png"))
+        .await
+        .unwrap();
+    // The ask is still waiting: the attacker's answer never counted.
+    own.wait_until(&shown(command)).await.unwrap();
+    own.click_button("[data-ask]", "Deny").await.unwrap();
+    let refused = answered(call).await;
+    assert!(refused.to_string().contains("denied by web"), "{refused}");
+}
