@@ -270,3 +270,46 @@ fn the_users_scope_needs_a_home_and_a_broken_file_is_left_alone() {
     assert_eq!(std::fs::read_to_string(&settings).unwrap(), "{\"hooks\": ");
     assert!(!claude.join(CHAIN_FILE).exists());
 }
+
+#[test]
+fn codexs_hooks_json_gets_our_wrapper_per_event_and_comes_back_byte_for_byte() {
+    let home = tempfile::tempdir().unwrap();
+    let state = tempfile::tempdir().unwrap();
+    let codex_home = home.path().join("codex");
+    std::fs::create_dir_all(&codex_home).unwrap();
+    let hooks_json = codex_home.join("hooks.json");
+    let users = "{\n  \"hooks\": {\n    \"Stop\": [{\"hooks\": [{\"type\": \"command\", \"command\": \"./notify.sh\"}]}],\n    \"PreToolUse\": [{\"matcher\": \"Bash\", \"hooks\": [{\"type\": \"command\", \"command\": \"./lint.sh\", \"timeout\": 5}]}]\n  }\n}\n";
+    std::fs::write(&hooks_json, users).unwrap();
+    let env = AgentEnv::from_vars([
+        ("HOME", home.path().as_os_str()),
+        ("CODEX_HOME", codex_home.as_os_str()),
+    ]);
+    let layout = Layout::new(Agent::Codex, Scope::User, &env).unwrap();
+    assert_eq!(layout.config, hooks_json);
+    hooks::install(&program(state.path()), &layout).unwrap();
+    let installed = read_json5(&hooks_json);
+    for (event, ours) in hooks::CODEX_EVENTS {
+        let command = installed["hooks"][event][0]["hooks"][0]["command"]
+            .as_str()
+            .unwrap();
+        assert!(
+            command.contains(&format!(" hook {ours} --agent codex --chain ")),
+            "{event}: {command}"
+        );
+        // Codex's own field names: a matcher and `timeout` in seconds.
+        assert_eq!(installed["hooks"][event][0]["matcher"], "*");
+        assert_eq!(installed["hooks"][event][0]["hooks"][0]["timeout"], 130);
+    }
+    assert_eq!(
+        installed["hooks"]["Stop"][0]["hooks"][0]["command"], "./notify.sh",
+        "an event we do not answer stays"
+    );
+    let chain = read_json5(&codex_home.join(CHAIN_FILE));
+    assert_eq!(
+        chain["hooks"]["PreToolUse"][0]["hooks"][0]["command"],
+        "./lint.sh"
+    );
+    hooks::uninstall(&layout, state.path()).unwrap();
+    assert_eq!(std::fs::read_to_string(&hooks_json).unwrap(), users);
+    assert!(!codex_home.join(CHAIN_FILE).exists());
+}
