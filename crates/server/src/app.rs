@@ -74,6 +74,8 @@ pub struct ServerParts {
     pub ui: Arc<crate::ui::UiAuth>,
     /// Cancelled to stop the daemon (`gateway.shutdown`, a signal, idle exit).
     pub shutdown: CancellationToken,
+    /// config.toml as it is in force, followed while the daemon runs.
+    pub config: Arc<crate::config_watch::ConfigWatch>,
     pub facts: Arc<DaemonFacts>,
     /// The chat backends the facade serves.
     pub backends: Arc<Backends>,

@@ -75,6 +75,8 @@ pub struct Daemon {
     sessions_changed: watch::Receiver<u64>,
     file: GatewayFile,
     limits: ConnectionLimits,
+    /// The loader to read config.toml again with while running.
+    follow: Option<bridge_config::ConfigLoader>,
 }
 
 impl std::fmt::Debug for Daemon {
@@ -365,6 +367,11 @@ impl Daemon {
             deferred_hooks: Arc::default(),
             ui: Arc::new(crate::ui::UiAuth::new(port)),
             shutdown,
+            config: Arc::new(crate::config_watch::ConfigWatch::new(
+                config,
+                registry.live_permission().clone(),
+                backends.clone(),
+            )),
             backends,
             native: Arc::new(bridge_compose::native_settings(config)),
             memory,
@@ -412,7 +419,17 @@ impl Daemon {
             sessions_changed,
             file,
             limits: options.limits,
+            follow: None,
         })
+    }
+
+    /// Follows config.toml while running: its edits are loaded again by
+    /// `loader` (the one `options.config` came from, so that the
+    /// environment and flags keep their precedence) and applied live
+    /// where they can be (crate::config_watch).
+    pub fn follow_config(mut self, loader: bridge_config::ConfigLoader) -> Self {
+        self.follow = Some(loader);
+        self
     }
 
     pub fn port(&self) -> u16 {
@@ -437,8 +454,12 @@ impl Daemon {
             sessions_changed,
             file,
             limits,
+            follow,
         } = self;
         let shutdown = ctx.shutdown.clone();
+        if let Some(loader) = follow {
+            tokio::spawn(ctx.config.clone().follow(loader, shutdown.clone()));
+        }
         if agent_session_idle > Duration::ZERO {
             tokio::spawn(crate::rpc::agent_hook::end_idle_agent_sessions(
                 ctx.registry().clone(),

@@ -30,6 +30,7 @@
 
 pub mod app;
 pub mod client;
+pub mod config_watch;
 pub mod daemon;
 pub mod facade;
 mod guard;

@@ -8,6 +8,7 @@ mod approvals;
 mod approvals_doors;
 mod backends;
 mod bounds;
+mod config_edits;
 mod facade_anthropic;
 mod facade_openai;
 mod facade_openai_errors;

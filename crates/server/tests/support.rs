@@ -115,6 +115,8 @@ impl TestDaemon {
             loader = loader.config_file(state.path().join("config.toml"));
         }
         let config = loader.load().expect("test configuration loads");
+        // Following config.toml as `serve` does: read again by the same
+        // loader, so this environment keeps its precedence.
         let daemon = Daemon::start(DaemonOptions {
             config,
             cwd: workspace.path().to_path_buf(),
@@ -123,7 +125,8 @@ impl TestDaemon {
             limits: setup.limits,
         })
         .await
-        .expect("daemon starts");
+        .expect("daemon starts")
+        .follow_config(loader);
         let ctx = daemon.context().clone();
         let port = daemon.port();
         let token = ctx.token.to_string();
@@ -136,6 +139,11 @@ impl TestDaemon {
             state,
             run: Some(run),
         }
+    }
+
+    /// config.toml in the state directory, the one the daemon follows.
+    pub fn config_path(&self) -> std::path::PathBuf {
+        self.state.path().join("config.toml")
     }
 
     pub fn url(&self, path: &str) -> String {

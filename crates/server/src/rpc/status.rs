@@ -83,6 +83,7 @@ pub(crate) async fn bridge_status(ctx: ServerContext, params: Params) -> RpcResu
         "startedAt": ctx.facts.started_at,
         "bindAddress": ctx.facts.bind_address.to_string(),
         "stateDir": ctx.facts.home,
+        "config": ctx.config.status(),
         "endpoints": endpoints(ctx.facts.connect_host, ctx.facts.port),
         "defaultBackend": default_backend,
         "backends": backends,
