@@ -42,6 +42,12 @@ pub struct GlobalArgs {
 
 impl GlobalArgs {
     pub fn load_config(&self) -> Result<BridgeConfig, Failure> {
+        self.loader()?.load().map_err(Failure::config)
+    }
+
+    /// The loader of this command's configuration: the process's
+    /// environment and these flags (a daemon reloads config.toml with it).
+    pub fn loader(&self) -> Result<ConfigLoader, Failure> {
         use bridge_config::keys;
         let mut loader = ConfigLoader::from_process();
         if let Some(home) = &self.home {
@@ -65,7 +71,7 @@ impl GlobalArgs {
         if self.writable {
             loader = loader.flag(keys::READ_ONLY, "false", "--writable");
         }
-        loader.load().map_err(Failure::config)
+        Ok(loader)
     }
 }
 

@@ -74,7 +74,20 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
     if let Command::Hook(cmd) = &cli.command {
         return Ok(commands::hook::run(&cli.global, cmd, &agent_env));
     }
-    let config = cli.global.load_config()?;
+    let config = match cli.global.load_config() {
+        Ok(config) => config,
+        // `status` asks the running daemon, which says why an edit of
+        // config.toml is not in force: a file being fixed must not hide it.
+        Err(failure) if matches!(cli.command, Command::Status(_)) => {
+            eprintln!("copilot-bridge: {}", failure.message);
+            cli.global
+                .loader()?
+                .without_config_file()
+                .load()
+                .map_err(Failure::config)?
+        }
+        Err(failure) => return Err(failure),
+    };
     logging::init(config.log_level);
     let mut runtime = tokio::runtime::Builder::new_multi_thread();
     if matches!(cli.command, Command::Serve(_)) {
@@ -92,7 +105,7 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
         Command::Tool(cmd) => runtime.block_on(commands::tool::run(&config, cmd)),
         Command::Tools(cmd) => commands::tool::list(cmd),
         Command::Validate => runtime.block_on(commands::validate::run(&config)),
-        Command::Serve(cmd) => runtime.block_on(commands::serve::run(config, cmd)),
+        Command::Serve(cmd) => runtime.block_on(commands::serve::run(&cli.global, config, cmd)),
         Command::Daemon(cmd) => runtime.block_on(commands::daemon::run(&cli.global, &config, cmd)),
         Command::ProviderToken(cmd) => {
             runtime.block_on(commands::remote::provider_token(&config, cmd))

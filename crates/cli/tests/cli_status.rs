@@ -133,3 +133,89 @@ fn status_without_a_daemon_exits_1_and_says_how_to_start_one() {
         );
     }
 }
+
+/// `serve` follows config.toml: `status` says which file and when it was
+/// loaded, what waits for a restart (not `port`, which `serve --port 0`
+/// sets: a flag keeps its precedence over the file), and why a bad edit is
+/// not in force; a refused call says so too.
+#[tokio::test]
+async fn status_shows_the_config_file_its_edits_and_their_problems() {
+    let bridge = Bridge::new();
+    let config = bridge.state.path().join("config.toml");
+    std::fs::write(&config, "[permissions]\nblocked_tools = []\n").unwrap();
+    let served = Served::start_in(
+        bridge,
+        TempWorkspace::new(),
+        &[
+            ("COPILOT_BRIDGE_NO_GH", "1"),
+            ("OLLAMA_HOST", "http://127.0.0.1:9"),
+        ],
+    );
+    let status_text = || async {
+        let output = served.cli().arg("status").output().await.unwrap();
+        assert_eq!(output.status.code(), Some(0), "{output:?}");
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    };
+    let table = status_text().await;
+    assert!(
+        table.contains(&format!("config file: {} (loaded ", config.display())),
+        "{table}"
+    );
+    assert!(!table.contains("restart needed"), "{table}");
+
+    std::fs::write(
+        &config,
+        "port = 1\nidle_exit_secs = 99\n[permissions]\nblocked_tools = [\"shell\"]\n",
+    )
+    .unwrap();
+    let mut table = String::new();
+    for _ in 0..100 {
+        table = status_text().await;
+        if table.contains("restart needed for") {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert!(
+        table.contains("  restart needed for: idle_exit_secs\n"),
+        "{table}"
+    );
+    let refused = served
+        .cli()
+        .args([
+            "tool",
+            "shell",
+            "--session",
+            "default",
+            "--args",
+            r#"{"command":"true"}"#,
+        ])
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(refused.status.code(), Some(4), "{refused:?}");
+
+    std::fs::write(&config, "[permissions\n").unwrap();
+    for _ in 0..100 {
+        table = status_text().await;
+        if table.contains("CONFIG EDIT NOT IN FORCE") {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert!(
+        table.contains("CONFIG EDIT NOT IN FORCE: config file ")
+            && table.contains("the last good configuration"),
+        "{table}"
+    );
+    // Every other command stops at the bad file; the daemon's refusals
+    // say why its last good configuration is in force.
+    let refused = served
+        .rpc_raw(
+            "session.tools.call",
+            json!({"session": "default", "name": "shell", "arguments": {"command": "true"}}),
+        )
+        .await;
+    let message = refused["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("the last good configuration"), "{refused}");
+}

@@ -58,6 +58,8 @@ pub struct ConfigLoader {
     user_home: Option<PathBuf>,
     config_file: Option<PathBuf>,
     skip_dotenv: bool,
+    /// Read no config.toml at all (see [`ConfigLoader::without_config_file`]).
+    skip_file: bool,
     /// Our variables whose values are not UTF-8: each is a configuration error.
     not_utf8: Vec<String>,
 }
@@ -134,6 +136,14 @@ impl ConfigLoader {
         self
     }
 
+    /// Reads no config.toml: for a command that must still find the running
+    /// daemon (its state directory is never set by the file) while the
+    /// file cannot be used, so that the daemon can say why.
+    pub fn without_config_file(mut self) -> Self {
+        self.skip_file = true;
+        self
+    }
+
     /// Sets `key` (a name from [`KEYS`]) as if given by command-line `flag`.
     pub fn flag(mut self, key: &'static str, value: impl Into<String>, flag: &str) -> Self {
         debug_assert!(keys::spec(key).is_some(), "unknown config key {key}");
@@ -179,7 +189,11 @@ impl ConfigLoader {
             .as_ref()
             .map(|p| self.cwd.join(p))
             .unwrap_or_else(|| home.join("config.toml"));
-        let parsed = read_config_file(&file_path, self.config_file.is_some())?;
+        let parsed = if self.skip_file {
+            None
+        } else {
+            read_config_file(&file_path, self.config_file.is_some())?
+        };
         let (file_values, structured, config_file) = match parsed {
             Some((values, structured)) => (values, structured, Some(file_path.clone())),
             None => (BTreeMap::new(), toml::Table::new(), None),

@@ -6,10 +6,17 @@ use std::process::ExitCode;
 use bridge_config::BridgeConfig;
 use bridge_server::{ConnectionLimits, Daemon, DaemonError, DaemonOptions};
 
-use crate::args::ServeArgs;
+use crate::args::{GlobalArgs, ServeArgs};
 use crate::exit::{self, Failure};
 
-pub async fn run(config: BridgeConfig, args: ServeArgs) -> Result<ExitCode, Failure> {
+pub async fn run(
+    global: &GlobalArgs,
+    config: BridgeConfig,
+    args: ServeArgs,
+) -> Result<ExitCode, Failure> {
+    // config.toml is read again by the same loader while the daemon runs
+    // (docs/configuration.md, "Changes while the daemon runs").
+    let loader = global.loader()?;
     let cwd = std::env::current_dir()
         .map_err(|err| Failure::internal(format!("cannot read the current directory: {err}")))?;
     let trust_project_providers = args.trust_project_providers || config.trust_project_providers;
@@ -21,7 +28,10 @@ pub async fn run(config: BridgeConfig, args: ServeArgs) -> Result<ExitCode, Fail
         trust_project_providers,
         limits,
     };
-    let daemon = Daemon::start(options).await.map_err(daemon_failure)?;
+    let daemon = Daemon::start(options)
+        .await
+        .map_err(daemon_failure)?
+        .follow_config(loader);
     daemon.run().await;
     Ok(ExitCode::SUCCESS)
 }

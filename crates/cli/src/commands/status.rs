@@ -41,6 +41,7 @@ fn table(status: &Value) -> String {
         "state directory: {} (its gateway.json holds the token and port)\n",
         text(&status["stateDir"])
     ));
+    out.push_str(&config_lines(&status["config"]));
     let endpoints = &status["endpoints"];
     out.push_str("\nENDPOINTS\n");
     for (label, value) in [
@@ -145,6 +146,33 @@ fn table(status: &Value) -> String {
     out.push_str(&openclaw_line(&status["openclaw"]));
     out.push_str(&vscode_line(&status["vscode"]));
     bridge_policy::redact(&out).into_owned()
+}
+
+/// config.toml as the daemon follows it (docs/configuration.md, "Changes
+/// while the daemon runs"): where, when it was loaded, why an edit is not
+/// in force and what waits for a restart.
+fn config_lines(config: &Value) -> String {
+    if config.is_null() {
+        return String::new();
+    }
+    let loaded = match config["read"].as_bool() {
+        Some(false) => "none there; defaults in force".to_owned(),
+        _ => format!("loaded {}", text(&config["loadedAt"])),
+    };
+    let mut out = format!("config file: {} ({loaded})\n", text(&config["file"]));
+    if let Some(problem) = config["problem"].as_str() {
+        out.push_str(&format!("  CONFIG EDIT NOT IN FORCE: {problem}\n"));
+    }
+    let waiting: Vec<&str> = config["restartNeeded"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect();
+    if !waiting.is_empty() {
+        out.push_str(&format!("  restart needed for: {}\n", waiting.join(", ")));
+    }
+    out
 }
 
 /// `request_log` (docs/facade.md, "The request log"), one line when it is on
