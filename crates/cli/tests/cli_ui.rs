@@ -20,7 +20,7 @@ fn client() -> reqwest::Client {
 }
 
 /// `copilot-bridge ui --no-open`'s one line.
-async fn login_url(served: &Served) -> String {
+pub(crate) async fn login_url(served: &Served) -> String {
     let output = served
         .cli()
         .args(["ui", "--no-open"])

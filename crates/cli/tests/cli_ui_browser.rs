@@ -14,21 +14,20 @@ use bridge_testkit::browser::{Browser, Tab};
 
 use crate::cli_approvals::{answered, shell_call};
 use crate::cli_serve::Served;
+use crate::cli_ui::login_url;
 use crate::support::Bridge;
+
+/// `serve` whose asks wait a minute for an answer from the page.
+fn served_waiting_for_people() -> Served {
+    Served::start_in(
+        Bridge::new(),
+        TempWorkspace::new(),
+        &[("COPILOT_BRIDGE_APPROVAL_TIMEOUT_SECS", "60")],
+    )
+}
 
 fn screenshots() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target/ui-screenshots")
-}
-
-async fn login_url(served: &Served) -> String {
-    let output = served
-        .cli()
-        .args(["ui", "--no-open"])
-        .output()
-        .await
-        .unwrap();
-    assert!(output.status.success(), "{output:?}");
-    String::from_utf8(output.stdout).unwrap().trim().to_owned()
 }
 
 /// The ask for `command` as the tab shows it.
@@ -50,11 +49,7 @@ async fn approvals_tab(browser: &Browser, served: &Served) -> Tab {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_ask_is_answered_from_the_dashboard_and_leaves_every_tab() {
-    let served = Served::start_in(
-        Bridge::new(),
-        TempWorkspace::new(),
-        &[("COPILOT_BRIDGE_APPROVAL_TIMEOUT_SECS", "60")],
-    );
+    let served = served_waiting_for_people();
     let run = tempfile::tempdir().unwrap();
     let Some(browser) = Browser::start(run.path()).await.unwrap() else {
         return;
@@ -160,11 +155,7 @@ async fn serve_page(html: String) -> u16 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_page_on_another_local_port_can_neither_act_nor_listen_nor_frame() {
-    let served = Served::start_in(
-        Bridge::new(),
-        TempWorkspace::new(),
-        &[("COPILOT_BRIDGE_APPROVAL_TIMEOUT_SECS", "60")],
-    );
+    let served = served_waiting_for_people();
     let run = tempfile::tempdir().unwrap();
     let Some(browser) = Browser::start(run.path()).await.unwrap() else {
         return;

@@ -102,13 +102,32 @@ impl GatewayClient {
 
     /// `GET /healthz`.
     pub async fn health(&self) -> Result<Value, RpcCallError> {
-        let response = self
-            .http
-            .get(self.file.http_url("/healthz"))
-            .timeout(HEALTH_TIMEOUT)
-            .send()
+        let url = self.file.http_url("/healthz");
+        self.json_of(self.http.get(url).timeout(HEALTH_TIMEOUT))
             .await
-            .map_err(|err| self.unreachable(&err))?;
+    }
+
+    /// `GET /v1/models`: each model the facade serves, with the backend
+    /// that serves it.
+    pub async fn models(&self) -> Result<Vec<(String, String)>, RpcCallError> {
+        let url = self.file.http_url("/v1/models");
+        let body = self
+            .json_of(self.http.get(url).bearer_auth(&self.file.token))
+            .await?;
+        let listed = body["data"].as_array().cloned().unwrap_or_default();
+        Ok(listed
+            .iter()
+            .filter_map(|model| {
+                let id = model["id"].as_str()?;
+                let backend = model["owned_by"].as_str().unwrap_or_default();
+                Some((id.to_owned(), backend.to_owned()))
+            })
+            .collect())
+    }
+
+    /// The JSON answer to `request`; an error status is an error.
+    async fn json_of(&self, request: reqwest::RequestBuilder) -> Result<Value, RpcCallError> {
+        let response = request.send().await.map_err(|err| self.unreachable(&err))?;
         let status = response.status();
         let body: Value = response
             .json()
@@ -121,38 +140,6 @@ impl GatewayClient {
             });
         }
         Ok(body)
-    }
-
-    /// `GET /v1/models`: each model the facade serves, with the backend
-    /// that serves it.
-    pub async fn models(&self) -> Result<Vec<(String, String)>, RpcCallError> {
-        let response = self
-            .http
-            .get(self.file.http_url("/v1/models"))
-            .bearer_auth(&self.file.token)
-            .send()
-            .await
-            .map_err(|err| self.unreachable(&err))?;
-        let status = response.status();
-        let body: Value = response
-            .json()
-            .await
-            .map_err(|err| RpcCallError::BadResponse(err.to_string()))?;
-        if !status.is_success() {
-            return Err(RpcCallError::Http {
-                status: status.as_u16(),
-                message: body.to_string(),
-            });
-        }
-        let listed = body["data"].as_array().cloned().unwrap_or_default();
-        Ok(listed
-            .iter()
-            .filter_map(|model| {
-                let id = model["id"].as_str()?;
-                let backend = model["owned_by"].as_str().unwrap_or_default();
-                Some((id.to_owned(), backend.to_owned()))
-            })
-            .collect())
     }
 
     /// One JSON-RPC call over `POST /rpc`.

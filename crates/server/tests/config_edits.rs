@@ -10,30 +10,10 @@ use std::time::{Duration, Instant};
 use bridge_testkit::{MockLlm, MockReply};
 use serde_json::{Value, json};
 
-use crate::support::{McpHttp, Setup, TestDaemon};
-
-/// How long a test waits for an edit it does not time: the daemon looks
-/// at config.toml every 250 ms; the rest is room for a loaded machine.
-const EDIT_PATIENCE: Duration = Duration::from_secs(3);
+use crate::support::{EDIT_PATIENCE, McpHttp, Setup, TestDaemon, waited_for};
 
 /// What a call refused by the permission rules must follow within.
 const LIVE_WITHIN: Duration = Duration::from_secs(1);
-
-async fn waited_for<F, Fut>(what: &str, mut done: F) -> Duration
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = bool>,
-{
-    let started = Instant::now();
-    while !done().await {
-        assert!(
-            started.elapsed() < EDIT_PATIENCE,
-            "{what}: not within {EDIT_PATIENCE:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    started.elapsed()
-}
 
 async fn read_in(daemon: &TestDaemon, session: &str) -> Value {
     daemon

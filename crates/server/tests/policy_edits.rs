@@ -2,11 +2,9 @@
 //! daemon's next call at every door within a second, without a restart;
 //! an edit that cannot be used keeps the last good policy, and says so.
 
-use std::time::{Duration, Instant};
-
 use serde_json::{Value, json};
 
-use crate::support::{McpHttp, TestDaemon};
+use crate::support::{McpHttp, TestDaemon, waited_for};
 
 async fn shell(daemon: &TestDaemon, command: &str) -> Value {
     daemon
@@ -27,29 +25,6 @@ async fn hook(daemon: &TestDaemon, command: &str) -> Value {
         )
         .await["result"]
         .clone()
-}
-
-/// How long a test waits for an edit to apply: the daemon looks at the
-/// file every 250 ms (`bridge_policy::live_guard::RECHECK_EVERY`); the rest
-/// is room for the calls themselves on a loaded machine (a quiet one takes
-/// ~0.35 s, a `python3` start included).
-const EDIT_PATIENCE: Duration = Duration::from_secs(3);
-
-/// Waits until `done` holds, at most [`EDIT_PATIENCE`]; how long it took.
-async fn soon_after_the_edit<F, Fut>(mut done: F) -> Duration
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = bool>,
-{
-    let started = Instant::now();
-    while !done().await {
-        assert!(
-            started.elapsed() < EDIT_PATIENCE,
-            "the edit did not apply within {EDIT_PATIENCE:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    started.elapsed()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -75,7 +50,7 @@ async fn a_policy_edit_applies_at_every_door_without_a_restart() {
         ".agent-policy.yaml",
         "shell:\n  allow: [\"python3 -c\"]\nwrites:\n  allow: [\"src/**\"]\n",
     );
-    let took = soon_after_the_edit(|| async {
+    let took = waited_for("the edit applies", || async {
         shell(&daemon, "python3 -c 'print(1)'").await["result"]["result"]["stdout"] == "1\n"
     })
     .await;
@@ -111,7 +86,7 @@ async fn a_policy_edit_applies_at_every_door_without_a_restart() {
     daemon
         .workspace
         .write(".agent-policy.yaml", "shell: [this is: not the format\n");
-    soon_after_the_edit(|| async {
+    waited_for("the edit applies", || async {
         let status = daemon.rpc("bridge.status", json!({})).await;
         status["result"]["policy"]["workspacePolicyProblem"].is_string()
     })

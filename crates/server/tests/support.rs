@@ -270,3 +270,26 @@ impl McpHttp {
         bridge_testkit::mcp_http::McpHttp::connect(&daemon.url(path), &daemon.token).await
     }
 }
+
+/// How long an edit of a watched file (config.toml, `.agent-policy.yaml`)
+/// may take to apply in the tests: the watchers look every 250 ms, and a
+/// loaded machine is slower.
+pub const EDIT_PATIENCE: std::time::Duration = std::time::Duration::from_secs(3);
+
+/// Waits until `done` holds, failing with `what` after [`EDIT_PATIENCE`];
+/// how long it took.
+pub async fn waited_for<F, Fut>(what: &str, mut done: F) -> std::time::Duration
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let started = std::time::Instant::now();
+    while !done().await {
+        assert!(
+            started.elapsed() < EDIT_PATIENCE,
+            "{what}: not within {EDIT_PATIENCE:?}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    started.elapsed()
+}
