@@ -14,12 +14,12 @@
 //! when they are replaced, the next call rebuilds the guard with them,
 //! keeping the workspace's policy as it is.
 
-use std::os::unix::fs::MetadataExt as _;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
+use bridge_util::file_stamp::FileStamp;
 use bridge_util::sync::{lock, read, write};
 
 use crate::workspace_policy::POLICY_FILE_NAME;
@@ -28,19 +28,11 @@ use crate::{Guard, LivePermission, WorkspacePolicy, WorkspaceRoot};
 /// How often the policy file is looked at, at most.
 pub const RECHECK_EVERY: Duration = Duration::from_millis(250);
 
-/// What tells a changed file from the one loaded.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Stamp {
-    len: u64,
-    modified: Option<SystemTime>,
-    inode: u64,
-}
-
 #[derive(Debug)]
 struct Watch {
     checked: Instant,
     /// `None`: no file.
-    stamp: Option<Stamp>,
+    stamp: Option<FileStamp>,
     problem: Option<String>,
     loaded_at: String,
 }
@@ -56,21 +48,13 @@ pub struct LiveGuard {
     permission: Option<(Arc<LivePermission>, AtomicU64)>,
 }
 
-fn stamp_of(file: &std::path::Path) -> Option<Stamp> {
-    std::fs::symlink_metadata(file).ok().map(|meta| Stamp {
-        len: meta.len(),
-        modified: meta.modified().ok(),
-        inode: meta.ino(),
-    })
-}
-
 impl LiveGuard {
     /// Follows the policy file of `guard`'s workspace from now on; `guard`
     /// holds the policy loaded from it.
     pub fn new(guard: Arc<Guard>) -> Self {
         let root = guard.root().clone();
         let file = root.path().join(POLICY_FILE_NAME);
-        let stamp = stamp_of(&file);
+        let stamp = FileStamp::of_path(&file);
         Self {
             root,
             file,
@@ -107,7 +91,7 @@ impl LiveGuard {
             let mut watch = lock(&self.watch);
             if watch.checked.elapsed() >= RECHECK_EVERY {
                 watch.checked = Instant::now();
-                let stamp = stamp_of(&self.file);
+                let stamp = FileStamp::of_path(&self.file);
                 if stamp != watch.stamp {
                     watch.stamp = stamp;
                     self.reload(&mut watch);

@@ -13,14 +13,14 @@
 //! `error`, shown by `status`, and noted in the reason of every call the
 //! policy refuses until a good edit replaces it.
 
-use std::os::unix::fs::MetadataExt as _;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use bridge_compose::Backends;
 use bridge_config::{BridgeConfig, ConfigError, ConfigLoader};
 use bridge_policy::{LivePermission, PermissionPolicy};
+use bridge_util::file_stamp::FileStamp;
 use bridge_util::sync::lock;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
@@ -38,27 +38,12 @@ const PROBLEM_CHARS: usize = 2000;
 
 /// What tells a changed file from the one loaded: the path itself (a
 /// symlink put in its place) and the file it names.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Stamp {
-    len: u64,
-    modified: Option<SystemTime>,
-    inode: u64,
-}
-
-type Stamps = (Option<Stamp>, Option<Stamp>);
-
-fn stamp(meta: std::io::Result<std::fs::Metadata>) -> Option<Stamp> {
-    meta.ok().map(|meta| Stamp {
-        len: meta.len(),
-        modified: meta.modified().ok(),
-        inode: meta.ino(),
-    })
-}
+type Stamps = (Option<FileStamp>, Option<FileStamp>);
 
 fn stamps_of(path: &Path) -> Stamps {
     (
-        stamp(std::fs::symlink_metadata(path)),
-        stamp(std::fs::metadata(path)),
+        FileStamp::of_path(path),
+        FileStamp::of(std::fs::metadata(path)),
     )
 }
 

@@ -4,13 +4,15 @@
 //! [`recovery`] (error classification and the one [`Backoff`]),
 //! [`owner_only`] (files and directories private to their owner, never
 //! through a symlink), [`batch`] (messages queued together sent with one
-//! flush), [`json`] (sizes of JSON without building it) and [`time`].
+//! flush), [`json`] (sizes of JSON without building it), [`file_stamp`]
+//! (whether a followed file changed) and [`time`].
 //!
 //! This crate must not decide anything about a tool call (that is
 //! bridge-policy), talk to the network, start processes, or depend on
 //! another crate of the workspace: everything depends on it.
 
 pub mod batch;
+pub mod file_stamp;
 pub mod ids;
 pub mod json;
 pub mod owner_only;
