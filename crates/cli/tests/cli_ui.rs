@@ -196,6 +196,27 @@ async fn other_origins_missing_csrf_tokens_and_other_methods_are_refused() {
     )
     .await;
     assert_eq!(ok.status(), StatusCode::OK);
+    // The configuration is the person's to see, not an agent's.
+    let config = rpc(
+        &served,
+        with(&cookie, &[("x-csrf-token", &csrf)]),
+        "bridge.config",
+    )
+    .await;
+    assert_eq!(config.status(), StatusCode::OK);
+    let config: Value = config.json().await.unwrap();
+    assert!(config["result"]["config"]["values"].is_array(), "{config}");
+    let as_agent: Value = client()
+        .post(served.url("/rpc"))
+        .bearer_auth(&served.token)
+        .json(&json!({"jsonrpc": "2.0", "id": 1, "method": "bridge.config", "params": {}}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(as_agent["error"]["code"], -32010, "{as_agent}");
     let beyond = rpc(
         &served,
         with(&cookie, &[("x-csrf-token", &csrf)]),

@@ -124,6 +124,20 @@ async fn an_ask_is_answered_from_the_dashboard_and_leaves_every_tab() {
         .screenshot(&screenshots().join("approvals-empty.png"))
         .await
         .unwrap();
+
+    // Configuration: every setting with where it came from.
+    first
+        .navigate(&served.url("/ui/configuration"))
+        .await
+        .unwrap();
+    first
+        .wait_until("[...document.querySelectorAll('tr')].some((row) => row.innerText.includes('approvals.timeout_secs') && row.innerText.includes('60') && row.innerText.includes('COPILOT_BRIDGE_APPROVAL_TIMEOUT_SECS'))")
+        .await
+        .unwrap();
+    first
+        .screenshot(&screenshots().join("configuration.png"))
+        .await
+        .unwrap();
 }
 
 /// Serves `html` to every request on a port of its own: another origin

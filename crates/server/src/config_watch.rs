@@ -125,6 +125,13 @@ impl ConfigWatch {
         })
     }
 
+    /// The configuration in force as `config show --json` prints it
+    /// (secrets redacted), with the file's state beside it.
+    pub fn redacted(&self) -> Value {
+        let shown = lock(&self.state).good.to_redacted_json();
+        json!({"config": shown, "file": self.status()})
+    }
+
     /// Follows the file until `stop`, loading it with `loader` (the one the
     /// daemon's configuration came from) whenever it changed.
     pub async fn follow(self: Arc<Self>, loader: ConfigLoader, stop: CancellationToken) {

@@ -152,6 +152,37 @@ async function approvals() {
   page.replaceChildren(el('h1', {}, 'Approvals'), list, el('h2', {}, 'Rules in force'), kept.rules.length ? rules : el('p', { class: 'muted' }, 'No rules kept.'));
 }
 
+// ---- Configuration --------------------------------------------------------
+
+async function configuration() {
+  const { config, file } = await rpc('bridge.config');
+  const values = el('table', {},
+    el('thead', {}, el('tr', {}, el('th', {}, 'Key'), el('th', {}, 'Value'), el('th', {}, 'From'), el('th', {}, 'Variable'))),
+    el('tbody', {}, ...config.values.map((row) => el('tr', {},
+      el('td', { class: 'rule' }, row.key),
+      el('td', {}, row.value ?? '—'),
+      el('td', { class: 'muted' }, row.source),
+      el('td', { class: 'muted' }, row.env),
+    ))));
+  const permissions = config.permissions ?? {};
+  const rules = el('table', {},
+    el('tbody', {}, ...Object.entries(permissions).map(([name, value]) => el('tr', {},
+      el('td', { class: 'rule' }, name),
+      el('td', {}, Array.isArray(value) ? (value.join(', ') || '—') : JSON.stringify(value)),
+    ))));
+  const state = [`config.toml: ${file.file}`, file.read ? `, loaded ${file.loadedAt}` : ' (not present: defaults, the environment and flags)'];
+  page.replaceChildren(
+    el('h1', {}, 'Configuration'),
+    el('p', {}, ...state),
+    file.problem ? el('p', { class: 'bad', role: 'alert' }, `Edit not in force: ${file.problem}`) : '',
+    (file.restartNeeded ?? []).length ? el('p', {}, `Changed, waiting for a restart: ${file.restartNeeded.join(', ')}`) : '',
+    el('h2', {}, 'Permission rules in force'),
+    rules,
+    el('h2', {}, 'Every setting, and where it came from'),
+    values,
+  );
+}
+
 // ---- Live -----------------------------------------------------------------
 
 let rendering = null;
@@ -161,7 +192,8 @@ let again = false;
 async function render() {
   if (rendering) { again = true; return; }
   markCurrent();
-  rendering = (currentPath() === '/ui/approvals' ? approvals() : overview())
+  const pages = { '/ui/approvals': approvals, '/ui/configuration': configuration };
+  rendering = (pages[currentPath()] ?? overview)()
     .catch((error) => { if (error.message !== 'not logged in') page.append(el('p', { class: 'bad', role: 'alert' }, error.message)); });
   await rendering;
   rendering = null;
@@ -172,7 +204,9 @@ function follow() {
   // EventSource reconnects by itself and sends Last-Event-ID, so the
   // daemon resumes after the last event this tab saw.
   const events = new EventSource('/ui/api/stream');
-  events.addEventListener('approval', () => render());
+  events.addEventListener('approval', () => {
+    if (currentPath() !== '/ui/configuration') render();
+  });
 }
 
 async function start() {

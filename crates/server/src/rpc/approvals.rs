@@ -41,6 +41,17 @@ pub fn register(table: &mut MethodTable) {
     table.insert("approvals.revoke", revoke);
     table.insert("approvals.wait", super::hook_waits::approvals_wait);
     table.insert("ui.login", ui_login);
+    table.insert("bridge.config", bridge_config);
+}
+
+/// `bridge.config`: the configuration in force, as `config show --json`
+/// prints it (every value with its source, secrets redacted), and the
+/// state of its file. Approver only: the paths and rules it shows are the
+/// person's to see, not an agent's.
+async fn bridge_config(ctx: ServerContext, params: Params) -> RpcResult {
+    approver_only(&params, "bridge.config")?;
+    params.only(&[])?;
+    Ok(ctx.config.redacted())
 }
 
 /// `ui.login`: a one-time URL that logs a browser in to the dashboard

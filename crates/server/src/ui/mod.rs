@@ -30,11 +30,18 @@ use crate::rpc::{Caller, Client, RpcState};
 pub use auth::UiAuth;
 
 /// The pages, each served the same shell (the page script renders by path).
-pub const PAGES: &[&str] = &["/ui", "/ui/", "/ui/overview", "/ui/approvals"];
+pub const PAGES: &[&str] = &[
+    "/ui",
+    "/ui/",
+    "/ui/overview",
+    "/ui/approvals",
+    "/ui/configuration",
+];
 
 /// The `/rpc` methods the dashboard may call, as the person it is.
 const METHODS: &[&str] = &[
     "bridge.status",
+    "bridge.config",
     "approvals.list",
     "approvals.answer",
     "approvals.rules",
