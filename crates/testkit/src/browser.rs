@@ -187,18 +187,24 @@ impl Tab {
         Ok(result["result"]["value"].clone())
     }
 
-    /// Waits until `condition` is true in the page; how long it took.
+    /// Waits until `condition` is true in the page; how long it took. A
+    /// page being replaced (its script context destroyed mid-evaluation)
+    /// is waited for too.
     pub async fn wait_until(&mut self, condition: &str) -> anyhow::Result<Duration> {
         let started = Instant::now();
         loop {
-            if self.eval(&format!("!!({condition})")).await? == json!(true) {
+            let held = self.eval(&format!("!!({condition})")).await;
+            if matches!(&held, Ok(value) if *value == json!(true)) {
                 return Ok(started.elapsed());
             }
             if started.elapsed() > PATIENCE {
                 let body = self
                     .eval("document.body ? document.body.innerText : ''")
-                    .await?;
-                bail!("{condition} did not hold within {PATIENCE:?}; the page shows:\n{body}");
+                    .await
+                    .unwrap_or_default();
+                bail!(
+                    "{condition} did not hold within {PATIENCE:?} (last: {held:?}); the page shows:\n{body}"
+                );
             }
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
@@ -220,11 +226,12 @@ impl Tab {
         Ok(())
     }
 
-    /// Goes to `url` and waits for it to load.
+    /// Goes to `url` and waits for the new page to load (not the old one
+    /// still showing).
     pub async fn navigate(&mut self, url: &str) -> anyhow::Result<()> {
+        self.eval("window.leaving = true").await?;
         self.call("Page.navigate", json!({"url": url})).await?;
-        tokio::time::sleep(Duration::from_millis(50)).await;
-        self.wait_until("document.readyState === 'complete'")
+        self.wait_until("!window.leaving && document.readyState === 'complete'")
             .await?;
         Ok(())
     }

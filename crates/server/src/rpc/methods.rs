@@ -37,6 +37,7 @@ pub fn builtin() -> MethodTable {
     table.insert("agent.hook", super::agent_hook::agent_hook);
     super::toolbus::register(&mut table);
     super::approvals::register(&mut table);
+    super::person::register(&mut table);
     super::orchestrate::register(&mut table);
     table
 }

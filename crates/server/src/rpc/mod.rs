@@ -10,6 +10,7 @@ pub mod hook_waits;
 pub mod methods;
 mod orchestrate;
 pub(crate) mod params;
+mod person;
 pub mod push;
 pub mod status;
 pub mod toolbus;
