@@ -238,6 +238,8 @@ impl Tab {
 
     /// A PNG of what the tab shows, written to `path`.
     pub async fn screenshot(&mut self, path: &Path) -> anyhow::Result<()> {
+        // A tab in the background paints no frame to capture.
+        self.call("Page.bringToFront", json!({})).await?;
         let shot = self
             .call("Page.captureScreenshot", json!({"format": "png"}))
             .await?;
