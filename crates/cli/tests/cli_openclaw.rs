@@ -104,7 +104,12 @@ fn register_installs_the_plugin_the_server_and_the_token_and_a_second_run_change
     assert!(backups(&state).is_empty(), "nothing to back up");
     // The plugin's files are the ones in the repository.
     let assets = exe_assets();
-    for name in ["openclaw.plugin.json", "package.json", "index.js"] {
+    for name in [
+        "openclaw.plugin.json",
+        "package.json",
+        "index.js",
+        "daemon.js",
+    ] {
         assert_eq!(
             std::fs::read(plugin_dir(&bridge).join(name)).unwrap(),
             std::fs::read(assets.join(name)).unwrap(),

@@ -16,138 +16,21 @@
 // directory (a relative one is taken from that workspace).
 //
 // Plain JavaScript with Node's own modules and global fetch: nothing to
-// install, no build step. The daemon's token never leaves this file: it is not
+// install, no build step. Finding or starting the daemon is daemon.js. The daemon's token never leaves this file: it is not
 // logged and not part of any result.
 
-import { spawn } from "node:child_process";
-import { readFileSync } from "node:fs";
-import { homedir } from "node:os";
-import { isAbsolute, join, resolve } from "node:path";
+import { isAbsolute, resolve } from "node:path";
 
-const PLUGIN_ID = "copilot-bridge";
+import { BridgeError, PLUGIN_ID, baseUrl, expandHome, findDaemon, gatewayFile, readSettings } from "./daemon.js";
+
 const PROTOCOL_VERSION = "2025-06-18";
-/** How long the daemon has to answer /healthz. */
-const HEALTH_MS = 2000;
 /** How long opening or closing an MCP session may take. */
 const HANDSHAKE_MS = 15000;
-/** How long `copilot-bridge daemon start` may take. */
-const START_MS = 30000;
 /** How long a cancelled call may wait for the daemon to be told before it returns. */
 const CANCEL_GRACE_MS = 1000;
 /** How many characters of an HTTP error body are quoted. */
 const QUOTE_CHARS = 500;
 
-/** An error whose text is meant for the agent as it is. */
-class BridgeError extends Error {}
-
-// ---------------------------------------------------------------------------
-// Settings and the daemon
-
-function expandHome(path) {
-    if (typeof path !== "string" || path.trim() === "") return undefined;
-    const trimmed = path.trim();
-    if (trimmed === "~") return homedir();
-    if (trimmed.startsWith("~/")) return join(homedir(), trimmed.slice(2));
-    return trimmed;
-}
-
-function readSettings(pluginConfig) {
-    const config = pluginConfig && typeof pluginConfig === "object" ? pluginConfig : {};
-    const home =
-        expandHome(config.home) ||
-        expandHome(process.env.COPILOT_BRIDGE_HOME) ||
-        join(homedir(), ".copilot-bridge");
-    const binary = expandHome(config.binary) || expandHome(process.env.COPILOT_BRIDGE_BINARY) || "copilot-bridge";
-    const timeoutSeconds =
-        Number.isInteger(config.timeoutSeconds) && config.timeoutSeconds > 0 ? config.timeoutSeconds : undefined;
-    return { home: resolve(home), binary, timeoutSeconds };
-}
-
-function gatewayFile(home) {
-    try {
-        const file = JSON.parse(readFileSync(join(home, "gateway.json"), "utf8"));
-        return file && typeof file === "object" && file.port && file.token ? file : null;
-    } catch {
-        return null;
-    }
-}
-
-function baseUrl(file) {
-    const host = file.host && file.host !== "0.0.0.0" ? file.host : "127.0.0.1";
-    return `http://${host.includes(":") ? `[${host}]` : host}:${file.port}`;
-}
-
-async function healthy(file) {
-    try {
-        const response = await fetch(`${baseUrl(file)}/healthz`, { signal: AbortSignal.timeout(HEALTH_MS) });
-        const health = await response.json();
-        return health.service === "copilot-bridge" && health.pid === file.pid;
-    } catch {
-        return false;
-    }
-}
-
-/** Runs `program args`, resolving when it exits with 0. */
-function run(program, args) {
-    return new Promise((resolvePromise, reject) => {
-        let child;
-        try {
-            child = spawn(program, args, { stdio: ["ignore", "ignore", "pipe"] });
-        } catch (error) {
-            reject(error);
-            return;
-        }
-        let stderr = "";
-        child.stderr.on("data", (chunk) => {
-            if (stderr.length < 2000) stderr += chunk;
-        });
-        const timer = setTimeout(() => child.kill("SIGTERM"), START_MS);
-        child.on("error", (error) => {
-            clearTimeout(timer);
-            reject(error);
-        });
-        child.on("exit", (code, signal) => {
-            clearTimeout(timer);
-            if (code === 0) resolvePromise();
-            else {
-                const how = signal ? `was stopped by ${signal}` : `exited with ${code}`;
-                const tail = stderr.trim() ? `: ${stderr.trim().split("\n").slice(-3).join(" ")}` : "";
-                reject(new Error(`\`${program} ${args.join(" ")}\` ${how}${tail}`));
-            }
-        });
-    });
-}
-
-/** One start at a time per home, shared by concurrent calls. */
-const starting = new Map();
-
-/** The running daemon's gateway.json, starting the daemon when none runs. */
-async function findDaemon(settings) {
-    const file = gatewayFile(settings.home);
-    if (file && (await healthy(file))) return file;
-    let start = starting.get(settings.home);
-    if (!start) {
-        start = startDaemon(settings).finally(() => starting.delete(settings.home));
-        starting.set(settings.home, start);
-    }
-    return start;
-}
-
-async function startDaemon(settings) {
-    try {
-        await run(settings.binary, ["--home", settings.home, "daemon", "start"]);
-    } catch (error) {
-        const why = error && error.code === "ENOENT" ? `${settings.binary} was not found` : error.message;
-        throw new BridgeError(
-            `copilot-bridge's daemon for ${settings.home} is not running and could not be started (${why}). ` +
-                `Start it with \`copilot-bridge daemon start\`, or set the plugin's \`binary\` ` +
-                `(plugins.entries.${PLUGIN_ID}.config.binary) or COPILOT_BRIDGE_BINARY.`,
-        );
-    }
-    const file = gatewayFile(settings.home);
-    if (file && (await healthy(file))) return file;
-    throw new BridgeError(`copilot-bridge's daemon for ${settings.home} was started but does not answer.`);
-}
 
 // ---------------------------------------------------------------------------
 // MCP over streamable HTTP

@@ -26,7 +26,7 @@ const ENTRY_PATH: [&str; 3] = ["plugins", "entries", ID];
 const LOAD_PATHS: [&str; 3] = ["plugins", "load", "paths"];
 
 /// The plugin's files, shipped inside the binary.
-const PLUGIN_FILES: [(&str, &str); 3] = [
+const PLUGIN_FILES: [(&str, &str); 4] = [
     (
         "openclaw.plugin.json",
         include_str!("../../assets/openclaw-plugin/openclaw.plugin.json"),
@@ -38,6 +38,10 @@ const PLUGIN_FILES: [(&str, &str); 3] = [
     (
         "index.js",
         include_str!("../../assets/openclaw-plugin/index.js"),
+    ),
+    (
+        "daemon.js",
+        include_str!("../../assets/openclaw-plugin/daemon.js"),
     ),
 ];
 

@@ -12,14 +12,14 @@ use bridge_policy::paths::WorkspaceRoot;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use super::plan::{SubTask, SubTaskRunner};
+use super::plan::SubTask;
 use super::pool::SessionPool;
 use super::result::{OrchestratedResult, PlanStatus, TaskResult, TaskStatus, Workdir};
 use super::sandbox::{self, Change, Sandbox, Snapshot};
 use super::{Opened, Orchestrator, events};
 use crate::log::{EventLog, new_session_id};
 use crate::runner::nested::SPILL_BYTES;
-use crate::runner::{RunReport, RunRequest, RunStatus, RunnerKind};
+use crate::runner::{RunReport, RunRequest, RunnerKind};
 use crate::task::{TaskLog, TaskMeta, TaskRun};
 
 /// Why the plan stopped early.
@@ -223,8 +223,10 @@ impl Orchestrator {
                 }
                 Err(reason) => {
                     let task = &opened.plan.tasks[index];
-                    let mut result =
-                        failed(task, format!("no separate working directory: {reason}"));
+                    let mut result = TaskResult::failed(
+                        task,
+                        format!("no separate working directory: {reason}"),
+                    );
                     result.wave = Some(number);
                     result
                 }
@@ -273,7 +275,7 @@ impl Orchestrator {
         let lease = match lease {
             Ok(lease) => lease,
             Err(reason) => {
-                let mut result = failed(task, format!("no session: {reason}"));
+                let mut result = TaskResult::failed(task, format!("no session: {reason}"));
                 result.wave = Some(wave);
                 if placement.sandbox.is_none() {
                     log_complete(&opened.log, &result);
@@ -301,7 +303,7 @@ impl Orchestrator {
             Ok(made) => made,
             Err(reason) => {
                 pool.release(lease, true, false).await;
-                let mut result = failed(task, reason);
+                let mut result = TaskResult::failed(task, reason);
                 result.wave = Some(wave);
                 if placement.sandbox.is_none() {
                     log_complete(&opened.log, &result);
@@ -356,7 +358,7 @@ impl Orchestrator {
         if let Some(file) = spilled {
             remove_spilled(&placement.cwd, &file).await;
         }
-        let mut result = from_report(task, kind, report);
+        let mut result = TaskResult::from_report(task, kind, report);
         result.wave = Some(wave);
         result.duration_ms = millis(started.elapsed());
         let tainted = result.status != TaskStatus::Completed;
@@ -485,43 +487,6 @@ fn log_skipped(log: &EventLog, result: &TaskResult, after: Option<&str>) {
         json!({"taskId": result.id, "reason": result.error, "after": after}),
         None,
     );
-}
-
-fn failed(task: &SubTask, reason: String) -> TaskResult {
-    let mut result = TaskResult::skipped(&task.id, reason);
-    result.status = TaskStatus::Failed;
-    result
-}
-
-fn from_report(task: &SubTask, kind: SubTaskRunner, report: RunReport) -> TaskResult {
-    let status = match report.status {
-        RunStatus::Completed => TaskStatus::Completed,
-        RunStatus::Cancelled => TaskStatus::Cancelled,
-        RunStatus::Failed | RunStatus::MaxTurns | RunStatus::TimedOut => TaskStatus::Failed,
-    };
-    let error = match report.status {
-        RunStatus::Completed => None,
-        RunStatus::MaxTurns => Some(format!("it ran out of turns after {}", report.turns)),
-        RunStatus::TimedOut => Some("it timed out".to_owned()),
-        _ => report
-            .error
-            .clone()
-            .or_else(|| Some("no reason given".to_owned())),
-    };
-    TaskResult {
-        id: task.id.clone(),
-        status,
-        runner: Some(kind),
-        wave: None,
-        output: report.final_text,
-        tool_calls: report.tool_calls,
-        usage: report.usage,
-        duration_ms: report.duration_ms,
-        error,
-        changed_files: Vec::new(),
-        conflicts: Vec::new(),
-        reused: false,
-    }
 }
 
 /// The results of the sub-tasks `index` depends on, as the prompt shows them.

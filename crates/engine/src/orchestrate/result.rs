@@ -6,8 +6,8 @@ use std::fmt::Write as _;
 
 use serde::{Deserialize, Serialize};
 
-use super::plan::{SubTaskRunner, TaskPlan};
-use crate::runner::{ToolCallRecord, UsageTotals};
+use super::plan::{SubTask, SubTaskRunner, TaskPlan};
+use crate::runner::{RunReport, RunStatus, ToolCallRecord, UsageTotals};
 
 /// How a sub-task ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -89,6 +89,45 @@ pub struct TaskResult {
 }
 
 impl TaskResult {
+    /// A sub-task that could not run, for `reason`.
+    pub(super) fn failed(task: &SubTask, reason: String) -> Self {
+        let mut result = Self::skipped(&task.id, reason);
+        result.status = TaskStatus::Failed;
+        result
+    }
+
+    /// What a sub-task's run came to.
+    pub(super) fn from_report(task: &SubTask, kind: SubTaskRunner, report: RunReport) -> Self {
+        let status = match report.status {
+            RunStatus::Completed => TaskStatus::Completed,
+            RunStatus::Cancelled => TaskStatus::Cancelled,
+            RunStatus::Failed | RunStatus::MaxTurns | RunStatus::TimedOut => TaskStatus::Failed,
+        };
+        let error = match report.status {
+            RunStatus::Completed => None,
+            RunStatus::MaxTurns => Some(format!("it ran out of turns after {}", report.turns)),
+            RunStatus::TimedOut => Some("it timed out".to_owned()),
+            _ => report
+                .error
+                .clone()
+                .or_else(|| Some("no reason given".to_owned())),
+        };
+        Self {
+            id: task.id.clone(),
+            status,
+            runner: Some(kind),
+            wave: None,
+            output: report.final_text,
+            tool_calls: report.tool_calls,
+            usage: report.usage,
+            duration_ms: report.duration_ms,
+            error,
+            changed_files: Vec::new(),
+            conflicts: Vec::new(),
+            reused: false,
+        }
+    }
+
     pub fn skipped(id: &str, reason: String) -> Self {
         Self {
             id: id.to_owned(),
