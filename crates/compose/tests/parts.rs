@@ -63,6 +63,7 @@ async fn a_composed_registry_gives_its_sessions_the_configured_policy_and_audit_
             label: "test".to_owned(),
             cwd: workspace.path().to_path_buf(),
             foreground: true,
+            door: bridge_engine::Door::Rpc,
         })
         .unwrap();
     assert!(session.guard().read_only(), "read-only by default");

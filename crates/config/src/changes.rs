@@ -39,6 +39,7 @@ impl BridgeConfig {
             user_home,
             backends,
             request_log,
+            keep_transcripts,
             connections,
             default_backend,
             models,
@@ -98,6 +99,10 @@ impl BridgeConfig {
         compare("user_home", *user_home != other.user_home);
         compare("backends", *backends != other.backends);
         compare("request_log", *request_log != other.request_log);
+        compare(
+            keys::KEEP_TRANSCRIPTS,
+            *keep_transcripts != other.keep_transcripts,
+        );
         compare(
             keys::MAX_CONNECTIONS,
             connections.max_connections != other.connections.max_connections,

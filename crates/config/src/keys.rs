@@ -93,6 +93,7 @@ pub const MAX_CONNECTIONS: &str = "max_connections";
 pub const HEADER_TIMEOUT_MS: &str = "header_timeout_ms";
 pub const BODY_TIMEOUT_MS: &str = "body_timeout_ms";
 pub const REQUEST_LOG: &str = "request_log";
+pub const KEEP_TRANSCRIPTS: &str = "keep_transcripts";
 pub const TOKEN: &str = "token";
 pub const ALLOWED_HOSTS: &str = "allowed_hosts";
 pub const DEFAULT_BACKEND: &str = "default_backend";
@@ -307,6 +308,12 @@ pub const KEYS: &[KeySpec] = &[
         "COPILOT_BRIDGE_REQUEST_LOG",
         "false",
         "Also write each facade request's log line as JSON to requests.jsonl in the state directory (no bodies)",
+    ),
+    key(
+        KEEP_TRANSCRIPTS,
+        "COPILOT_BRIDGE_KEEP_TRANSCRIPTS",
+        "false",
+        "Also keep what agents send through the facade, redacted and bounded, in transcripts/ in the state directory (the dashboard shows it live either way)",
     ),
     secret(
         TOKEN,

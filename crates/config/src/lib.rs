@@ -146,6 +146,10 @@ pub struct BridgeConfig {
     /// `request_log`: each facade request's line also goes, as JSON, to
     /// `requests.jsonl` in the state directory (default false).
     pub request_log: bool,
+    /// `keep_transcripts`: the conversations agents hold through the
+    /// facade are also written, redacted and bounded, to `transcripts/`
+    /// in the state directory (default false: shown live from memory only).
+    pub keep_transcripts: bool,
     /// The daemon's connection limits (`max_connections`,
     /// `header_timeout_ms`, `body_timeout_ms`); unset: the daemon's defaults.
     pub connections: ConnectionSettings,

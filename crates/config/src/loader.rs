@@ -258,6 +258,9 @@ impl ConfigLoader {
         let request_log = builder
             .parse(keys::REQUEST_LOG, value::parse_bool)
             .unwrap_or(false);
+        let keep_transcripts = builder
+            .parse(keys::KEEP_TRANSCRIPTS, value::parse_bool)
+            .unwrap_or(false);
         let connections = ConnectionSettings {
             max_connections: builder.parse(keys::MAX_CONNECTIONS, value::parse_positive),
             header_timeout_ms: builder.parse(keys::HEADER_TIMEOUT_MS, value::parse_positive),
@@ -390,6 +393,7 @@ impl ConfigLoader {
             user_home: self.user_home.clone(),
             backends,
             request_log,
+            keep_transcripts,
             connections,
             default_backend,
             models,

@@ -63,6 +63,7 @@ impl BridgeConfig {
             keys::AGENT_SESSION_IDLE_SECS => Some(self.agent_session_idle_secs.to_string()),
             keys::TRUST_PROJECT_PROVIDERS => Some(self.trust_project_providers.to_string()),
             keys::REQUEST_LOG => Some(self.request_log.to_string()),
+            keys::KEEP_TRANSCRIPTS => Some(self.keep_transcripts.to_string()),
             keys::MAX_CONNECTIONS => self.connections.max_connections.map(|n| n.to_string()),
             keys::HEADER_TIMEOUT_MS => self.connections.header_timeout_ms.map(|n| n.to_string()),
             keys::BODY_TIMEOUT_MS => self.connections.body_timeout_ms.map(|n| n.to_string()),

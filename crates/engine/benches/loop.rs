@@ -130,6 +130,7 @@ fn bench_loop(c: &mut Criterion) {
                 label: "bench".into(),
                 cwd: workspace.path().to_path_buf(),
                 foreground: false,
+                door: bridge_engine::Door::Rpc,
             })
             .unwrap();
         session

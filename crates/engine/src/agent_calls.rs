@@ -215,6 +215,14 @@ impl Session {
                 &format!("denied {tool}: {}", verdict.reason()),
             );
         }
+        if self.has_event_subscribers() {
+            self.emit(crate::SessionEvent::ToolDecided {
+                tool: tool.to_owned(),
+                agent: agent.name().to_owned(),
+                args: Redacted::record_of(args).into_value(),
+                decision: verdict.decision.clone(),
+            });
+        }
         if self.audit().is_some() {
             self.audit_entry(
                 AuditEvent {
@@ -267,6 +275,7 @@ impl Session {
             args: recorded_args.into_value(),
             result,
             duration_ms: 0,
+            decision: None,
         });
     }
 

@@ -216,6 +216,7 @@ impl Session {
                 args: recorded_args.map_or(Value::Null, Redacted::into_value),
                 result,
                 duration_ms: elapsed_ms,
+                decision: Some(decision.clone()),
             });
         }
         CallOutcome {
@@ -379,6 +380,7 @@ mod tests {
                 label: "s".to_owned(),
                 cwd: workspace.path().to_path_buf(),
                 foreground: true,
+                door: crate::Door::Cli,
             })
             .unwrap();
         let recorder = Arc::new(Recorder(Mutex::new(Vec::new())));

@@ -16,6 +16,10 @@ pub enum SessionEvent {
         #[serde(rename = "toolRequests", skip_serializing_if = "Vec::is_empty")]
         tool_requests: Vec<Value>,
     },
+    /// Streamed text of the answer being written (the whole answer
+    /// follows as `assistant.message`).
+    #[serde(rename = "assistant.message_delta")]
+    AssistantDelta { delta: String },
     #[serde(rename = "tool.execution_complete")]
     ToolExecutionComplete {
         tool: String,
@@ -26,6 +30,19 @@ pub enum SessionEvent {
         result: Value,
         #[serde(rename = "durationMs")]
         duration_ms: u64,
+        /// What the policy decided (a person's answer included).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        decision: Option<bridge_protocol::Decision>,
+    },
+    /// The policy's decision on a call an agent runs itself (its hook
+    /// asked before running it): the call runs, or not, in the agent.
+    #[serde(rename = "tool.decided")]
+    ToolDecided {
+        tool: String,
+        /// The agent that asked (`claude-code`, …).
+        agent: String,
+        args: Value,
+        decision: bridge_protocol::Decision,
     },
     #[serde(rename = "assistant.intent")]
     AssistantIntent { intent: String },

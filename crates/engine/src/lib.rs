@@ -19,6 +19,7 @@ pub mod agent_names;
 pub mod approvals;
 mod call;
 mod decide;
+mod door;
 mod events;
 mod hooks;
 pub mod log;
@@ -35,6 +36,7 @@ mod workspace;
 pub use agent_calls::AgentCall;
 pub use call::{CallOrigin, CallOutcome, ToolFailure};
 pub use decide::Verdict;
+pub use door::Door;
 pub use events::{SessionEvent, TimelineEntry};
 pub use hooks::{
     GateHandler, GateRequest, GateVerdict, HookRule, RuleAction, RuleError, RuleMatch,

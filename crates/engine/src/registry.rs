@@ -80,6 +80,8 @@ pub struct SessionSpec {
     pub label: String,
     pub cwd: PathBuf,
     pub foreground: bool,
+    /// Which way its client came in.
+    pub door: crate::Door,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -247,6 +249,7 @@ impl SessionRegistry {
                 label: spec.label,
                 cwd,
                 foreground: spec.foreground,
+                door: spec.door,
                 created_at: bridge_util::time::now_timestamp(),
             },
             guard: guard.clone(),

@@ -29,6 +29,7 @@ pub struct SessionInfo {
     pub label: String,
     pub cwd: PathBuf,
     pub foreground: bool,
+    pub door: crate::Door,
     pub created_at: String,
 }
 
@@ -466,6 +467,16 @@ impl Session {
             content: content.to_owned(),
             tool_requests,
         });
+    }
+
+    /// Streamed text of the answer being written, for live viewers only
+    /// (redacted by whoever shows it).
+    pub fn assistant_delta(&self, delta: &str) {
+        if self.has_event_subscribers() {
+            self.emit(SessionEvent::AssistantDelta {
+                delta: delta.to_owned(),
+            });
+        }
     }
 
     pub fn assistant_intent(&self, intent: &str) {

@@ -294,6 +294,7 @@ impl Setup {
                 label: id.to_owned(),
                 cwd: self.workspace.path().to_path_buf(),
                 foreground: false,
+                door: bridge_engine::Door::Rpc,
             })
             .unwrap()
     }

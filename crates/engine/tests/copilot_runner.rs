@@ -45,6 +45,7 @@ fn fixture() -> Fixture {
             label: "copilot-run".to_owned(),
             cwd: workspace.path().to_path_buf(),
             foreground: false,
+            door: bridge_engine::Door::Rpc,
         })
         .unwrap();
     let record = workspace.path().join(".fake-record.jsonl");
@@ -466,6 +467,7 @@ async fn a_permission_request_the_rules_ask_about_waits_in_the_approval_queue() 
             label: "copilot-asks".to_owned(),
             cwd: fixture.workspace.path().to_path_buf(),
             foreground: false,
+            door: bridge_engine::Door::Rpc,
         })
         .unwrap();
     let session = fixture.session.clone();

@@ -59,6 +59,7 @@ fn session_with(workspace: &TempWorkspace, rules: PermissionRules) -> Arc<Sessio
             label: "s".to_owned(),
             cwd: workspace.path().to_path_buf(),
             foreground: false,
+            door: bridge_engine::Door::Rpc,
         })
         .unwrap()
 }

@@ -70,6 +70,7 @@ pub(crate) fn new_session(workspace: &TempWorkspace) -> (SessionRegistry, Arc<Se
             label: "native".to_owned(),
             cwd: workspace.path().to_path_buf(),
             foreground: true,
+            door: bridge_engine::Door::Rpc,
         })
         .unwrap();
     (registry, session)

@@ -107,6 +107,7 @@ fn fixture() -> Fixture {
             label: "one decision".to_owned(),
             cwd: workspace.path().to_path_buf(),
             foreground: false,
+            door: bridge_engine::Door::Rpc,
         })
         .unwrap();
     Fixture {

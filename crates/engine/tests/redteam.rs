@@ -47,6 +47,7 @@ fn fixture(read_only: bool) -> Fixture {
             label: "redteam".to_owned(),
             cwd: workspace.path().to_path_buf(),
             foreground: false,
+            door: bridge_engine::Door::Rpc,
         })
         .unwrap();
     Fixture {

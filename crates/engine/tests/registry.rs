@@ -35,6 +35,7 @@ fn session(registry: &SessionRegistry, workspace: &TempWorkspace, id: &str) -> A
             label: id.to_owned(),
             cwd: workspace.path().to_path_buf(),
             foreground: false,
+            door: bridge_engine::Door::Rpc,
         })
         .unwrap()
 }

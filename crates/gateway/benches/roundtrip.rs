@@ -179,6 +179,7 @@ impl Bench {
             label: "bench".to_owned(),
             cwd: workspace.path().to_path_buf(),
             foreground: true,
+            door: bridge_engine::Door::Rpc,
         })?;
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
         let url = format!("ws://{}/", listener.local_addr()?);

@@ -63,6 +63,7 @@ impl TestGateway {
                 label: "default".to_owned(),
                 cwd: workspace.path().to_path_buf(),
                 foreground: true,
+                door: bridge_engine::Door::Rpc,
             })
             .unwrap();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -95,6 +96,7 @@ impl TestGateway {
                 label: format!("session {id}"),
                 cwd: dir,
                 foreground: false,
+                door: bridge_engine::Door::Rpc,
             })
             .unwrap()
     }

@@ -144,6 +144,7 @@ pub(crate) async fn harness_with_floor(depth_floor: u64) -> Harness {
             label: "test".to_owned(),
             cwd: ws.path().to_path_buf(),
             foreground: true,
+            door: bridge_engine::Door::Rpc,
         })
         .unwrap();
     let source = Arc::new(Workspace {

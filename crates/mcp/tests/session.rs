@@ -62,6 +62,7 @@ impl Fixture {
                     label: id.to_owned(),
                     cwd,
                     foreground: id == "default",
+                    door: bridge_engine::Door::Rpc,
                 })
                 .unwrap();
         }

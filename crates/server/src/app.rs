@@ -96,6 +96,9 @@ pub struct ServerParts {
     pub request_log_refused: Option<String>,
     /// Which directories a client may name as a workspace.
     pub workspaces: Arc<bridge_policy::WorkspaceChoice>,
+    /// What every session and facade conversation is doing
+    /// (crate::transcripts).
+    pub transcripts: Arc<crate::transcripts::Transcripts>,
     /// The plans `orchestrate.*` and `copilot_orchestrate` started.
     pub orchestrations: Arc<crate::orchestrations::Orchestrations>,
     /// The OpenClaw gateway connection, when configured (crate::openclaw).

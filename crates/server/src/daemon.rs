@@ -214,6 +214,12 @@ impl Daemon {
         let (changes_tx, sessions_changed) = watch::channel(0);
         registry.add_listener(Arc::new(SessionChanges(changes_tx)));
         registry.add_listener(approvals.clone());
+        let transcripts = Arc::new(crate::transcripts::Transcripts::new(
+            crate::transcripts::TranscriptFiles::kept(config.keep_transcripts, &home),
+        ));
+        registry.add_listener(Arc::new(crate::transcripts::feed::TranscriptFeed(
+            transcripts.clone(),
+        )));
         // MCP servers from the configuration serve every session's tool
         // table, the default session's included (it is created below).
         let mcp = if config.mcp.servers.is_empty() {
@@ -295,6 +301,7 @@ impl Daemon {
                 label,
                 cwd: default_cwd.clone(),
                 foreground: true,
+                door: bridge_engine::Door::Rpc,
             };
             tokio::task::spawn_blocking(move || registry.create(spec))
                 .await
@@ -372,6 +379,7 @@ impl Daemon {
             openclaw,
             agent_sessions: Arc::default(),
             workspaces,
+            transcripts,
             orchestrations: Arc::new(crate::orchestrations::Orchestrations::new(Arc::new(
                 config.clone(),
             ))),

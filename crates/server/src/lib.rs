@@ -44,6 +44,7 @@ pub mod orchestrations;
 pub mod process;
 pub mod rpc;
 pub mod state_file;
+pub mod transcripts;
 pub mod ui;
 pub mod vscode;
 

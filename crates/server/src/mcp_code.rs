@@ -89,6 +89,7 @@ impl SessionSource for DaemonSessions {
             label,
             cwd: canonical,
             foreground: false,
+            door: bridge_engine::Door::Mcp,
         };
         let registry = self.ctx.registry().clone();
         // Opening a workspace reads its policy file.
@@ -141,6 +142,7 @@ impl TaskRunner for DaemonTasks {
                         label: "mcp code task".to_owned(),
                         cwd,
                         foreground: false,
+                        door: bridge_engine::Door::Mcp,
                     })
                     .map_err(|err| err.to_string())?;
                 (session, true)

@@ -178,6 +178,8 @@ impl RunningPlan {
 pub struct Orchestrations {
     config: Arc<BridgeConfig>,
     plans: Mutex<VecDeque<Arc<RunningPlan>>>,
+    /// Bumped when a plan starts or ends.
+    changed: Arc<watch::Sender<u64>>,
 }
 
 impl Orchestrations {
@@ -185,7 +187,13 @@ impl Orchestrations {
         Self {
             config,
             plans: Mutex::new(VecDeque::new()),
+            changed: Arc::new(watch::channel(0).0),
         }
+    }
+
+    /// Changes to the set: a plan started or ended.
+    pub fn watch_set(&self) -> watch::Receiver<u64> {
+        self.changed.subscribe()
     }
 
     pub fn get(&self, id: &str) -> Option<Arc<RunningPlan>> {
@@ -284,6 +292,7 @@ impl Orchestrations {
         let timeout = request.timeout;
         tokio::spawn({
             let running = running.clone();
+            let set_changed = self.changed.clone();
             async move {
                 let result = orchestrator.execute(opened, cancel, timeout).await;
                 let _ = collector.await;
@@ -296,6 +305,7 @@ impl Orchestrations {
                     state.trim(KEPT_FINISHED_EVENT_BYTES);
                 }
                 running.changed.send_modify(|n| *n += 1);
+                set_changed.send_modify(|n| *n += 1);
             }
         });
         Ok(running)
@@ -312,5 +322,7 @@ impl Orchestrations {
         {
             plans.remove(at);
         }
+        drop(plans);
+        self.changed.send_modify(|n| *n += 1);
     }
 }

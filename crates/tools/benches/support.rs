@@ -32,6 +32,7 @@ impl BenchSession {
                 label: "bench".to_owned(),
                 cwd: ws.path().to_path_buf(),
                 foreground: true,
+                door: bridge_engine::Door::Rpc,
             })
             .unwrap_or_else(|err| panic!("{err}"));
         Self {

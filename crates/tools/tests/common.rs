@@ -51,6 +51,7 @@ impl Runner {
                 label: "tools test".to_owned(),
                 cwd: parts.root.clone(),
                 foreground: true,
+                door: bridge_engine::Door::Rpc,
             })
             .expect("session over the workspace");
         Self {

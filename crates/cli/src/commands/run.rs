@@ -260,6 +260,7 @@ pub(crate) fn create_session(
             label: label.to_owned(),
             cwd: cwd.to_path_buf(),
             foreground: true,
+            door: bridge_engine::Door::Cli,
         })
         .map_err(|err| match err {
             RegistryError::WorkspacePolicy(_) => Failure::new(exit::CONFIG, err.to_string()),

@@ -68,6 +68,7 @@ impl SessionPool {
                     label: self.label.clone(),
                     cwd: cwd.to_path_buf(),
                     foreground: false,
+                    door: crate::Door::Orchestrator,
                 };
                 let created = if read_only {
                     self.registry.create_read_only(spec)

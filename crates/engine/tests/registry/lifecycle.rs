@@ -18,6 +18,7 @@ async fn lifecycle_listeners_hear_start_idle_and_a_held_shutdown() {
                 label: String::new(),
                 cwd: workspace.path().to_path_buf(),
                 foreground: false,
+                door: bridge_engine::Door::Rpc,
             })
             .is_err()
     );

@@ -36,7 +36,9 @@ pub(super) async fn messages(
     body: serde_json::Map<String, serde_json::Value>,
     overhead: &mut Overhead,
 ) -> Result<Response, FacadeError> {
-    let FacadeCall { ctx, note, headers } = call;
+    let FacadeCall {
+        ctx, note, headers, ..
+    } = call;
     // Routing needs the model before the body is parsed for its upstream.
     let requested = body.get("model").and_then(|model| model.as_str());
     // The estimate parses the body once more: only when a route needs it.
@@ -94,7 +96,7 @@ pub(super) async fn messages(
 
     let message_id = format!("msg_{}", bridge_util::ids::opaque_hex());
     if !inbound.stream {
-        let answer = upstream::answer_whole(&ctx.backends, &entry, request, overhead, note).await?;
+        let answer = upstream::answer_whole(call, &entry, request, overhead).await?;
         let message = response_object(&message_id, &model, &answer);
         return Ok((
             StatusCode::OK,
@@ -104,7 +106,7 @@ pub(super) async fn messages(
             .into_response());
     }
 
-    let upstream = upstream::open_stream(&ctx.backends, &entry, request, overhead).await?;
+    let upstream = upstream::open_stream(call, &entry, request, overhead).await?;
     let relay = Relay {
         upstream,
         encoder: StreamEncoder::new(&message_id, &model).with_input_estimate(input_estimate),

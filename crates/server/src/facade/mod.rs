@@ -69,6 +69,8 @@ pub(crate) struct FacadeCall {
     pub ctx: ServerContext,
     pub note: RequestNote,
     pub headers: HeaderMap,
+    /// The route (`/v1/messages`, …).
+    pub path: String,
 }
 
 /// A facade request as a route receives it.
@@ -87,6 +89,7 @@ impl FromRequest<ServerContext> for FacadeRequest {
             // The request log's middleware puts one in every facade request.
             note: parts.extensions.get().cloned().unwrap_or_default(),
             headers: parts.headers,
+            path: parts.uri.path().to_owned(),
         };
         Ok(Self { call, body })
     }

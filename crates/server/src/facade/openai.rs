@@ -74,7 +74,7 @@ pub(super) async fn chat_completions(
     let id = format!("chatcmpl-{}", bridge_util::ids::opaque_hex());
     let created = super::timing::unix_now();
     if !stream {
-        let whole = upstream::answer_whole(&ctx.backends, &entry, request, clock, note).await?;
+        let whole = upstream::answer_whole(call, &entry, request, clock).await?;
         let completion = response_object(&id, created, &shown_model, &whole);
         return Ok((
             StatusCode::OK,
@@ -83,7 +83,7 @@ pub(super) async fn chat_completions(
         )
             .into_response());
     }
-    let events = upstream::open_stream(&ctx.backends, &entry, request, clock).await?;
+    let events = upstream::open_stream(call, &entry, request, clock).await?;
     let encoder = StreamEncoder::new(id, created, shown_model, include_usage);
     Ok(sse_response(SseState::new(
         ctx, note, &entry, events, encoder,

@@ -84,7 +84,7 @@ pub(super) async fn create(
         "responses"
     );
     if !stream {
-        let whole = upstream::answer_whole(&ctx.backends, &entry, request, overhead, note).await?;
+        let whole = upstream::answer_whole(call, &entry, request, overhead).await?;
         if let Some(keep) = keep {
             keep.save(&whole).await;
         }
@@ -96,7 +96,7 @@ pub(super) async fn create(
             .into_response());
     }
 
-    let upstream = upstream::open_stream(&ctx.backends, &entry, request, overhead).await?;
+    let upstream = upstream::open_stream(call, &entry, request, overhead).await?;
     let relay = Relay {
         upstream,
         encoder: StreamEncoder::new(head),

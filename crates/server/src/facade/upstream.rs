@@ -5,40 +5,64 @@
 use bridge_compose::{Availability, BackendEntry, Backends};
 use bridge_llm::{ChatRequest, ChatResponse, ChatStream, LlmError};
 
+use super::FacadeCall;
 use super::errors::FacadeError;
-use super::request_log::RequestNote;
 use super::timing::Overhead;
+use crate::transcripts::facade as transcript;
 
 /// `entry`'s whole answer to `request`, its usage noted for the request
-/// log.
+/// log, the exchange shown in its conversation's transcript.
 pub(super) async fn answer_whole(
-    backends: &Backends,
+    call: &FacadeCall,
     entry: &BackendEntry,
     request: ChatRequest,
     clock: &mut Overhead,
-    note: &RequestNote,
 ) -> Result<ChatResponse, FacadeError> {
+    let backends = &call.ctx.backends;
+    let shown = transcript::record_request(
+        &call.ctx.transcripts,
+        &call.headers,
+        &request,
+        &call.path,
+        &entry.name,
+    );
     let answered = clock.upstream(entry.backend.complete(&request)).await;
-    let whole = answered.map_err(|err| failure(backends, entry, &err))?;
+    let whole = answered.map_err(|err| {
+        transcript::record_failure(&shown, &err);
+        failure(backends, entry, &err)
+    })?;
     backends.record(&entry.name, Availability::Ok);
     if let Some(usage) = whole.usage {
-        note.usage(usage);
+        call.note.usage(usage);
+        shown.note_usage(None, usage.prompt_tokens, usage.completion_tokens);
     }
+    transcript::record_answer(&shown, &whole);
     Ok(whole)
 }
 
 /// `entry`'s streamed answer to `request`, once the upstream answered its
-/// head.
+/// head; the exchange shown in its conversation's transcript as it streams.
 pub(super) async fn open_stream(
-    backends: &Backends,
+    call: &FacadeCall,
     entry: &BackendEntry,
     request: ChatRequest,
     clock: &mut Overhead,
 ) -> Result<ChatStream, FacadeError> {
+    let backends = &call.ctx.backends;
+    let shown = transcript::record_request(
+        &call.ctx.transcripts,
+        &call.headers,
+        &request,
+        &call.path,
+        &entry.name,
+    );
     let started = clock.upstream(entry.backend.stream(&request)).await;
-    let events = started.map_err(|err| failure(backends, entry, &err))?;
+    let events = started.map_err(|err| {
+        transcript::record_failure(&shown, &err);
+        failure(backends, entry, &err)
+    })?;
     backends.record(&entry.name, Availability::Ok);
-    Ok(events)
+    Ok(transcript::tap(events, shown))
 }
 
 /// The client's error for a failed upstream request, with what it says

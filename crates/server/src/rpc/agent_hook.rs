@@ -27,7 +27,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use bridge_engine::approvals::ReportingApprover;
-use bridge_engine::{RegistryError, Session, SessionRegistry, SessionSpec, Verdict};
+use bridge_engine::{Door, RegistryError, Session, SessionRegistry, SessionSpec, Verdict};
 use bridge_policy::AgentAsks;
 use bridge_policy::agent_tools::Agent;
 use bridge_protocol::jsonrpc::ErrorObject;
@@ -393,6 +393,7 @@ async fn agent_session(
         label,
         cwd,
         foreground: true,
+        door: Door::of_agent(agent),
     };
     let registry = ctx.registry().clone();
     // Opening a workspace reads its policy file.

@@ -39,6 +39,7 @@ pub fn builtin() -> MethodTable {
     super::approvals::register(&mut table);
     super::person::register(&mut table);
     super::orchestrate::register(&mut table);
+    super::transcripts::register(&mut table);
     table
 }
 
@@ -49,6 +50,7 @@ fn session_json(ctx: &ServerContext, session: &Session) -> Value {
         "label": info.label,
         "cwd": info.cwd,
         "foreground": info.foreground,
+        "door": info.door,
         "state": session.state(),
         "default": session.id() == ctx.facts.default_session,
         "createdAt": info.created_at,
@@ -118,6 +120,7 @@ async fn session_create(ctx: ServerContext, params: Params) -> RpcResult {
         label,
         cwd,
         foreground,
+        door: bridge_engine::Door::Rpc,
     };
     // Opening a workspace reads its policy file.
     let created = tokio::task::spawn_blocking(move || registry.create(spec))

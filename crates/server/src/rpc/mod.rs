@@ -3,6 +3,7 @@
 //! transports ([`transport`]) hand text in and get text out; methods
 //! ([`methods`]) see only validated [`Params`].
 
+mod activity;
 pub mod agent_hook;
 pub mod approvals;
 pub(crate) mod body;
@@ -14,6 +15,7 @@ mod person;
 pub mod push;
 pub mod status;
 pub mod toolbus;
+mod transcripts;
 pub mod transport;
 
 use std::collections::BTreeMap;

@@ -135,6 +135,11 @@ async fn watch(ctx: ServerContext, params: Params) -> RpcResult {
         .unwrap_or(since);
     let mut answer =
         json!({"id": running.id, "done": result.is_some(), "events": events, "next": last});
+    if since == 0 {
+        // A watcher from the start sees the plan the events are about.
+        answer["plan"] = serde_json::to_value(&running.plan).unwrap_or(Value::Null);
+        answer["waves"] = json!(running.waves);
+    }
     if let Some(result) = result {
         let mut value = serde_json::to_value(result).unwrap_or(Value::Null);
         bridge_policy::redact_value(&mut value);

@@ -35,6 +35,11 @@ pub const PAGES: &[&str] = &[
     "/ui/",
     "/ui/overview",
     "/ui/approvals",
+    "/ui/sessions",
+    "/ui/sessions/{id}",
+    "/ui/activity",
+    "/ui/orchestrations",
+    "/ui/orchestrations/{id}",
     "/ui/configuration",
 ];
 
@@ -46,6 +51,14 @@ const METHODS: &[&str] = &[
     "approvals.answer",
     "approvals.rules",
     "approvals.revoke",
+    "session.list",
+    "session.transcripts",
+    "session.events",
+    "orchestrate.list",
+    "orchestrate.watch",
+    "orchestrate.cancel",
+    "activity.audit",
+    "activity.requests",
 ];
 
 /// The largest `/ui/api/rpc` body.
@@ -66,7 +79,7 @@ pub fn routes(state: RpcState) -> Router {
         .route("/ui/logout", post(logout))
         .route("/ui/api/session", get(session))
         .route("/ui/api/rpc", post(rpc))
-        .route("/ui/api/stream", get(stream::approvals))
+        .route("/ui/api/stream", get(stream::follow))
         .with_state(state)
         .layer(middleware::from_fn(guard))
 }

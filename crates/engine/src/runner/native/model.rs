@@ -121,6 +121,7 @@ async fn stream_answer(cx: &LoopContext<'_>, request: &ChatRequest) -> Result<An
         if let ChatEvent::TextDelta { text } = &event {
             cx.journal
                 .ephemeral(types::ASSISTANT_MESSAGE_DELTA, json!({"delta": text}));
+            cx.session.assistant_delta(text);
         }
         answer.push(event);
     }

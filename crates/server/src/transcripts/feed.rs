@@ -1,0 +1,108 @@
+//! Hub sessions into their transcripts: a registry listener that follows
+//! each session's events from its start to its end.
+
+use std::sync::Arc;
+
+use bridge_engine::{Session, SessionEvent, SessionListener};
+use serde_json::{Value, json};
+use tokio::sync::broadcast::error::RecvError;
+
+use super::{Transcript, Transcripts};
+
+/// Follows every session of the registry it is added to.
+pub struct TranscriptFeed(pub Arc<Transcripts>);
+
+impl SessionListener for TranscriptFeed {
+    fn session_started(&self, session: &Arc<Session>) {
+        let info = session.info();
+        let transcript = self
+            .0
+            .open(&info.id, info.door, &info.label, Some(info.cwd.clone()));
+        let events = session.subscribe();
+        // Registry calls may come from a blocking thread of the runtime.
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(follow(transcript, events));
+        }
+    }
+
+    fn session_ended(&self, session: &Arc<Session>) {
+        self.0.finish(session.id());
+    }
+}
+
+async fn follow(
+    transcript: Arc<Transcript>,
+    mut events: tokio::sync::broadcast::Receiver<SessionEvent>,
+) {
+    loop {
+        match events.recv().await {
+            Ok(event) => {
+                let (kind, data) = shown(event);
+                transcript.push(kind, data);
+            }
+            Err(RecvError::Lagged(missed)) => {
+                transcript.push(
+                    "transcript.missed",
+                    json!({"count": missed, "why": "the session went faster than its transcript"}),
+                );
+            }
+            Err(RecvError::Closed) => return,
+        }
+    }
+}
+
+/// A session event as its transcript keeps it: `(type, data)`.
+fn shown(event: SessionEvent) -> (&'static str, Value) {
+    match event {
+        SessionEvent::UserMessage { content } => ("user.message", json!({"content": content})),
+        SessionEvent::AssistantMessage {
+            content,
+            tool_requests,
+        } => (
+            "assistant.message",
+            json!({"content": content, "toolRequests": tool_requests}),
+        ),
+        SessionEvent::AssistantDelta { delta } => {
+            ("assistant.message_delta", json!({"delta": delta}))
+        }
+        SessionEvent::ToolExecutionComplete {
+            tool,
+            provider,
+            args,
+            result,
+            duration_ms,
+            decision,
+        } => (
+            "tool.execution_complete",
+            json!({
+                "tool": tool,
+                "provider": provider,
+                "arguments": args,
+                "result": result,
+                "durationMs": duration_ms,
+                "decision": decision,
+            }),
+        ),
+        SessionEvent::ToolDecided {
+            tool,
+            agent,
+            args,
+            decision,
+        } => (
+            "tool.decided",
+            json!({"tool": tool, "agent": agent, "arguments": args, "decision": decision}),
+        ),
+        SessionEvent::AssistantIntent { intent } => ("assistant.intent", json!({"intent": intent})),
+        SessionEvent::Log { source, text } => ("log", json!({"source": source, "text": text})),
+        SessionEvent::Inject {
+            source,
+            stream,
+            text,
+            ..
+        } => (
+            "inject",
+            json!({"source": source, "stream": stream, "text": text}),
+        ),
+        SessionEvent::Idle => ("session.idle", json!({})),
+    }
+}
