@@ -9,6 +9,7 @@ mod codex;
 mod codex_hooks;
 mod copilot_cli;
 mod copilot_extension;
+mod dashboard;
 mod hooks;
 mod hooks_daemon;
 mod launch;

@@ -285,3 +285,54 @@ async fn the_page_cannot_be_framed_caches_right_and_holds_no_secret() {
     assert!(!seen.contains(&served.token), "the daemon's token");
     assert!(!seen.contains(approver.trim()), "the approver token");
 }
+
+/// This machine's address on its network, when it has one (no packet is
+/// sent: connecting a UDP socket only picks the route).
+fn network_address() -> Option<std::net::IpAddr> {
+    let socket = std::net::UdpSocket::bind("0.0.0.0:0").ok()?;
+    socket.connect("10.255.255.255:9").ok()?;
+    let ip = socket.local_addr().ok()?.ip();
+    (!ip.is_loopback() && !ip.is_unspecified()).then_some(ip)
+}
+
+#[tokio::test]
+async fn the_dashboard_answers_this_machine_only_even_bound_beyond_loopback() {
+    let Some(address) = network_address() else {
+        eprintln!("skipped: this machine has no address beyond loopback");
+        return;
+    };
+    let allowed = address.to_string();
+    let served = Served::start_in(
+        crate::support::Bridge::new(),
+        bridge_testkit::TempWorkspace::new(),
+        &[
+            ("COPILOT_BRIDGE_BIND", "0.0.0.0"),
+            (
+                "COPILOT_BRIDGE_TOKEN",
+                "btk-a-token-long-enough-to-bind-beyond-loopback",
+            ),
+            ("COPILOT_BRIDGE_ALLOWED_HOSTS", allowed.as_str()),
+        ],
+    );
+    let from_network = |path: &str| format!("http://{address}:{}{path}", served.port);
+    // The daemon does answer on that address…
+    let health = client().get(from_network("/healthz")).send().await.unwrap();
+    assert_eq!(health.status(), StatusCode::OK);
+    // …but not the dashboard, not even its shell, its assets or a login.
+    let login = login_url(&served).await;
+    let code = login.split_once("/ui/").unwrap().1.to_owned();
+    for path in [
+        "/ui/overview".to_owned(),
+        "/ui/api/session".to_owned(),
+        "/ui/api/stream".to_owned(),
+        format!("/ui/{code}"),
+    ] {
+        let answer = client().get(from_network(&path)).send().await.unwrap();
+        assert_eq!(answer.status(), StatusCode::FORBIDDEN, "{path}");
+        let body = answer.text().await.unwrap();
+        assert!(body.contains("answers this machine only"), "{path}: {body}");
+    }
+    // The code was not used up by the refused attempt.
+    let cookie = log_in(&login).await;
+    assert!(cookie.starts_with(&format!("copilot_bridge_ui_{}=", served.port)));
+}

@@ -26,7 +26,7 @@ fn served_waiting_for_people() -> Served {
     )
 }
 
-fn screenshots() -> PathBuf {
+pub(crate) fn screenshots() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target/ui-screenshots")
 }
 
@@ -239,4 +239,98 @@ events.onerror = () => {{ window.results.streamError = true; events.close(); }};
     own.click_button("[data-ask]", "Deny").await.unwrap();
     let refused = answered(call).await;
     assert!(refused.to_string().contains("denied by web"), "{refused}");
+}
+
+/// An orchestration started through `/rpc` with a given plan (two tasks,
+/// then one after both), its sub-tasks answered by the mock slowly enough
+/// to be seen running: the Orchestrations page lists it by itself and
+/// shows its DAG, wave by wave, until every task completed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_orchestrations_dag_shows_its_tasks_running_and_completing() {
+    let mock = bridge_testkit::MockLlm::start(vec![]).await;
+    for (id, delay_ms) in [("look", 1_500), ("count", 1_500), ("conclude", 200)] {
+        mock.route(
+            format!("Your sub-task ({id})"),
+            bridge_testkit::MockReply::Slow {
+                chunks: vec![format!("{id} done")],
+                delay_ms,
+            },
+        );
+    }
+    let served = crate::agents::serve_with(&mock, TempWorkspace::new());
+    let run = tempfile::tempdir().unwrap();
+    let Some(browser) = Browser::start(run.path()).await.unwrap() else {
+        return;
+    };
+    let mut tab = browser.open(&login_url(&served).await).await.unwrap();
+    tab.wait_until("location.pathname === '/ui/overview'")
+        .await
+        .unwrap();
+    tab.navigate(&served.url("/ui/orchestrations"))
+        .await
+        .unwrap();
+    tab.wait_until("document.querySelector('h1')?.textContent === 'Orchestrations'")
+        .await
+        .unwrap();
+    let plan = serde_json::json!({
+        "tasks": [{"id": "look", "description": "Look around", "readOnly": true},
+                  {"id": "count", "description": "Count the files", "readOnly": true},
+                  {"id": "conclude", "description": "Say what was found", "readOnly": true}],
+        "dependencies": {"conclude": ["look", "count"]}});
+    let started = served
+        .rpc(
+            "orchestrate.start",
+            serde_json::json!({"plan": plan, "maxConcurrency": 2}),
+        )
+        .await;
+    let id = started["id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("started: {started}"))
+        .to_owned();
+    // Listed by itself, then opened.
+    tab.wait_until(&format!("!!document.querySelector('[data-plan=\"{id}\"]')"))
+        .await
+        .unwrap();
+    tab.navigate(&served.url(&format!("/ui/orchestrations/{id}")))
+        .await
+        .unwrap();
+    let state =
+        |task: &str| format!("document.querySelector('[data-task=\"{task}\"]')?.dataset.state");
+    tab.wait_until(&format!("{} === 'running'", state("look")))
+        .await
+        .unwrap();
+    let waves = tab
+        .eval("[...document.querySelectorAll('.wave')].map((wave) => [...wave.querySelectorAll('[data-task]')].map((task) => task.dataset.task).join(','))")
+        .await
+        .unwrap();
+    assert_eq!(waves, serde_json::json!(["look,count", "conclude"]));
+    assert_eq!(
+        tab.eval(&format!("{} ?? null", state("conclude")))
+            .await
+            .unwrap(),
+        "waiting"
+    );
+    tab.screenshot(&screenshots().join("orchestration-running.png"))
+        .await
+        .unwrap();
+    for task in ["look", "count", "conclude"] {
+        tab.wait_until(&format!("{} === 'completed'", state(task)))
+            .await
+            .unwrap();
+    }
+    tab.wait_until("document.getElementById('plan-status').innerText.startsWith('completed')")
+        .await
+        .unwrap();
+    let card = tab
+        .eval("document.querySelector('[data-task=\"conclude\"]').innerText")
+        .await
+        .unwrap();
+    let card = card.as_str().unwrap();
+    assert!(
+        card.contains("after look, count") && card.contains("completed in"),
+        "{card}"
+    );
+    tab.screenshot(&screenshots().join("orchestration.png"))
+        .await
+        .unwrap();
 }

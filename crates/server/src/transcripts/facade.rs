@@ -107,7 +107,10 @@ pub fn record_request(
         let content = message.content.as_deref().unwrap_or_default();
         match message.role {
             Role::User => {
-                transcript.push("user.message", json!({"content": content}));
+                transcript.push(
+                    "user.message",
+                    json!({"content": content, "source": "model request"}),
+                );
             }
             Role::Tool => {
                 transcript.push(

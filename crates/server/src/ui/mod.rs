@@ -217,7 +217,7 @@ async fn asset(Path(name): Path<String>) -> Response {
                 (header::CONTENT_TYPE, asset.content_type),
                 (header::CACHE_CONTROL, "public, max-age=31536000, immutable"),
             ],
-            asset.body,
+            asset.body.clone(),
         )
             .into_response(),
         None => refusal(StatusCode::NOT_FOUND, "no such asset"),

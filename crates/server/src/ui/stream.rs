@@ -4,7 +4,8 @@
 //! `?orchestration=ID` that plan's events (`orchestration`, and
 //! `orchestration.done` at its end); with `?sessions=1` and
 //! `?orchestrations=1` a `sessions` / `orchestrations` event when the set
-//! changes (the page reads the new list).
+//! changes (the page reads the new list). `sessionSince` and
+//! `orchestrationSince` say what the page already read.
 //!
 //! Each event's id is the stream's cursor after it (`A.T.P`: the last
 //! approval, transcript and plan event sent), so a browser that reconnects
@@ -37,7 +38,13 @@ const BATCH: usize = 200;
 #[derive(Debug, Default, Deserialize)]
 pub(super) struct Topics {
     session: Option<String>,
+    /// The transcript's events the page already read (`session.events`).
+    #[serde(rename = "sessionSince", default)]
+    session_since: u64,
     orchestration: Option<String>,
+    /// The plan's events the page already read (`orchestrate.watch`).
+    #[serde(rename = "orchestrationSince", default)]
+    orchestration_since: u64,
     #[serde(default)]
     sessions: bool,
     #[serde(default)]
@@ -88,17 +95,22 @@ pub(super) async fn follow(
         .orchestration
         .as_deref()
         .and_then(|id| ctx.orchestrations.get(id));
-    let mut sessions = topics.sessions.then(|| ctx.transcripts.watch_set());
-    let mut plans = topics
-        .orchestrations
-        .then(|| ctx.orchestrations.watch_set());
     // A first connection has just read the lists; a reconnection may have
     // missed a change.
-    if resumed.is_none() {
-        for set in [&mut sessions, &mut plans].into_iter().flatten() {
-            set.borrow_and_update();
-        }
-    }
+    let followed = |set: watch::Receiver<u64>| {
+        let seen = if resumed.is_some() {
+            None
+        } else {
+            Some(*set.borrow())
+        };
+        Set { set, seen }
+    };
+    let sessions = topics
+        .sessions
+        .then(|| followed(ctx.transcripts.watch_set()));
+    let plans = topics
+        .orchestrations
+        .then(|| followed(ctx.orchestrations.watch_set()));
     let following = Following {
         approvals: ctx.approvals.subscribe(),
         _viewer: transcript.as_ref().map(Transcript::viewer),
@@ -107,7 +119,11 @@ pub(super) async fn follow(
         plan,
         sessions,
         plans,
-        cursor: resumed.unwrap_or_default(),
+        cursor: resumed.unwrap_or(Cursor {
+            approvals: 0,
+            transcript: topics.session_since,
+            plan: topics.orchestration_since,
+        }),
         state: state.clone(),
     };
     Sse::new(events(following))
@@ -123,9 +139,16 @@ struct Following {
     _viewer: Option<Viewer>,
     plan: Option<Arc<RunningPlan>>,
     plan_done: bool,
-    sessions: Option<watch::Receiver<u64>>,
-    plans: Option<watch::Receiver<u64>>,
+    sessions: Option<Set>,
+    plans: Option<Set>,
     cursor: Cursor,
+}
+
+/// A set the tab follows: its version, and the version the tab last heard
+/// of (`None`: it may have missed one).
+struct Set {
+    set: watch::Receiver<u64>,
+    seen: Option<u64>,
 }
 
 fn events(following: Following) -> impl Stream<Item = Result<Event, Infallible>> {
@@ -213,10 +236,12 @@ impl Following {
             (&mut self.sessions, "sessions"),
             (&mut self.plans, "orchestrations"),
         ] {
-            if let Some(set) = set
-                && set.has_changed().unwrap_or(false)
-            {
-                set.borrow_and_update();
+            if let Some(set) = set {
+                let now = *set.set.borrow_and_update();
+                if set.seen == Some(now) {
+                    continue;
+                }
+                set.seen = Some(now);
                 batch.push(
                     Event::default()
                         .id(self.cursor.id())
@@ -234,10 +259,10 @@ impl Following {
 }
 
 /// Completes when the set changes; never without a set to follow.
-async fn changed(set: &mut Option<watch::Receiver<u64>>) {
+async fn changed(set: &mut Option<Set>) {
     match set {
         Some(set) => {
-            if set.changed().await.is_err() {
+            if set.set.changed().await.is_err() {
                 std::future::pending::<()>().await;
             }
         }
