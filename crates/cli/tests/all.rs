@@ -3,6 +3,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod agents;
+mod cli_activity;
 mod cli_approvals;
 mod cli_audit;
 mod cli_config;

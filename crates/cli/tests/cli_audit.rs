@@ -134,6 +134,14 @@ fn audit_reads_filters_and_follows_the_log() {
     let entry: Value = serde_json::from_str(as_json.trim()).unwrap();
     assert_eq!(entry["output"]["content"], "hello\n", "{entry}");
     assert_eq!(audit(&["--tail", "1"]).lines().count(), 1);
+    // The last N, read from the end, still printed oldest first.
+    let last_two = audit(&["--tail", "2"]);
+    let tools: Vec<_> = last_two
+        .lines()
+        .map(|line| line.split_whitespace().nth(4).unwrap())
+        .collect();
+    assert_eq!(tools, ["read_file", "shell"], "{last_two}");
+    assert!(audit(&["--tail", "5", "--session", "nobody"]).starts_with("no audit entries match"));
     assert!(audit(&["--session", "nobody"]).starts_with("no audit entries match"));
     let refused = bridge
         .cmd()

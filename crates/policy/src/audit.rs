@@ -228,7 +228,62 @@ pub fn flush_all() -> Result<(), PolicyError> {
 }
 
 fn file_for(dir: &Path, date: NaiveDate) -> PathBuf {
-    dir.join(format!("audit-{}.jsonl", date.format("%Y-%m-%d")))
+    dir.join(file_name(date))
+}
+
+fn file_name(date: NaiveDate) -> String {
+    format!("audit-{}.jsonl", date.format("%Y-%m-%d"))
+}
+
+/// One day's file of an audit log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LogFile {
+    /// The UTC day whose entries it holds.
+    pub day: NaiveDate,
+    pub path: PathBuf,
+}
+
+impl LogFile {
+    /// Whether entries stamped in `[since, until)` (Unix milliseconds,
+    /// either end open) can be in this file: it holds one UTC day's.
+    pub fn may_hold(&self, since: Option<i64>, until: Option<i64>) -> bool {
+        let begins = self.day.and_time(chrono::NaiveTime::MIN).and_utc();
+        let begins = begins.timestamp_millis();
+        let ends = begins + 24 * 60 * 60 * 1000;
+        since.is_none_or(|since| since < ends) && until.is_none_or(|until| until > begins)
+    }
+}
+
+/// The files of the audit log in `dir` (`audit-YYYY-MM-DD.jsonl`, what
+/// [`AuditLog`] writes), oldest first; none when `dir` does not exist.
+/// What `copilot-bridge audit` and the daemon's `activity.audit` read.
+pub fn log_files(dir: &Path) -> std::io::Result<Vec<LogFile>> {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(err) => return Err(err),
+    };
+    let mut files = Vec::new();
+    for entry in entries {
+        let name = entry?.file_name();
+        let Some(day) = name.to_str().and_then(day_of) else {
+            continue;
+        };
+        files.push(LogFile {
+            day,
+            path: dir.join(name),
+        });
+    }
+    files.sort_by_key(|file| file.day);
+    Ok(files)
+}
+
+/// The day of a file name [`AuditLog`] writes, spelt as it spells it.
+fn day_of(name: &str) -> Option<NaiveDate> {
+    let date = name.strip_prefix("audit-")?.strip_suffix(".jsonl")?;
+    NaiveDate::parse_from_str(date, "%Y-%m-%d")
+        .ok()
+        .filter(|day| file_name(*day) == name)
 }
 
 /// The instant an entry's timestamp names, if it parses.
@@ -236,4 +291,50 @@ fn entry_instant(timestamp: &str) -> Option<DateTime<Utc>> {
     DateTime::parse_from_rfc3339(timestamp)
         .ok()
         .map(|parsed| parsed.with_timezone(&Utc))
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    #[test]
+    fn the_log_files_are_the_days_files_oldest_first() {
+        let dir = tempfile::tempdir().unwrap();
+        for name in [
+            "audit-2026-01-02.jsonl",
+            "audit-2025-12-31.jsonl",
+            "audit-2026-1-3.jsonl",
+            "audit-2026-01-04.jsonl.1",
+            "audit-notes.jsonl",
+            "other.jsonl",
+        ] {
+            std::fs::write(dir.path().join(name), "").unwrap();
+        }
+        let files = log_files(dir.path()).unwrap();
+        let names: Vec<_> = files
+            .iter()
+            .map(|file| file.path.file_name().unwrap().to_str().unwrap())
+            .collect();
+        assert_eq!(names, ["audit-2025-12-31.jsonl", "audit-2026-01-02.jsonl"]);
+        assert_eq!(files[1].day, NaiveDate::from_ymd_opt(2026, 1, 2).unwrap());
+        assert!(log_files(&dir.path().join("none")).unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_days_file_may_hold_the_entries_of_its_utc_day_only() {
+        let file = LogFile {
+            day: NaiveDate::from_ymd_opt(2026, 1, 2).unwrap(),
+            path: PathBuf::from("audit-2026-01-02.jsonl"),
+        };
+        let at = |text| bridge_util::time::unix_millis(text);
+        assert!(file.may_hold(None, None));
+        assert!(file.may_hold(at("2026-01-02T23:59:59Z"), None));
+        assert!(!file.may_hold(at("2026-01-03T00:00:00Z"), None));
+        assert!(file.may_hold(None, at("2026-01-02T00:00:00.001Z")));
+        assert!(!file.may_hold(None, at("2026-01-02T00:00:00Z")));
+        // An offset is the same instant in UTC.
+        assert!(!file.may_hold(at("2026-01-03T00:30:00+00:30"), None));
+    }
 }

@@ -107,6 +107,13 @@ impl ConfigWatch {
         &self.path
     }
 
+    /// The configuration the daemon started with: what it still uses of
+    /// the settings an edit changes only after a restart (where it writes
+    /// the audit log, say).
+    pub fn started(&self) -> &BridgeConfig {
+        &self.started
+    }
+
     /// Why the last edit is not in force, if it is not.
     pub fn problem(&self) -> Option<String> {
         lock(&self.state).problem.clone()

@@ -5,7 +5,9 @@
 //! [`owner_only`] (files and directories private to their owner, never
 //! through a symlink), [`batch`] (messages queued together sent with one
 //! flush), [`json`] (sizes of JSON without building it), [`file_stamp`]
-//! (whether a followed file changed) and [`time`].
+//! (whether a followed file changed), [`jsonl_pages`] (JSON Lines logs
+//! read newest first, a page at a time, backwards from the disk) and
+//! [`time`].
 //!
 //! This crate must not decide anything about a tool call (that is
 //! bridge-policy), talk to the network, start processes, or depend on
@@ -15,6 +17,7 @@ pub mod batch;
 pub mod file_stamp;
 pub mod ids;
 pub mod json;
+pub mod jsonl_pages;
 pub mod owner_only;
 pub mod recovery;
 pub mod secret;

@@ -2,12 +2,13 @@
 //! `audit_log_dir`, docs/policy.md) read back, filtered, and followed as
 //! the daemon and every other door append to it.
 //!
-//! Files are read a line at a time (a log of any size costs one line of
-//! memory, `--tail N` N entries) and never through a symlink; a line that
-//! is not an entry (a torn last line still being written) waits for the
-//! rest of it.
+//! The files are `bridge_policy::audit::log_files`, never opened through a
+//! symlink. The whole log is read forward a line at a time (a log of any
+//! size costs one line of memory); `--tail N` reads backwards from the end
+//! (`bridge_util::jsonl_pages`, as the dashboard's Activity page does) and
+//! costs N entries. A line that is not an entry (a torn last line still
+//! being written) waits for the rest of it.
 
-use std::collections::VecDeque;
 use std::fs::File;
 use std::io::{BufRead, BufReader, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
@@ -15,6 +16,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use bridge_config::BridgeConfig;
+use bridge_util::jsonl_pages::{Limits, Pager};
 use serde_json::Value;
 
 use super::tool::{print_json, write_stdout};
@@ -34,26 +36,15 @@ pub async fn run(config: &BridgeConfig, args: AuditArgs) -> Result<ExitCode, Fai
 
 fn read_and_follow(dir: &Path, args: &AuditArgs) -> Result<(), Failure> {
     let files = log_files(dir)?;
-    let mut kept = VecDeque::new();
-    let mut position = None;
-    for path in &files {
-        let mut reader = open(path)?;
-        let end = each_entry(&mut reader, |entry| {
-            if matches(args, &entry) && args.tail != Some(0) {
-                if args.tail.is_some_and(|tail| kept.len() >= tail) {
-                    kept.pop_front();
-                }
-                kept.push_back(entry);
-            }
-            Ok(())
-        })?;
-        position = Some((path.clone(), end));
-    }
+    let (kept, position) = match args.tail {
+        Some(tail) => last_entries(&files, tail, args)?,
+        None => every_entry(&files, args)?,
+    };
     if kept.is_empty() && !args.follow && !args.json {
         write_stdout(&format!("no audit entries match in {}\n", dir.display()))?;
     }
-    for entry in kept.drain(..) {
-        show(args, &entry)?;
+    for entry in &kept {
+        show(args, entry)?;
     }
     if !args.follow {
         return Ok(());
@@ -94,24 +85,55 @@ fn follow_file(path: &Path, offset: u64, args: &AuditArgs) -> Result<u64, Failur
     Ok(offset + read)
 }
 
+/// Where following goes on: a file and the end of its last whole line.
+type Position = Option<(PathBuf, u64)>;
+
+/// Every entry that matches, oldest first, read forward; where they end.
+fn every_entry(files: &[PathBuf], args: &AuditArgs) -> Result<(Vec<Value>, Position), Failure> {
+    let mut kept = Vec::new();
+    let mut position = None;
+    for path in files {
+        let mut reader = open(path)?;
+        let end = each_entry(&mut reader, |entry| {
+            if matches(args, &entry) {
+                kept.push(entry);
+            }
+            Ok(())
+        })?;
+        position = Some((path.clone(), end));
+    }
+    Ok((kept, position))
+}
+
+/// The last `tail` entries that match, oldest first, read backwards from
+/// the end; where the newest file's whole lines end.
+fn last_entries(
+    files: &[PathBuf],
+    tail: usize,
+    args: &AuditArgs,
+) -> Result<(Vec<Value>, Position), Failure> {
+    // All of them, however far back: no budget of bytes read or kept.
+    let limits = Limits {
+        max_page_bytes: usize::MAX,
+        max_scan: None,
+        ..Limits::default()
+    };
+    let pager = Pager::new(files.iter().rev().cloned().collect()).with_limits(limits);
+    let page = pager
+        .page(None, tail, |entry, _| matches(args, entry))
+        .map_err(|err| Failure::new(exit::FAILED, format!("cannot read the audit log: {err}")))?;
+    let mut kept = page.entries;
+    kept.reverse();
+    let position = page
+        .start
+        .map(|start| (start.path().to_path_buf(), start.offset()));
+    Ok((kept, position))
+}
+
 /// The log's files, oldest first.
 fn log_files(dir: &Path) -> Result<Vec<PathBuf>, Failure> {
-    let entries = match std::fs::read_dir(dir) {
-        Ok(entries) => entries,
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(err) => return Err(read_failure(dir, &err)),
-    };
-    let mut files: Vec<PathBuf> = entries
-        .flatten()
-        .map(|entry| entry.path())
-        .filter(|path| {
-            path.file_name()
-                .and_then(|name| name.to_str())
-                .is_some_and(|name| name.starts_with("audit-") && name.ends_with(".jsonl"))
-        })
-        .collect();
-    files.sort();
-    Ok(files)
+    let files = bridge_policy::audit::log_files(dir).map_err(|err| read_failure(dir, &err))?;
+    Ok(files.into_iter().map(|file| file.path).collect())
 }
 
 fn open(path: &Path) -> Result<BufReader<File>, Failure> {

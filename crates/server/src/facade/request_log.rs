@@ -99,6 +99,11 @@ impl RequestJournal {
         &self.path
     }
 
+    /// Where the file goes when it rotates (`requests.jsonl.1`).
+    pub fn rotated_path(&self) -> std::path::PathBuf {
+        self.path.with_extension("jsonl.1")
+    }
+
     /// Why the last write failed, if it did.
     pub fn failure(&self) -> Option<String> {
         bridge_util::sync::lock(&self.failure).clone()
@@ -145,7 +150,7 @@ impl RequestJournal {
             .is_some_and(|(_, size)| *size >= self.max_bytes)
         {
             *slot = None;
-            std::fs::rename(&self.path, self.path.with_extension("jsonl.1"))?;
+            std::fs::rename(&self.path, self.rotated_path())?;
         }
         if slot.is_none() {
             self.reopen(slot)?;

@@ -40,6 +40,7 @@ pub fn builtin() -> MethodTable {
     super::person::register(&mut table);
     super::orchestrate::register(&mut table);
     super::transcripts::register(&mut table);
+    super::activity::register(&mut table);
     table
 }
 
