@@ -31,6 +31,7 @@ mod cli_status;
 mod cli_swap_race;
 mod cli_tool;
 mod cli_ui;
+mod cli_ui_activity;
 mod cli_ui_browser;
 mod cli_validate;
 mod cli_vscode;

@@ -97,10 +97,17 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_shell_names_each_asset_by_its_hash() {
+    fn every_asset_is_reached_from_the_shell_by_its_hash() {
         let assets = assets();
         for file in &assets.files {
-            assert!(assets.shell.contains(&format!("/ui/assets/{}", file.name)));
+            let named = format!("/ui/assets/{}", file.name);
+            let reached = assets.shell.contains(&named)
+                || assets.files.iter().any(|other| other.body.contains(&named));
+            assert!(
+                reached,
+                "{} is neither in the shell nor imported",
+                file.file
+            );
             assert!(asset(&file.name).is_some());
         }
         assert!(!assets.shell.contains("{{"), "every placeholder filled");
