@@ -17,7 +17,9 @@ pub enum Door {
     ClaudeCode,
     Codex,
     CopilotCli,
+    #[serde(rename = "openclaw")]
     OpenClaw,
+    #[serde(rename = "vscode")]
     VsCode,
     /// A command of this binary in its own process (`run`, `tool`).
     Cli,
