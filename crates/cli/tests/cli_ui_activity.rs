@@ -112,4 +112,35 @@ async fn the_audit_and_request_logs_are_paged_and_filtered_on_the_activity_page(
     tab.screenshot(&screenshots().join("activity-requests.png"))
         .await
         .unwrap();
+
+    // A phone-sized window in dark mode: nothing wider than the screen.
+    tab.call(
+        "Emulation.setDeviceMetricsOverride",
+        json!({"width": 390, "height": 844, "deviceScaleFactor": 1, "mobile": true}),
+    )
+    .await
+    .unwrap();
+    tab.call(
+        "Emulation.setEmulatedMedia",
+        json!({"features": [{"name": "prefers-color-scheme", "value": "dark"}]}),
+    )
+    .await
+    .unwrap();
+    for (page, shot) in [("/ui/overview", "overview-phone-dark.png"), ("/ui/activity", "activity-phone-dark.png")] {
+        tab.navigate(&served.url(page)).await.unwrap();
+        tab.wait_until("document.querySelector('h1') && !document.body.innerText.includes('Loading')")
+            .await
+            .unwrap();
+        let fits = tab
+            .eval("document.documentElement.scrollWidth <= window.innerWidth + 1")
+            .await
+            .unwrap();
+        let dark = tab
+            .eval("getComputedStyle(document.documentElement).backgroundColor")
+            .await
+            .unwrap();
+        tab.screenshot(&screenshots().join(shot)).await.unwrap();
+        assert_eq!(fits, true, "{page} is wider than a phone");
+        assert_eq!(dark, "rgb(13, 17, 23)", "{page} in dark mode");
+    }
 }
