@@ -96,6 +96,9 @@ pub struct ServerParts {
     pub request_log_refused: Option<String>,
     /// Which directories a client may name as a workspace.
     pub workspaces: Arc<bridge_policy::WorkspaceChoice>,
+    /// The turns of the hub's own agent running in daemon sessions
+    /// (`session.prompt`, crate::chat).
+    pub chat: Arc<crate::chat::ChatTurns>,
     /// What every session and facade conversation is doing
     /// (crate::transcripts).
     pub transcripts: Arc<crate::transcripts::Transcripts>,

@@ -380,6 +380,7 @@ impl Daemon {
             agent_sessions: Arc::default(),
             workspaces,
             transcripts,
+            chat: Arc::default(),
             orchestrations: Arc::new(crate::orchestrations::Orchestrations::new(Arc::new(
                 config.clone(),
             ))),

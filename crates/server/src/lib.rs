@@ -29,6 +29,7 @@
 //! are shared.
 
 pub mod app;
+pub mod chat;
 pub mod client;
 pub mod config_watch;
 pub mod daemon;

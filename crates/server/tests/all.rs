@@ -8,6 +8,7 @@ mod approvals;
 mod approvals_doors;
 mod backends;
 mod bounds;
+mod chat_rpc;
 mod config_edits;
 mod facade_anthropic;
 mod facade_openai;

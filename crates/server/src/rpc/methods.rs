@@ -40,11 +40,12 @@ pub fn builtin() -> MethodTable {
     super::person::register(&mut table);
     super::orchestrate::register(&mut table);
     super::transcripts::register(&mut table);
+    super::chat::register(&mut table);
     super::activity::register(&mut table);
     table
 }
 
-fn session_json(ctx: &ServerContext, session: &Session) -> Value {
+pub(super) fn session_json(ctx: &ServerContext, session: &Session) -> Value {
     let info = session.info();
     json!({
         "id": info.id,

@@ -7,6 +7,7 @@ mod activity;
 pub mod agent_hook;
 pub mod approvals;
 pub(crate) mod body;
+mod chat;
 pub mod hook_waits;
 pub mod methods;
 mod orchestrate;

@@ -13,9 +13,12 @@ use bridge_protocol::jsonrpc::ErrorObject;
 use serde_json::{Value, json};
 
 use super::approvals::approver_only;
+use super::push::Push;
 use super::{MethodTable, Params, RpcResult, SERVER_ERROR, SESSION_NOT_FOUND};
 use crate::app::ServerContext;
-use crate::transcripts::{MAX_PAGE, Page};
+use crate::transcripts::{MAX_PAGE, Page, Transcript};
+use std::sync::Arc;
+use tokio_util::sync::CancellationToken;
 
 /// The longest `waitMs`.
 const MAX_WAIT_MS: u64 = 60_000;
@@ -61,7 +64,7 @@ async fn transcripts(ctx: ServerContext, params: Params) -> RpcResult {
 
 async fn events(ctx: ServerContext, params: Params) -> RpcResult {
     approver_only(&params, "session.events")?;
-    params.only(&["session", "since", "waitMs", "limit"])?;
+    params.only(&["session", "since", "waitMs", "limit", "follow"])?;
     let id = params.required_str("session")?.to_owned();
     let since = params.optional_u64("since")?.unwrap_or(0);
     let wait = params.optional_u64("waitMs")?.unwrap_or(0).min(MAX_WAIT_MS);
@@ -70,7 +73,25 @@ async fn events(ctx: ServerContext, params: Params) -> RpcResult {
         Some(0) => return Err(super::params::invalid("limit", "must be at least 1")),
         Some(n) => usize::try_from(n).unwrap_or(MAX_PAGE).min(MAX_PAGE),
     };
+    let follow = params.optional_bool("follow")?.unwrap_or(false);
     if let Some(transcript) = ctx.transcripts.get(&id) {
+        if follow {
+            let push = params.push().cloned().ok_or_else(|| {
+                ErrorObject::new(
+                    SERVER_ERROR,
+                    "session.events with follow needs a WebSocket connection to /rpc; over HTTP, wait with waitMs",
+                )
+            })?;
+            let page = transcript.page(since, limit);
+            let next = page.next;
+            tokio::spawn(push_events(
+                transcript.clone(),
+                push,
+                next,
+                ctx.shutdown.clone(),
+            ));
+            return Ok(answer(&id, "memory", transcript.is_live(), page));
+        }
         let _viewer = transcript.viewer();
         let mut page = transcript.page(since, limit);
         if page.events.is_empty() && wait > 0 && transcript.is_live() {
@@ -99,6 +120,33 @@ async fn events(ctx: ServerContext, params: Params) -> RpcResult {
             format!("no session, conversation or task log {id} (see session.transcripts)"),
         )
         .with_data(json!({"session": id}))),
+    }
+}
+
+/// Every event of `transcript` after `since` as a `session.event`
+/// notification `{session, event}`, until the connection or the daemon
+/// ends.
+async fn push_events(
+    transcript: Arc<Transcript>,
+    push: Push,
+    mut since: u64,
+    shutdown: CancellationToken,
+) {
+    let _viewer = transcript.viewer();
+    loop {
+        let page = transcript.page(since, MAX_PAGE);
+        for event in page.events {
+            since = event["seq"].as_u64().unwrap_or(since);
+            let params = json!({"session": transcript.id(), "event": event});
+            if !push.notify("session.event", params).await {
+                return;
+            }
+        }
+        tokio::select! {
+            () = transcript.wait_after(since, Duration::from_secs(MAX_WAIT_MS / 1000)) => {}
+            () = push.closed() => return,
+            () = shutdown.cancelled() => return,
+        }
     }
 }
 
@@ -139,7 +187,7 @@ fn from_task_log(dir: PathBuf, id: &str, since: u64, limit: usize) -> Option<Pag
     })
 }
 
-fn shown(event: LoggedEvent) -> Value {
+pub(super) fn shown(event: LoggedEvent) -> Value {
     let mut shown = match event.data {
         Value::Object(map) => map,
         other => serde_json::Map::from_iter([("value".to_owned(), other)]),
