@@ -8,11 +8,13 @@ use clap::{Args, Parser, Subcommand};
 use crate::exit::Failure;
 
 mod agents;
+mod chat;
 
 pub use agents::{
     CopilotExtensionArgs, CopilotExtensionCommand, HookArgs, HooksArgs, HooksCommand, LaunchArgs,
     SetupArgs, VscodeArgs, VscodeCommand,
 };
+pub use chat::ChatArgs;
 
 /// One local hub for coding agents, LLM backends and tool providers, with one
 /// security layer in the middle.
@@ -113,6 +115,8 @@ pub enum Command {
     Approvals(ApprovalsArgs),
     /// Print the audit log (every tool call, its decision and why), filtered; --follow prints new entries as they come.
     Audit(AuditArgs),
+    /// Talk to the hub's own agent in the terminal, in a daemon session (starts the daemon if none runs; see docs/chat.md).
+    Chat(ChatArgs),
     /// Open the dashboard in the browser on a one-time login link (starts the daemon if none runs; see docs/dashboard.md).
     Ui(UiArgs),
     /// Serve one of copilot-bridge's MCP servers over stdio, or print MCP configuration for agents (see docs/mcp-servers.md).

@@ -117,6 +117,7 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
         }
         Command::Sessions(cmd) => runtime.block_on(commands::sessions::run(&config, cmd)),
         Command::Audit(cmd) => runtime.block_on(commands::audit::run(&config, cmd)),
+        Command::Chat(cmd) => runtime.block_on(commands::chat::run(&cli.global, &config, cmd)),
         Command::Ui(cmd) => {
             runtime.block_on(commands::ui::run(&cli.global, &config, cmd, &agent_env))
         }

@@ -6,6 +6,7 @@ mod agents;
 mod cli_activity;
 mod cli_approvals;
 mod cli_audit;
+mod cli_chat;
 mod cli_config;
 mod cli_copilot_extension;
 mod cli_daemon;

@@ -1,5 +1,6 @@
 pub mod approvals;
 pub mod audit;
+pub mod chat;
 pub mod config;
 pub mod daemon;
 pub mod hook;

@@ -1,0 +1,116 @@
+//! `copilot-bridge chat -p PROMPT` (and a prompt piped on stdin) with the
+//! built binary against `serve` and the mock upstream: the answer on
+//! stdout, the tool calls on stderr, a session of its own in the daemon,
+//! `--resume` continuing the latest conversation, exit codes.
+
+use std::process::Stdio;
+
+use bridge_testkit::{MockLlm, MockReply, TempWorkspace};
+use serde_json::{Value, json};
+use tokio::io::AsyncWriteExt;
+
+use crate::agents::serve_with;
+use crate::cli_serve::Served;
+
+async fn chat(served: &Served, args: &[&str], stdin: Option<&str>) -> (i32, String, String) {
+    let mut command = served.cli();
+    command
+        .arg("chat")
+        .args(args)
+        .stdin(if stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = command.spawn().unwrap();
+    if let Some(text) = stdin {
+        let mut pipe = child.stdin.take().unwrap();
+        pipe.write_all(text.as_bytes()).await.unwrap();
+    }
+    let output = tokio::time::timeout(std::time::Duration::from_secs(60), child.wait_with_output())
+        .await
+        .expect("chat ends")
+        .unwrap();
+    (
+        output.status.code().unwrap_or(-1),
+        String::from_utf8(output.stdout).unwrap(),
+        String::from_utf8(output.stderr).unwrap(),
+    )
+}
+
+fn said_to_the_model(mock: &MockLlm) -> Vec<String> {
+    mock.requests().last().unwrap().body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|m| m["content"].as_str().map(str::to_owned))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_prompt_is_answered_on_stdout_and_the_conversation_resumes() {
+    let mock = MockLlm::start(vec![
+        MockReply::tool_call("call_1", "read_file", &json!({"path": "notes.txt"})),
+        MockReply::chunks(["The notes ", "say pineapple."]),
+        MockReply::text("You asked what the notes say."),
+    ])
+    .await;
+    let workspace = TempWorkspace::new();
+    workspace.write("notes.txt", "pineapple\n");
+    let served = serve_with(&mock, workspace);
+    let (code, stdout, stderr) = chat(&served, &["-p", "What do the notes say?"], None).await;
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(stdout, "The notes say pineapple.\n");
+    assert!(
+        stderr.contains("· read_file") && stderr.contains("done"),
+        "{stderr}"
+    );
+    // A session of its own, not the daemon's default one.
+    let sessions = served.rpc("session.list", json!({})).await;
+    let chats: Vec<&Value> = sessions
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["label"].as_str().unwrap().starts_with("chat · "))
+        .collect();
+    assert_eq!(chats.len(), 1, "{sessions}");
+    assert_eq!(chats[0]["default"], false);
+
+    // Piped on stdin, resuming the latest conversation.
+    let (code, stdout, stderr) = chat(&served, &["--resume"], Some("What did I ask?")).await;
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(stdout, "You asked what the notes say.\n");
+    let said = said_to_the_model(&mock);
+    assert!(
+        said.iter().any(|m| m == "What do the notes say?"),
+        "{said:?}"
+    );
+    assert!(
+        said.iter().any(|m| m == "The notes say pineapple."),
+        "{said:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_turn_and_an_empty_prompt_say_so_in_exit_codes() {
+    let mock = MockLlm::start(vec![MockReply::error(400, "this model does not exist")]).await;
+    let served = serve_with(&mock, TempWorkspace::new());
+    let (code, stdout, stderr) = chat(&served, &["-p", "hello"], None).await;
+    assert_eq!(code, 1, "{stdout} {stderr}");
+    assert!(stderr.contains("the turn ended failed"), "{stderr}");
+    let (code, _, stderr) = chat(&served, &["-p", "   "], None).await;
+    assert_eq!(code, 2, "{stderr}");
+    let (code, _, stderr) = chat(
+        &served,
+        &["--resume", "no-such-conversation", "-p", "hi"],
+        None,
+    )
+    .await;
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains("no conversation no-such-conversation"),
+        "{stderr}"
+    );
+}
