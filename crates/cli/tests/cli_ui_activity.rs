@@ -8,8 +8,7 @@ use bridge_testkit::{MockLlm, MockReply, TempWorkspace};
 use serde_json::json;
 
 use crate::agents::serve_with_env;
-use crate::cli_ui::login_url;
-use crate::cli_ui_browser::screenshots;
+use crate::cli_ui_browser::{logged_in_tab, screenshots};
 
 /// Rows of the page's table.
 const ROWS: &str = "document.querySelectorAll('#activity tbody tr').length";
@@ -52,11 +51,7 @@ async fn the_audit_and_request_logs_are_paged_and_filtered_on_the_activity_page(
     let Some(browser) = Browser::start(run.path()).await.unwrap() else {
         return;
     };
-    let mut tab = browser.open(&login_url(&served).await).await.unwrap();
-    tab.wait_until("location.pathname === '/ui/overview'")
-        .await
-        .unwrap();
-    tab.navigate(&served.url("/ui/activity")).await.unwrap();
+    let mut tab = logged_in_tab(&browser, &served, "/ui/activity", "Activity").await;
     // The audit log, newest first, one page of 50.
     tab.wait_until(&format!("{ROWS} === 50")).await.unwrap();
     let first = tab
@@ -126,11 +121,16 @@ async fn the_audit_and_request_logs_are_paged_and_filtered_on_the_activity_page(
     )
     .await
     .unwrap();
-    for (page, shot) in [("/ui/overview", "overview-phone-dark.png"), ("/ui/activity", "activity-phone-dark.png")] {
+    for (page, shot) in [
+        ("/ui/overview", "overview-phone-dark.png"),
+        ("/ui/activity", "activity-phone-dark.png"),
+    ] {
         tab.navigate(&served.url(page)).await.unwrap();
-        tab.wait_until("document.querySelector('h1') && !document.body.innerText.includes('Loading')")
-            .await
-            .unwrap();
+        tab.wait_until(
+            "document.querySelector('h1') && !document.body.innerText.includes('Loading')",
+        )
+        .await
+        .unwrap();
         let fits = tab
             .eval("document.documentElement.scrollWidth <= window.innerWidth + 1")
             .await

@@ -30,6 +30,27 @@ pub(crate) fn screenshots() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target/ui-screenshots")
 }
 
+/// A tab logged in through `ui --no-open`'s URL, then showing `path`
+/// (whose heading is `heading`).
+pub(crate) async fn logged_in_tab(
+    browser: &Browser,
+    served: &Served,
+    path: &str,
+    heading: &str,
+) -> Tab {
+    let mut tab = browser.open(&login_url(served).await).await.unwrap();
+    tab.wait_until("location.pathname === '/ui/overview'")
+        .await
+        .unwrap();
+    tab.navigate(&served.url(path)).await.unwrap();
+    tab.wait_until(&format!(
+        "document.querySelector('h1')?.textContent === {heading:?}"
+    ))
+    .await
+    .unwrap();
+    tab
+}
+
 /// The ask for `command` as the tab shows it.
 fn shown(command: &str) -> String {
     format!(
@@ -262,16 +283,7 @@ async fn an_orchestrations_dag_shows_its_tasks_running_and_completing() {
     let Some(browser) = Browser::start(run.path()).await.unwrap() else {
         return;
     };
-    let mut tab = browser.open(&login_url(&served).await).await.unwrap();
-    tab.wait_until("location.pathname === '/ui/overview'")
-        .await
-        .unwrap();
-    tab.navigate(&served.url("/ui/orchestrations"))
-        .await
-        .unwrap();
-    tab.wait_until("document.querySelector('h1')?.textContent === 'Orchestrations'")
-        .await
-        .unwrap();
+    let mut tab = logged_in_tab(&browser, &served, "/ui/orchestrations", "Orchestrations").await;
     let plan = serde_json::json!({
         "tasks": [{"id": "look", "description": "Look around", "readOnly": true},
                   {"id": "count", "description": "Count the files", "readOnly": true},

@@ -10,8 +10,7 @@ use serde_json::json;
 
 use super::hooks::install_hooks;
 use super::{agent_command, exports, run_agent, serve_with, setup};
-use crate::cli_ui::login_url;
-use crate::cli_ui_browser::screenshots;
+use crate::cli_ui_browser::{logged_in_tab, screenshots};
 
 const SESSION: &str = "7d3c9a51-2b64-4e0f-8c1d-5a6b7c8d9e0f";
 
@@ -42,14 +41,7 @@ async fn claude_codes_session_streams_on_the_sessions_page() {
     let Some(browser) = Browser::start(run.path()).await.unwrap() else {
         return;
     };
-    let mut tab = browser.open(&login_url(&served).await).await.unwrap();
-    tab.wait_until("location.pathname === '/ui/overview'")
-        .await
-        .unwrap();
-    tab.navigate(&served.url("/ui/sessions")).await.unwrap();
-    tab.wait_until("document.querySelector('h1')?.textContent === 'Sessions'")
-        .await
-        .unwrap();
+    let mut tab = logged_in_tab(&browser, &served, "/ui/sessions", "Sessions").await;
 
     let agent_home = tempfile::tempdir().unwrap();
     let claude_dir = agent_home.path().join(".claude");

@@ -19,13 +19,7 @@ pub(super) async fn answer_whole(
     clock: &mut Overhead,
 ) -> Result<ChatResponse, FacadeError> {
     let backends = &call.ctx.backends;
-    let shown = transcript::record_request(
-        &call.ctx.transcripts,
-        &call.headers,
-        &request,
-        &call.path,
-        &entry.name,
-    );
+    let shown = shown_in_transcript(call, entry, &request);
     let answered = clock.upstream(entry.backend.complete(&request)).await;
     let whole = answered.map_err(|err| {
         transcript::record_failure(&shown, &err);
@@ -49,13 +43,7 @@ pub(super) async fn open_stream(
     clock: &mut Overhead,
 ) -> Result<ChatStream, FacadeError> {
     let backends = &call.ctx.backends;
-    let shown = transcript::record_request(
-        &call.ctx.transcripts,
-        &call.headers,
-        &request,
-        &call.path,
-        &entry.name,
-    );
+    let shown = shown_in_transcript(call, entry, &request);
     let started = clock.upstream(entry.backend.stream(&request)).await;
     let events = started.map_err(|err| {
         transcript::record_failure(&shown, &err);
@@ -63,6 +51,22 @@ pub(super) async fn open_stream(
     })?;
     backends.record(&entry.name, Availability::Ok);
     Ok(transcript::tap(events, shown))
+}
+
+/// The transcript of the conversation `request` belongs to, told what it
+/// adds.
+fn shown_in_transcript(
+    call: &FacadeCall,
+    entry: &BackendEntry,
+    request: &ChatRequest,
+) -> std::sync::Arc<crate::transcripts::Transcript> {
+    transcript::record_request(
+        &call.ctx.transcripts,
+        &call.headers,
+        request,
+        &call.path,
+        &entry.name,
+    )
 }
 
 /// The client's error for a failed upstream request, with what it says

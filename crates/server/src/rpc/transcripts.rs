@@ -176,15 +176,7 @@ fn from_task_log(dir: PathBuf, id: &str, since: u64, limit: usize) -> Option<Pag
         .take(limit)
         .map(shown)
         .collect();
-    let next = events
-        .last()
-        .and_then(|event| event["seq"].as_u64())
-        .unwrap_or(since);
-    Some(Page {
-        events,
-        next,
-        missed: false,
-    })
+    Some(Page::after(since, events))
 }
 
 pub(super) fn shown(event: LoggedEvent) -> Value {

@@ -95,15 +95,7 @@ impl TranscriptFiles {
                 }
             }
         }
-        let next = events
-            .last()
-            .and_then(|event| event["seq"].as_u64())
-            .unwrap_or(since);
-        Some(Page {
-            events,
-            next,
-            missed: false,
-        })
+        Some(Page::after(since, events))
     }
 
     /// The kept files' transcripts: `{id, updatedAt, bytes}`.

@@ -100,6 +100,21 @@ pub struct Page {
     pub missed: bool,
 }
 
+impl Page {
+    /// `events` read after `since` from a file (nothing missed there).
+    pub fn after(since: u64, events: Vec<Value>) -> Self {
+        let next = events
+            .last()
+            .and_then(|event| event["seq"].as_u64())
+            .unwrap_or(since);
+        Self {
+            events,
+            next,
+            missed: false,
+        }
+    }
+}
+
 impl Transcripts {
     /// An empty set; `files` when `keep_transcripts` is on.
     pub fn new(files: Option<TranscriptFiles>) -> Self {
