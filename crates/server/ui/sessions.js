@@ -4,7 +4,7 @@
 // read from its log on disk.
 
 import {
-  el, rpc, page, table, when, duration, shown, decisionText, decisionClass, follow,
+  el, rpc, page, table, when, duration, shown, decisionText, decisionClass,
 } from './lib.js';
 
 // ---- The list -------------------------------------------------------------
@@ -95,7 +95,7 @@ export class TranscriptView {
       case 'tool.execution_complete':
         return this.toolCard(event);
       case 'tool.decided':
-        return block(`tool ${decisionClass(event.decision)}`, `${event.agent} asked to run ${event.tool}`,
+        return block(`tool${event.decision?.decision === 'deny' ? ' refused' : ''}`, `${event.agent} asked to run ${event.tool}`,
           args(event.tool, event.arguments),
           el('p', { class: decisionClass(event.decision) }, 'Decision: ', decisionText(event.decision)));
       case 'tool.result':
@@ -135,11 +135,11 @@ export class TranscriptView {
     const output = event.result?.output ?? event.result?.content ?? event.error?.message ?? '';
     const decision = event.decision ?? (ok === false && event.error ? null : undefined);
     const title = `${name}${event.provider ? ` (${event.provider})` : ''}`;
-    return block(`tool ${ok === false ? 'bad' : ''}`, title,
+    return block(`tool${ok === false ? ' refused' : ''}`, title,
       args(name, argumentsGiven),
       decision ? el('p', { class: decisionClass(decision) }, 'Decision: ', decisionText(decision)) : null,
       el('p', { class: ok === false ? 'bad' : 'ok' }, ok === false ? 'Failed' : 'Succeeded',
-        event.durationMs !== undefined ? ` in ${duration(event.durationMs)}` : ''),
+        event.durationMs ? ` in ${duration(event.durationMs)}` : ''),
       output !== '' ? el('pre', { class: 'result' }, short(shown(output), 4000)) : null);
   }
 }
