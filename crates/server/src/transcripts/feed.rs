@@ -37,8 +37,19 @@ async fn follow(
     loop {
         match events.recv().await {
             Ok(event) => {
+                // The engine redacted these (a decision's reason aside,
+                // redacted in `shown`).
+                let redacted = matches!(
+                    event,
+                    SessionEvent::ToolExecutionComplete { .. }
+                        | SessionEvent::AssistantMessage { .. }
+                );
                 let (kind, data) = shown(event);
-                transcript.push(kind, data);
+                if redacted {
+                    transcript.push_redacted(kind, data);
+                } else {
+                    transcript.push(kind, data);
+                }
             }
             Err(RecvError::Lagged(missed)) => {
                 transcript.push(
@@ -71,18 +82,23 @@ fn shown(event: SessionEvent) -> (&'static str, Value) {
             args,
             result,
             duration_ms,
-            decision,
-        } => (
-            "tool.execution_complete",
-            json!({
-                "tool": tool,
-                "provider": provider,
-                "arguments": args,
-                "result": result,
-                "durationMs": duration_ms,
-                "decision": decision,
-            }),
-        ),
+            mut decision,
+        } => {
+            if let Some(reason) = decision.as_mut().and_then(|d| d.reason.as_mut()) {
+                *reason = bridge_policy::redact(reason).into_owned();
+            }
+            (
+                "tool.execution_complete",
+                json!({
+                    "tool": tool,
+                    "provider": provider,
+                    "arguments": args,
+                    "result": result,
+                    "durationMs": duration_ms,
+                    "decision": decision,
+                }),
+            )
+        }
         SessionEvent::ToolDecided {
             tool,
             agent,

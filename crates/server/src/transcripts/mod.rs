@@ -262,6 +262,18 @@ impl Transcript {
     /// redacted and cut here); returns it as kept, with its `seq` and `at`
     /// (`None`: streamed text nobody watches, not kept).
     pub fn push(&self, kind: &str, data: Value) -> Option<Value> {
+        self.keep(kind, data, cut_texts)
+    }
+
+    /// [`Self::push`] for data the engine already redacted (a tool call's
+    /// records, a runner's answer): only texts too long are cut (and
+    /// redacted once more as they are), so a tool call does not run the
+    /// redactor twice over its arguments and result.
+    pub fn push_redacted(&self, kind: &str, data: Value) -> Option<Value> {
+        self.keep(kind, data, cut_long_texts)
+    }
+
+    fn keep(&self, kind: &str, data: Value, cut: fn(&mut Value)) -> Option<Value> {
         if kind == "assistant.message_delta" && !self.is_watched() {
             return None;
         }
@@ -269,7 +281,7 @@ impl Transcript {
             Value::Object(map) => map,
             other => Map::from_iter([("value".to_owned(), other)]),
         };
-        data.values_mut().for_each(cut_texts);
+        data.values_mut().for_each(cut);
         let mut state = bridge_util::sync::lock(&self.state);
         let seq = state.next_seq;
         state.next_seq += 1;
@@ -385,6 +397,19 @@ fn cut_texts(value: &mut Value) {
         Value::String(text) => *text = bridge_policy::redact::shorten(text, KEPT_TEXT_CHARS),
         Value::Array(items) => items.iter_mut().for_each(cut_texts),
         Value::Object(map) => map.values_mut().for_each(cut_texts),
+        _ => {}
+    }
+}
+
+/// Every string in `value` longer than [`KEPT_TEXT_CHARS`] cut to it
+/// (redacted as it is cut); shorter ones left as they are.
+fn cut_long_texts(value: &mut Value) {
+    match value {
+        Value::String(text) if text.len() > KEPT_TEXT_CHARS => {
+            *text = bridge_policy::redact::shorten(text, KEPT_TEXT_CHARS);
+        }
+        Value::Array(items) => items.iter_mut().for_each(cut_long_texts),
+        Value::Object(map) => map.values_mut().for_each(cut_long_texts),
         _ => {}
     }
 }

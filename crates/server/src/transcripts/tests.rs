@@ -199,3 +199,27 @@ fn a_request_adds_what_came_after_the_models_last_turn() {
         ]
     );
 }
+
+#[test]
+fn already_redacted_data_is_only_cut_when_too_long_and_then_redacted() {
+    let all = transcripts();
+    let transcript = all.open("s-1", Door::Rpc, "work", None);
+    let secret = "ghp_0123456789abcdefghijklmnopqrstuvwxyzAB";
+    let long = format!("{secret} {}", "x".repeat(KEPT_TEXT_CHARS));
+    let kept = transcript
+        .push_redacted(
+            "tool.execution_complete",
+            json!({"tool": "read_file", "result": {"output": long}}),
+        )
+        .unwrap();
+    let output = kept["result"]["output"].as_str().unwrap();
+    assert!(output.len() < KEPT_TEXT_CHARS + 100, "cut");
+    assert!(!output.contains(secret));
+    let short = transcript
+        .push_redacted(
+            "tool.execution_complete",
+            json!({"tool": "read_file", "result": {"output": "ok"}}),
+        )
+        .unwrap();
+    assert_eq!(short["result"]["output"], "ok");
+}
