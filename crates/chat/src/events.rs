@@ -107,6 +107,23 @@ pub(crate) fn apply(transcript: &mut Transcript, event: &Value) -> Effect {
             transcript.finish_answer();
             return Effect::Idle;
         }
+        // A turn of `session.prompt` ended; one that did not complete says
+        // how it ended (a stopped turn, a failure) in words.
+        "turn.end" => {
+            transcript.finish_answer();
+            let status = str_of(event, "status");
+            if !status.is_empty() && status != "completed" {
+                let why = event.get("error").and_then(Value::as_str).unwrap_or(status);
+                let what = if status == "cancelled" {
+                    "stopped".to_owned()
+                } else {
+                    format!("turn {status}")
+                };
+                let line = error_line(&what, why, transcript);
+                transcript.push_block(vec![line]);
+            }
+            return Effect::Idle;
+        }
         "log" => {
             let line = Line::styled(
                 format!(

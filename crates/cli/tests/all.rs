@@ -7,6 +7,7 @@ mod cli_activity;
 mod cli_approvals;
 mod cli_audit;
 mod cli_chat;
+mod cli_chat_tmux;
 mod cli_config;
 mod cli_copilot_extension;
 mod cli_daemon;

@@ -12,20 +12,8 @@ use serde_json::{Value, json};
 use crate::cli_serve::{PATIENCE, Served};
 use crate::support::Bridge;
 
-/// One `/rpc` call with the approver token; the whole response.
 async fn as_approver(served: &Served, method: &str, params: Value) -> Value {
-    let token = std::fs::read_to_string(served.state().join("approver-token")).unwrap();
-    let request = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
-    reqwest::Client::new()
-        .post(served.url("/rpc"))
-        .bearer_auth(token.trim())
-        .json(&request)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap()
+    served.approver_rpc(method, params).await
 }
 
 /// The result of an approver's call that must succeed.

@@ -174,6 +174,23 @@ impl Served {
             .to_owned()
     }
 
+    /// One `/rpc` call with the approver token (`approver-token` in the
+    /// state directory); the whole response.
+    pub async fn approver_rpc(&self, method: &str, params: Value) -> Value {
+        let token = std::fs::read_to_string(self.state().join("approver-token")).unwrap();
+        let request = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+        reqwest::Client::new()
+            .post(self.url("/rpc"))
+            .bearer_auth(token.trim())
+            .json(&request)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap()
+    }
+
     /// One JSON-RPC call over POST /rpc; the whole response body.
     pub async fn rpc_raw(&self, method: &str, params: Value) -> Value {
         let request = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});

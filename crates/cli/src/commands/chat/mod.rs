@@ -7,8 +7,10 @@
 //! prompt piped on stdin) prints the answer and exits.
 
 mod print;
+mod screen;
 
 use std::io::{IsTerminal, Read};
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use bridge_config::BridgeConfig;
@@ -35,23 +37,31 @@ pub async fn run(
         None
     };
     let prompt = args.prompt.clone().or(piped);
-    if prompt.is_none() {
-        return Err(Failure::usage(
-            "the interactive chat screen is not built yet: give a prompt with -p PROMPT or on stdin",
-        ));
-    }
-    let conversation = Conversation::open(global, config, &args).await?;
-    let prompt = prompt.unwrap_or_default();
-    if prompt.trim().is_empty() {
+    if prompt
+        .as_ref()
+        .is_some_and(|prompt| prompt.trim().is_empty())
+    {
         return Err(Failure::usage("the prompt is empty"));
     }
-    print::answer(&conversation, &prompt, args.model.as_deref()).await
+    let conversation = Conversation::open(global, config, &args).await?;
+    match prompt {
+        Some(prompt) => print::answer(&conversation, &prompt, args.model.as_deref()).await,
+        None => {
+            let cwd = conversation.cwd.clone();
+            screen::run(conversation, args.model.clone(), !args.no_alt_screen, cwd).await
+        }
+    }
 }
 
 /// The daemon session a chat talks in.
 pub(crate) struct Conversation {
     pub client: GatewayClient,
     pub session: String,
+    /// Its workspace.
+    pub cwd: PathBuf,
+    /// The conversation so far, when resumed (as `session.events` shows a
+    /// task log); taken by the screen.
+    pub history: Vec<Value>,
 }
 
 impl Conversation {
@@ -76,6 +86,11 @@ impl Conversation {
             return Ok(Self {
                 client,
                 session: resumed["session"]["id"].as_str().unwrap_or(&id).to_owned(),
+                cwd: resumed["session"]["cwd"]
+                    .as_str()
+                    .map(PathBuf::from)
+                    .unwrap_or_default(),
+                history: resumed["history"].as_array().cloned().unwrap_or_default(),
             });
         }
         let cwd = match &args.cwd {
@@ -85,18 +100,20 @@ impl Conversation {
             })?,
         };
         let cwd = std::path::absolute(&cwd).unwrap_or(cwd);
-        let label = format!("chat · {}", dir_name(&cwd));
-        let created = call(
-            &client,
-            "session.create",
-            json!({"cwd": cwd, "label": label, "foreground": true}),
-        )
-        .await?;
-        let session = created["id"]
-            .as_str()
-            .ok_or_else(|| Failure::internal(format!("session.create answered no id: {created}")))?
-            .to_owned();
-        Ok(Self { client, session })
+        let session = create_session(&client, &cwd).await?;
+        Ok(Self {
+            client,
+            session,
+            cwd,
+            history: Vec::new(),
+        })
+    }
+
+    /// A new session in the same workspace (`/new`).
+    pub async fn new_session(&mut self, cwd: &Path) -> Result<(), Failure> {
+        self.session = create_session(&self.client, cwd).await?;
+        self.history.clear();
+        Ok(())
     }
 
     /// Starts a turn answering `prompt`.
@@ -141,6 +158,21 @@ impl Conversation {
     }
 }
 
+/// A daemon session of the chat's own in `cwd`.
+async fn create_session(client: &GatewayClient, cwd: &Path) -> Result<String, Failure> {
+    let label = format!("chat · {}", dir_name(cwd));
+    let created = call(
+        client,
+        "session.create",
+        json!({"cwd": cwd, "label": label, "foreground": true}),
+    )
+    .await?;
+    created["id"]
+        .as_str()
+        .map(str::to_owned)
+        .ok_or_else(|| Failure::internal(format!("session.create answered no id: {created}")))
+}
+
 async fn call(client: &GatewayClient, method: &str, params: Value) -> Result<Value, Failure> {
     client
         .call(method, params)
@@ -157,7 +189,7 @@ async fn latest_conversation(client: &GatewayClient) -> Result<String, Failure> 
         .ok_or_else(|| Failure::usage("there is no conversation to resume yet"))
 }
 
-fn dir_name(dir: &std::path::Path) -> String {
+fn dir_name(dir: &Path) -> String {
     dir.file_name().map_or_else(
         || dir.display().to_string(),
         |name| name.to_string_lossy().into_owned(),
