@@ -92,7 +92,7 @@ async fn events(ctx: ServerContext, params: Params) -> RpcResult {
             ));
             return Ok(answer(&id, "memory", transcript.is_live(), page));
         }
-        let _viewer = transcript.viewer();
+        transcript.polled();
         let mut page = transcript.page(since, limit);
         if page.events.is_empty() && wait > 0 && transcript.is_live() {
             transcript

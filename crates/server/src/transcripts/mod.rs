@@ -31,8 +31,11 @@ pub use disk::TranscriptFiles;
 pub const KEPT_EVENTS: usize = 2_000;
 /// Bytes of events (as JSON) one transcript keeps.
 pub const KEPT_BYTES: usize = 1024 * 1024;
-/// Characters of one text kept in an event.
-pub const KEPT_TEXT_CHARS: usize = 8 * 1024;
+/// Characters of one text kept in an event (a long answer is kept whole
+/// up to this).
+pub const KEPT_TEXT_CHARS: usize = 64 * 1024;
+/// How long a reader that polls counts as watching after each call.
+pub const POLLED_WATCH: std::time::Duration = std::time::Duration::from_secs(30);
 /// Transcripts the daemon keeps.
 pub const KEPT_TRANSCRIPTS: usize = 200;
 /// Events one `session.events` answer carries at most.
@@ -58,6 +61,9 @@ pub struct Transcript {
     /// Viewers following it live ([`Transcript::viewer`]): streamed text
     /// is kept only while someone watches (the whole answer replaces it).
     viewers: AtomicUsize,
+    /// A reader that polls (`session.events`) counts as watching until
+    /// then: between two of its calls streamed text must not be lost.
+    polled_until: Mutex<Option<std::time::Instant>>,
     files: Option<TranscriptFiles>,
 }
 
@@ -167,6 +173,7 @@ impl Transcripts {
             }),
             newest: watch::channel(0).0,
             viewers: AtomicUsize::new(0),
+            polled_until: Mutex::new(None),
             files: self.files.clone(),
         });
         by_id.insert(id.to_owned(), transcript.clone());
@@ -337,8 +344,16 @@ impl Transcript {
         Viewer(self.clone())
     }
 
+    /// A reader polled: it counts as watching for [`POLLED_WATCH`].
+    pub fn polled(&self) {
+        *bridge_util::sync::lock(&self.polled_until) =
+            Some(std::time::Instant::now() + POLLED_WATCH);
+    }
+
     pub fn is_watched(&self) -> bool {
         self.viewers.load(Ordering::Relaxed) > 0
+            || bridge_util::sync::lock(&self.polled_until)
+                .is_some_and(|until| std::time::Instant::now() < until)
     }
 
     /// The model a conversation uses and the tokens it spent.

@@ -79,6 +79,13 @@ fn streamed_text_is_kept_only_while_watched_and_replaced_by_the_answer() {
     assert_eq!(kinds, ["assistant.message"]);
     drop(viewer);
     assert!(!transcript.is_watched());
+    // A reader that polls keeps watching between its calls.
+    transcript.polled();
+    assert!(
+        transcript
+            .push("assistant.message_delta", json!({"delta": "kept"}))
+            .is_some()
+    );
 }
 
 #[test]
