@@ -114,3 +114,36 @@ async fn a_failed_turn_and_an_empty_prompt_say_so_in_exit_codes() {
         "{stderr}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_copilot_runner_answers_through_the_chat() {
+    let dir = tempfile::tempdir().unwrap();
+    let wrapper = dir.path().join("copilot");
+    std::fs::write(
+        &wrapper,
+        format!(
+            "#!/bin/sh\nexec env FAKE_COPILOT_SCRIPT=task '{}' \"$@\"\n",
+            bridge_testkit::built_binary("fake-copilot-cli").display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(
+        &wrapper,
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let mock = MockLlm::start(vec![]).await;
+    let workspace = TempWorkspace::new();
+    workspace.write("README.md", "# Hello\n");
+    let path = wrapper.display().to_string();
+    let served =
+        crate::agents::serve_with_env(&mock, workspace, &[("COPILOT_CLI_PATH", path.as_str())]);
+    let (code, stdout, stderr) = chat(
+        &served,
+        &["--runner", "copilot", "-p", "What does the README say?"],
+        None,
+    )
+    .await;
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.contains("The README says hello."), "{stdout}");
+}

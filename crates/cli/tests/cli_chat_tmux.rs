@@ -215,6 +215,16 @@ async fn a_prompt_streams_its_answer_and_asks_are_answered_in_the_overlay() {
         .filter(|event| event["type"] == "requested")
         .count();
     assert_eq!(asked, 2, "the third identical call ran unasked: {events}");
+    // The same conversation, as every other surface reads it.
+    let session = session_of(&served).await;
+    let seen = served
+        .approver_rpc("session.events", json!({"session": session}))
+        .await
+        .to_string();
+    assert!(
+        seen.contains("What is six times seven?") && seen.contains("Third 42, unasked."),
+        "{seen}"
+    );
     tmux.keep("approvals.txt");
 }
 

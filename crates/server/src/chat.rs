@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex};
 use bridge_engine::Session;
 use bridge_engine::log::{self, LogError};
 use bridge_engine::runner::native::{DEFAULT_MAX_TURNS, NativeRunner};
-use bridge_engine::runner::{RunRequest, RunnerKind};
+use bridge_engine::runner::{RunRequest, Runner, RunnerKind};
 use bridge_engine::task::{TaskLog, TaskMeta, TaskRun};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
@@ -44,19 +44,27 @@ pub struct Started {
     pub log: PathBuf,
     pub model: Option<String>,
     pub backend: String,
+    pub runner: RunnerKind,
     pub resumed: bool,
 }
 
 impl ChatTurns {
     /// Starts a turn of `session` answering `prompt` (with `model`, else
-    /// the session's, else the backend's default) in the background.
+    /// the session's, else the backend's default; by `runner`, which the
+    /// session keeps for its next turns, else the session's) in the
+    /// background.
     pub async fn prompt(
         &self,
         ctx: &ServerContext,
         session: Arc<Session>,
         prompt: String,
         model: Option<String>,
+        runner: Option<RunnerKind>,
     ) -> Result<Started, TurnError> {
+        if let Some(kind) = runner {
+            session.set_runner_kind(kind);
+        }
+        let kind = session.runner_kind();
         let id = session.id().to_owned();
         let cancel = ctx.shutdown.child_token();
         {
@@ -66,8 +74,8 @@ impl ChatTurns {
             }
             running.insert(id.clone(), cancel.clone());
         }
-        let started = self.open(ctx, &session, model).await;
-        let (log, started, backend) = match started {
+        let started = self.open(ctx, &session, model, kind).await;
+        let (log, started, runner) = match started {
             Ok(opened) => opened,
             Err(err) => {
                 bridge_util::sync::lock(&self.running).remove(&id);
@@ -80,7 +88,6 @@ impl ChatTurns {
             max_turns: DEFAULT_MAX_TURNS,
             timeout: None,
         };
-        let runner = Arc::new(NativeRunner::new(backend, (*ctx.native).clone()));
         let transcripts = ctx.transcripts.clone();
         let turns = ctx.chat.clone();
         tokio::spawn(async move {
@@ -137,25 +144,44 @@ impl ChatTurns {
         ctx: &ServerContext,
         session: &Session,
         model: Option<String>,
-    ) -> Result<(TaskLog, Started, Arc<dyn bridge_llm::ChatBackend>), TurnError> {
+        kind: RunnerKind,
+    ) -> Result<(TaskLog, Started, Arc<dyn Runner>), TurnError> {
         let dir = logs_dir(ctx);
         let id = session.id();
         let exists = tokio::fs::symlink_metadata(log::session_file(&dir, id))
             .await
             .is_ok();
         let asked = model.or_else(|| session.model());
-        let (entry, routed) = backend_of(ctx, asked.as_deref())
-            .await
-            .ok_or_else(|| TurnError::NoBackend(no_backend()))?;
-        let model = routed.or_else(|| entry.default_model.clone());
+        let (runner, backend, model): (Arc<dyn Runner>, String, Option<String>) = match kind {
+            RunnerKind::Copilot => {
+                let built = bridge_compose::runner(ctx.config.started(), kind)
+                    .await
+                    .map_err(|err| TurnError::NoBackend(err.to_string()))?;
+                (built.runner, built.backend, asked)
+            }
+            _ => {
+                let (entry, routed) = backend_of(ctx, asked.as_deref())
+                    .await
+                    .ok_or_else(|| TurnError::NoBackend(no_backend()))?;
+                let runner = Arc::new(NativeRunner::new(
+                    entry.backend.clone(),
+                    (*ctx.native).clone(),
+                ));
+                (
+                    runner,
+                    entry.name.clone(),
+                    routed.or_else(|| entry.default_model.clone()),
+                )
+            }
+        };
         let (log, resumed) = if exists {
             (TaskLog::resume(&dir, id).await?, true)
         } else {
             let meta = TaskMeta {
                 cwd: session.cwd().to_path_buf(),
                 model: model.clone(),
-                runner: RunnerKind::Native,
-                backend: Some(entry.name.clone()),
+                runner: kind,
+                backend: Some(backend.clone()),
                 label: format!("chat · {}", session.info().label),
                 orchestration: None,
             };
@@ -166,10 +192,11 @@ impl ChatTurns {
             Started {
                 log: log::session_file(&dir, id),
                 model,
-                backend: entry.name.clone(),
+                backend,
+                runner: kind,
                 resumed,
             },
-            entry.backend.clone(),
+            runner,
         ))
     }
 }

@@ -297,3 +297,81 @@ async fn bad_prompts_and_sessions_are_refused_in_json_rpc_shape() {
     );
     daemon.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_copilot_runner_answers_and_is_told_the_conversation_so_far() {
+    let mock = MockLlm::start(vec![]).await;
+    let dir = tempfile::tempdir().unwrap();
+    let record = dir.path().join("record.jsonl");
+    let wrapper = dir.path().join("copilot");
+    std::fs::write(
+        &wrapper,
+        format!(
+            "#!/bin/sh\nexec env FAKE_COPILOT_SCRIPT=task FAKE_COPILOT_RECORD='{}' '{}' \"$@\"\n",
+            record.display(),
+            bridge_testkit::built_binary("fake-copilot-cli").display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(
+        &wrapper,
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let daemon = TestDaemon::with(
+        Setup::default()
+            .openai_backend(&mock.base_url())
+            .env("COPILOT_CLI_PATH", wrapper.display().to_string())
+            .file("README.md", "# Hello\n"),
+    )
+    .await;
+    let session = new_session(&daemon).await;
+    let started = daemon
+        .rpc(
+            "session.prompt",
+            json!({"session": session, "prompt": "What does the README say?", "runner": "copilot"}),
+        )
+        .await;
+    assert_eq!(started["result"]["runner"], "copilot", "{started}");
+    let mut since = 0;
+    let events = turn(&daemon, &session, &mut since).await;
+    assert_eq!(
+        of_type(&events, "turn.end")[0]["status"],
+        "completed",
+        "{events:?}"
+    );
+    assert!(
+        !of_type(&events, "assistant.message").is_empty(),
+        "{events:?}"
+    );
+    // The session keeps its runner; the CLI hears what was said before.
+    let again = daemon
+        .rpc(
+            "session.prompt",
+            json!({"session": session, "prompt": "And after that?"}),
+        )
+        .await;
+    assert_eq!(again["result"]["runner"], "copilot", "{again}");
+    assert_eq!(again["result"]["resumed"], true);
+    turn(&daemon, &session, &mut since).await;
+    let sent: Vec<String> = std::fs::read_to_string(&record)
+        .unwrap()
+        .lines()
+        .filter(|line| line.contains("\"session.send\""))
+        .map(str::to_owned)
+        .collect();
+    assert_eq!(sent.len(), 2, "{sent:?}");
+    assert!(
+        sent[1].contains("What was said before") && sent[1].contains("What does the README say?"),
+        "{}",
+        sent[1]
+    );
+    let bad = daemon
+        .rpc(
+            "session.prompt",
+            json!({"session": session, "prompt": "x", "runner": "nested"}),
+        )
+        .await;
+    assert_eq!(bad["error"]["code"], -32602);
+    daemon.stop().await;
+}

@@ -12,9 +12,9 @@ pub struct ChatArgs {
     /// Model to use (a model, BACKEND/MODEL or a [models] route; default: the backend's).
     #[arg(long, value_name = "NAME")]
     pub model: Option<String>,
-    /// Who does the work: native (our agent loop; the default).
-    #[arg(long, value_name = "RUNNER", default_value = "native", value_parser = ["native"])]
-    pub runner: String,
+    /// Who does the work: native (our agent loop; the default) or copilot (the GitHub Copilot CLI); a resumed conversation keeps its own unless told.
+    #[arg(long, value_name = "RUNNER", value_parser = ["native", "copilot"])]
+    pub runner: Option<String>,
     /// Continue a conversation: its id (see `copilot-bridge sessions`), or the latest one.
     #[arg(long, value_name = "ID", num_args = 0..=1, default_missing_value = "")]
     pub resume: Option<String>,

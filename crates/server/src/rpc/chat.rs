@@ -6,6 +6,7 @@
 use std::path::PathBuf;
 
 use bridge_engine::log;
+use bridge_engine::runner::RunnerKind;
 use bridge_engine::task::TaskLog;
 use bridge_engine::{Door, RegistryError, SessionSpec};
 use bridge_protocol::jsonrpc::ErrorObject;
@@ -30,7 +31,7 @@ pub fn register(table: &mut MethodTable) {
 }
 
 async fn prompt(ctx: ServerContext, params: Params) -> RpcResult {
-    params.only(&["session", "prompt", "model"])?;
+    params.only(&["session", "prompt", "model", "runner"])?;
     let id = params.required_str("session")?;
     let session = ctx
         .session(id)
@@ -46,10 +47,16 @@ async fn prompt(ctx: ServerContext, params: Params) -> RpcResult {
         ));
     }
     let model = params.optional_str("model")?.map(str::to_owned);
+    let runner = match params.optional_str("runner")? {
+        None => None,
+        Some("native") => Some(RunnerKind::Native),
+        Some("copilot") => Some(RunnerKind::Copilot),
+        Some(_) => return Err(invalid("runner", "must be native or copilot")),
+    };
     let session_id = session.id().to_owned();
     let started = ctx
         .chat
-        .prompt(&ctx, session, text.to_owned(), model)
+        .prompt(&ctx, session, text.to_owned(), model, runner)
         .await
         .map_err(|err| match err {
             TurnError::Busy(_) => ErrorObject::new(SESSION_BUSY, err.to_string())
@@ -62,6 +69,7 @@ async fn prompt(ctx: ServerContext, params: Params) -> RpcResult {
         "resumed": started.resumed,
         "model": started.model,
         "backend": started.backend,
+        "runner": started.runner,
         "log": started.log,
     }))
 }
@@ -133,6 +141,9 @@ async fn resume(ctx: ServerContext, params: Params) -> RpcResult {
                 Err(err) => return Err(ErrorObject::new(SERVER_ERROR, err.to_string())),
             };
             session.set_model(remembered.model);
+            if let Some(kind) = remembered.runner {
+                session.set_runner_kind(kind);
+            }
             session
         }
     };
@@ -140,6 +151,7 @@ async fn resume(ctx: ServerContext, params: Params) -> RpcResult {
     Ok(json!({
         "session": super::methods::session_json(&ctx, &session),
         "model": session.model(),
+        "runner": session.runner_kind(),
         "history": history,
     }))
 }

@@ -45,10 +45,22 @@ pub async fn run(
     }
     let conversation = Conversation::open(global, config, &args).await?;
     match prompt {
-        Some(prompt) => print::answer(&conversation, &prompt, args.model.as_deref()).await,
+        Some(prompt) => {
+            print::answer(
+                &conversation,
+                &prompt,
+                args.model.as_deref(),
+                args.runner.as_deref(),
+            )
+            .await
+        }
         None => {
             let cwd = conversation.cwd.clone();
-            screen::run(conversation, args.model.clone(), !args.no_alt_screen, cwd).await
+            let chosen = screen::Chosen {
+                model: args.model.clone(),
+                runner: args.runner.clone(),
+            };
+            screen::run(conversation, chosen, !args.no_alt_screen, cwd).await
         }
     }
 }
@@ -116,9 +128,18 @@ impl Conversation {
         Ok(())
     }
 
-    /// Starts a turn answering `prompt`.
-    pub async fn prompt(&self, prompt: &str, model: Option<&str>) -> Result<Value, Failure> {
+    /// Starts a turn answering `prompt`, by `runner` (`native`,
+    /// `copilot`; else the session's).
+    pub async fn prompt(
+        &self,
+        prompt: &str,
+        model: Option<&str>,
+        runner: Option<&str>,
+    ) -> Result<Value, Failure> {
         let mut params = json!({"session": self.session, "prompt": prompt});
+        if let Some(runner) = runner {
+            params["runner"] = json!(runner);
+        }
         if let Some(model) = model {
             params["model"] = json!(model);
         }

@@ -19,10 +19,11 @@ pub(super) async fn answer(
     conversation: &Conversation,
     prompt: &str,
     model: Option<&str>,
+    runner: Option<&str>,
 ) -> Result<ExitCode, Failure> {
     // Events already in the transcript (a resumed session's) are not this turn's.
     let mut since = conversation.newest().await?;
-    conversation.prompt(prompt, model).await?;
+    conversation.prompt(prompt, model, runner).await?;
     let mut streamed = String::new();
     let mut interrupted = false;
     loop {

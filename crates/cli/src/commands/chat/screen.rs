@@ -68,9 +68,15 @@ impl Drop for Restore {
     }
 }
 
+/// The model and runner the chat starts with.
+pub(super) struct Chosen {
+    pub model: Option<String>,
+    pub runner: Option<String>,
+}
+
 pub(super) async fn run(
     mut conversation: Conversation,
-    model: Option<String>,
+    chosen: Chosen,
     alternate: bool,
     cwd: std::path::PathBuf,
 ) -> Result<ExitCode, Failure> {
@@ -107,7 +113,8 @@ pub(super) async fn run(
     let mut following = follow_events(&conversation, 0, tx.clone());
     follow_approvals(&conversation, tx.clone());
     let mut state = State {
-        model,
+        model: chosen.model,
+        runner: chosen.runner,
         backend: String::new(),
         busy: false,
         color,
@@ -187,6 +194,9 @@ pub(super) async fn run(
 /// What the loop knows beyond the app.
 struct State {
     model: Option<String>,
+    /// `native` or `copilot`: the runner of the next prompts (`None`: the
+    /// session's).
+    runner: Option<String>,
     backend: String,
     busy: bool,
     color: bool,
@@ -221,7 +231,7 @@ impl State {
                 .unwrap_or_else(|| "default model".to_owned()),
             backend: self.backend.clone(),
             session: conversation.session.clone(),
-            runner: "native".to_owned(),
+            runner: self.runner.clone().unwrap_or_else(|| "native".to_owned()),
         });
     }
 
@@ -235,7 +245,10 @@ impl State {
         let done = match action {
             Action::Quit => return Step::Quit,
             Action::Submit(prompt) => {
-                match conversation.prompt(&prompt, self.model.as_deref()).await {
+                match conversation
+                    .prompt(&prompt, self.model.as_deref(), self.runner.as_deref())
+                    .await
+                {
                     Ok(started) => {
                         self.busy = true;
                         app.set_busy(true);
@@ -321,6 +334,7 @@ impl State {
                             resumed["session"]["id"].as_str().unwrap_or(&id).to_owned();
                         *app = self.fresh(conversation);
                         self.model = resumed["model"].as_str().map(str::to_owned);
+                        self.runner = resumed["runner"].as_str().map(str::to_owned);
                         self.status(app, conversation);
                         return Step::Moved;
                     }

@@ -51,6 +51,35 @@ impl crate::runner::Runner for CopilotRunner {
         request: crate::runner::RunRequest,
         context: crate::runner::RunContext,
     ) -> crate::runner::RunReport {
+        let sent = request.clone();
+        self.turn(session, request, sent, context).await
+    }
+
+    /// The CLI starts a session of its own each run, so a conversation is
+    /// continued by telling it what was said before: the earlier prompts and
+    /// answers go before the new task (the log records the task alone).
+    async fn resume(
+        &self,
+        session: std::sync::Arc<crate::Session>,
+        request: crate::runner::RunRequest,
+        history: crate::log::Replayed,
+        context: crate::runner::RunContext,
+    ) -> crate::runner::RunReport {
+        let mut sent = request.clone();
+        sent.task = with_earlier_conversation(&history.conversation, &request.task);
+        self.turn(session, request, sent, context).await
+    }
+}
+
+impl CopilotRunner {
+    /// One run: `request` as the log records it, `sent` as the CLI gets it.
+    async fn turn(
+        &self,
+        session: std::sync::Arc<crate::Session>,
+        request: crate::runner::RunRequest,
+        sent: crate::runner::RunRequest,
+        context: crate::runner::RunContext,
+    ) -> crate::runner::RunReport {
         use crate::log::types;
         let log = context.log();
         let prompt = log.map(|log| {
@@ -62,7 +91,7 @@ impl crate::runner::Runner for CopilotRunner {
         });
         let cancel = context.cancel_token().clone();
         let report = tokio::select! {
-            report = run_copilot(&session, &request, &self.config) => report,
+            report = run_copilot(&session, &sent, &self.config) => report,
             () = cancel.cancelled() => {
                 let mut report = crate::runner::RunReport::failed_early(
                     session.id(),
@@ -108,5 +137,68 @@ impl crate::runner::Runner for CopilotRunner {
             }
         }
         report
+    }
+}
+
+/// Characters of the earlier conversation told to the CLI at most (the
+/// newest kept).
+const EARLIER_CHARS: usize = 32 * 1024;
+
+/// `task` after the prompts and answers of `conversation` (tool calls left
+/// out), the newest [`EARLIER_CHARS`] of them.
+fn with_earlier_conversation(conversation: &[crate::log::ConversationItem], task: &str) -> String {
+    use crate::log::ConversationItem;
+    let mut earlier = String::new();
+    for item in conversation {
+        match item {
+            ConversationItem::User { content } => {
+                earlier.push_str(&format!("User: {content}\n\n"));
+            }
+            ConversationItem::Assistant { content, .. } if !content.trim().is_empty() => {
+                earlier.push_str(&format!("You: {content}\n\n"));
+            }
+            _ => {}
+        }
+    }
+    if earlier.is_empty() {
+        return task.to_owned();
+    }
+    if earlier.len() > EARLIER_CHARS {
+        let mut from = earlier.len() - EARLIER_CHARS;
+        while !earlier.is_char_boundary(from) {
+            from += 1;
+        }
+        earlier = format!("…{}", &earlier[from..]);
+    }
+    format!(
+        "This continues an earlier conversation. What was said before:\n\n{earlier}Now the user says:\n\n{task}"
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::log::ConversationItem;
+
+    #[test]
+    fn a_resumed_task_carries_the_earlier_prompts_and_answers() {
+        let conversation = vec![
+            ConversationItem::User {
+                content: "What do the notes say?".to_owned(),
+            },
+            ConversationItem::Assistant {
+                content: "They say pineapple.".to_owned(),
+                tool_requests: Vec::new(),
+            },
+        ];
+        let sent = with_earlier_conversation(&conversation, "And the README?");
+        assert!(sent.contains("User: What do the notes say?"), "{sent}");
+        assert!(sent.contains("You: They say pineapple."), "{sent}");
+        assert!(sent.ends_with("And the README?"), "{sent}");
+        assert_eq!(with_earlier_conversation(&[], "hi"), "hi");
+        let long = vec![ConversationItem::User {
+            content: "é".repeat(EARLIER_CHARS),
+        }];
+        assert!(with_earlier_conversation(&long, "x").len() < EARLIER_CHARS + 200);
     }
 }
