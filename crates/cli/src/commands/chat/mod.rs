@@ -6,6 +6,7 @@
 //! per prompt, `session.events` for what each turn does. `-p PROMPT` (or a
 //! prompt piped on stdin) prints the answer and exits.
 
+mod info;
 mod print;
 mod screen;
 
