@@ -118,20 +118,7 @@ async fn a_failed_turn_and_an_empty_prompt_say_so_in_exit_codes() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_copilot_runner_answers_through_the_chat() {
     let dir = tempfile::tempdir().unwrap();
-    let wrapper = dir.path().join("copilot");
-    std::fs::write(
-        &wrapper,
-        format!(
-            "#!/bin/sh\nexec env FAKE_COPILOT_SCRIPT=task '{}' \"$@\"\n",
-            bridge_testkit::built_binary("fake-copilot-cli").display()
-        ),
-    )
-    .unwrap();
-    std::fs::set_permissions(
-        &wrapper,
-        std::os::unix::fs::PermissionsExt::from_mode(0o755),
-    )
-    .unwrap();
+    let wrapper = bridge_testkit::fake_copilot_cli(dir.path(), None);
     let mock = MockLlm::start(vec![]).await;
     let workspace = TempWorkspace::new();
     workspace.write("README.md", "# Hello\n");

@@ -303,21 +303,7 @@ async fn the_copilot_runner_answers_and_is_told_the_conversation_so_far() {
     let mock = MockLlm::start(vec![]).await;
     let dir = tempfile::tempdir().unwrap();
     let record = dir.path().join("record.jsonl");
-    let wrapper = dir.path().join("copilot");
-    std::fs::write(
-        &wrapper,
-        format!(
-            "#!/bin/sh\nexec env FAKE_COPILOT_SCRIPT=task FAKE_COPILOT_RECORD='{}' '{}' \"$@\"\n",
-            record.display(),
-            bridge_testkit::built_binary("fake-copilot-cli").display()
-        ),
-    )
-    .unwrap();
-    std::fs::set_permissions(
-        &wrapper,
-        std::os::unix::fs::PermissionsExt::from_mode(0o755),
-    )
-    .unwrap();
+    let wrapper = bridge_testkit::fake_copilot_cli(dir.path(), Some(&record));
     let daemon = TestDaemon::with(
         Setup::default()
             .openai_backend(&mock.base_url())

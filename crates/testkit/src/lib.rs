@@ -108,6 +108,33 @@ impl Default for TempWorkspace {
     }
 }
 
+/// An executable `copilot` in `dir` that runs `fake-copilot-cli`'s `task`
+/// script, recording every message to `record` when given: what a test
+/// names as `COPILOT_CLI_PATH` (the CLI gets the launcher's minimal
+/// environment, so the fake's settings travel in the script, as a user's
+/// own wrapper would carry them).
+///
+/// Panics (tests only) when the script cannot be written.
+#[allow(clippy::expect_used)]
+pub fn fake_copilot_cli(dir: &Path, record: Option<&Path>) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let wrapper = dir.join("copilot");
+    let record = record
+        .map(|path| format!("FAKE_COPILOT_RECORD='{}' ", path.display()))
+        .unwrap_or_default();
+    std::fs::write(
+        &wrapper,
+        format!(
+            "#!/bin/sh\nexec env FAKE_COPILOT_SCRIPT=task {record}'{}' \"$@\"\n",
+            built_binary("fake-copilot-cli").display()
+        ),
+    )
+    .expect("the fake Copilot CLI's script is written");
+    std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755))
+        .expect("the fake Copilot CLI's script is made executable");
+    wrapper
+}
+
 /// The path of one of this crate's binaries (`mock-llm`, `fake-copilot-cli`,
 /// `mcp-test-server`), built on first use. A dev-dependency's binaries are
 /// not built by `cargo test` of the crate that depends on it, so tests that
