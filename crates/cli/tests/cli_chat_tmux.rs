@@ -384,7 +384,12 @@ async fn slash_model_switches_the_model_and_resume_brings_the_history_back() {
     let Some(tmux) = Tmux::chat(&served, &["--resume", &session], 100, 30) else {
         return;
     };
-    tmux.wait_for("First answer.");
+    let screen = tmux.wait_for("First answer.");
+    assert_eq!(
+        screen.matches("Hello there").count(),
+        1,
+        "history once:\n{screen}"
+    );
     tmux.type_text("Do you remember?");
     tmux.key("Enter");
     tmux.wait_for("I remember.");

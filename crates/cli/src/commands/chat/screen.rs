@@ -109,10 +109,14 @@ pub(super) async fn run(
 
     let (tx, mut rx) = mpsc::unbounded_channel();
     read_keys(tx.clone());
-    let mut following = follow_events(&conversation, 0, tx.clone());
+    // A resumed conversation's history comes from its log; its transcript's
+    // earlier events (the daemon still holds them) are not shown again.
+    let since = conversation.newest().await?;
+    let mut following = follow_events(&conversation, since, tx.clone());
     follow_approvals(&conversation, tx.clone());
     let mut state = State {
         model: chosen.model,
+        queued: None,
         runner: chosen.runner,
         backend: String::new(),
         busy: false,
@@ -152,11 +156,16 @@ pub(super) async fn run(
             Input::Events { session, batch } => {
                 if session == conversation.session {
                     for event in batch["events"].as_array().into_iter().flatten() {
-                        if event["type"] == "turn.end" || event["type"] == "session.idle" {
+                        app.apply_event(event);
+                        // The daemon takes the next prompt once the turn
+                        // has ended (its idle event comes just before).
+                        if event["type"] == "turn.end" {
                             state.busy = false;
                             app.set_busy(false);
+                            if let Some(prompt) = state.queued.take() {
+                                actions.push(Action::Submit(prompt));
+                            }
                         }
-                        app.apply_event(event);
                     }
                 }
             }
@@ -178,7 +187,8 @@ pub(super) async fn run(
                 }
                 Step::Moved => {
                     following.abort();
-                    following = follow_events(&conversation, 0, tx.clone());
+                    let since = conversation.newest().await.unwrap_or(0);
+                    following = follow_events(&conversation, since, tx.clone());
                 }
             }
         }
@@ -193,6 +203,8 @@ pub(super) async fn run(
 /// What the loop knows beyond the app.
 struct State {
     model: Option<String>,
+    /// A prompt sent while a turn was still ending.
+    queued: Option<String>,
     /// `native` or `copilot`: the runner of the next prompts (`None`: the
     /// session's).
     runner: Option<String>,
@@ -243,6 +255,11 @@ impl State {
     ) -> Step {
         let done = match action {
             Action::Quit => return Step::Quit,
+            Action::Submit(prompt) if self.busy => {
+                // Sent as soon as the running turn ends.
+                self.queued = Some(prompt);
+                Ok(())
+            }
             Action::Submit(prompt) => {
                 match conversation
                     .prompt(&prompt, self.model.as_deref(), self.runner.as_deref())
