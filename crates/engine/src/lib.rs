@@ -46,7 +46,7 @@ pub use registry::{
     RegistryError, RegistrySettings, SessionDefaults, SessionListener, SessionRegistry,
     SessionSpec, ShutdownWaiter,
 };
-pub use session::{Session, SessionInfo, SessionState};
+pub use session::{EventSink, Session, SessionInfo, SessionState};
 pub use tools::{ToolConflict, ToolEntry, ToolHandler, ToolInvocation, ToolOwner};
 pub use transforms::{PROTECTED_SECTIONS, Transform, TransformError, TransformHandler};
 pub use workspace::WorkspaceTool;

@@ -22,6 +22,9 @@ const TIMELINE_KEEP: usize = 200;
 /// Events buffered per subscriber before a slow one starts missing some.
 const EVENT_BUFFER: usize = 1024;
 
+/// What [`Session::set_event_sink`] takes.
+pub type EventSink = std::sync::Arc<dyn Fn(&SessionEvent) + Send + Sync>;
+
 /// What the registry reports about a session.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct SessionInfo {
@@ -58,6 +61,9 @@ pub struct Session {
     context: Mutex<Vec<(String, String)>>,
     startup_context: Mutex<Vec<(String, String)>>,
     events: broadcast::Sender<SessionEvent>,
+    /// Hears every event as it is emitted, on the emitter's thread (the
+    /// daemon's transcripts): no copy per subscriber, no task to wake.
+    sink: std::sync::OnceLock<EventSink>,
     timeline: Mutex<VecDeque<TimelineEntry>>,
     /// User messages so far: lets the gateway tell "a user message arrived
     /// since" (it resumes paused injects) without subscribing to events.
@@ -113,6 +119,7 @@ impl Session {
             context: Mutex::new(Vec::new()),
             startup_context: Mutex::new(Vec::new()),
             events,
+            sink: std::sync::OnceLock::new(),
             timeline: Mutex::new(VecDeque::new()),
             user_messages: AtomicU64::new(0),
             model: Mutex::new(None),
@@ -386,7 +393,14 @@ impl Session {
     /// Whether anyone listens to this session's events; the call path skips
     /// building an event nobody will read.
     pub(crate) fn has_event_subscribers(&self) -> bool {
-        self.events.receiver_count() > 0
+        self.sink.get().is_some() || self.events.receiver_count() > 0
+    }
+
+    /// Hands every event of this session to `sink` as it is emitted (at
+    /// most one sink; a second is refused). It runs on the thread that
+    /// emits (a tool call's, a runner's): it must be quick and not block.
+    pub fn set_event_sink(&self, sink: EventSink) -> bool {
+        self.sink.set(sink).is_ok()
     }
 
     /// Whether a call's arguments and result must be recorded (audit log or
@@ -396,8 +410,13 @@ impl Session {
     }
 
     pub(crate) fn emit(&self, event: SessionEvent) {
+        if let Some(sink) = self.sink.get() {
+            sink(&event);
+        }
         // No subscriber is fine: events are a view, not a store.
-        let _ = self.events.send(event);
+        if self.events.receiver_count() > 0 {
+            let _ = self.events.send(event);
+        }
     }
 
     /// A line in the session timeline (`session.log()`).

@@ -5,7 +5,6 @@ use std::sync::Arc;
 
 use bridge_engine::{Session, SessionEvent, SessionListener};
 use serde_json::{Value, json};
-use tokio::sync::broadcast::error::RecvError;
 
 use super::{Transcript, Transcripts};
 
@@ -18,11 +17,11 @@ impl SessionListener for TranscriptFeed {
         let transcript = self
             .0
             .open(&info.id, info.door, &info.label, Some(info.cwd.clone()));
-        let events = session.subscribe();
-        // Registry calls may come from a blocking thread of the runtime.
-        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-            runtime.spawn(follow(transcript, events));
-        }
+        // On the emitting thread: no copy of the event per subscriber and
+        // no task to wake on a tool call's path.
+        session.set_event_sink(Arc::new(move |event: &SessionEvent| {
+            keep(&transcript, event)
+        }));
     }
 
     fn session_ended(&self, session: &Arc<Session>) {
@@ -30,40 +29,26 @@ impl SessionListener for TranscriptFeed {
     }
 }
 
-async fn follow(
-    transcript: Arc<Transcript>,
-    mut events: tokio::sync::broadcast::Receiver<SessionEvent>,
-) {
-    loop {
-        match events.recv().await {
-            Ok(event) => {
-                // The engine redacted these (a decision's reason aside,
-                // redacted in `shown`).
-                let redacted = matches!(
-                    event,
-                    SessionEvent::ToolExecutionComplete { .. }
-                        | SessionEvent::AssistantMessage { .. }
-                );
-                let (kind, data) = shown(event);
-                if redacted {
-                    transcript.push_redacted(kind, data);
-                } else {
-                    transcript.push(kind, data);
-                }
-            }
-            Err(RecvError::Lagged(missed)) => {
-                transcript.push(
-                    "transcript.missed",
-                    json!({"count": missed, "why": "the session went faster than its transcript"}),
-                );
-            }
-            Err(RecvError::Closed) => return,
-        }
+fn keep(transcript: &Transcript, event: &SessionEvent) {
+    // The engine redacted these (a decision's reason aside, redacted in
+    // `shown`).
+    let redacted = matches!(
+        event,
+        SessionEvent::ToolExecutionComplete { .. } | SessionEvent::AssistantMessage { .. }
+    );
+    if matches!(event, SessionEvent::AssistantDelta { .. }) && !transcript.is_watched() {
+        return;
+    }
+    let (kind, data) = shown(event);
+    if redacted {
+        transcript.push_redacted(kind, data);
+    } else {
+        transcript.push(kind, data);
     }
 }
 
 /// A session event as its transcript keeps it: `(type, data)`.
-fn shown(event: SessionEvent) -> (&'static str, Value) {
+fn shown(event: &SessionEvent) -> (&'static str, Value) {
     match event {
         SessionEvent::UserMessage { content } => ("user.message", json!({"content": content})),
         SessionEvent::AssistantMessage {
@@ -82,8 +67,9 @@ fn shown(event: SessionEvent) -> (&'static str, Value) {
             args,
             result,
             duration_ms,
-            mut decision,
+            decision,
         } => {
+            let mut decision = decision.clone();
             if let Some(reason) = decision.as_mut().and_then(|d| d.reason.as_mut()) {
                 *reason = bridge_policy::redact(reason).into_owned();
             }

@@ -266,9 +266,9 @@ impl Transcript {
     }
 
     /// Keeps one event of `kind` with `data` (an object; its texts are
-    /// redacted and cut here); returns it as kept, with its `seq` and `at`
-    /// (`None`: streamed text nobody watches, not kept).
-    pub fn push(&self, kind: &str, data: Value) -> Option<Value> {
+    /// redacted and cut here); returns its `seq` (`None`: streamed text
+    /// nobody watches, not kept).
+    pub fn push(&self, kind: &str, data: Value) -> Option<u64> {
         self.keep(kind, data, cut_texts)
     }
 
@@ -276,11 +276,11 @@ impl Transcript {
     /// records, a runner's answer): only texts too long are cut (and
     /// redacted once more as they are), so a tool call does not run the
     /// redactor twice over its arguments and result.
-    pub fn push_redacted(&self, kind: &str, data: Value) -> Option<Value> {
+    pub fn push_redacted(&self, kind: &str, data: Value) -> Option<u64> {
         self.keep(kind, data, cut_long_texts)
     }
 
-    fn keep(&self, kind: &str, data: Value, cut: fn(&mut Value)) -> Option<Value> {
+    fn keep(&self, kind: &str, data: Value, cut: fn(&mut Value)) -> Option<u64> {
         if kind == "assistant.message_delta" && !self.is_watched() {
             return None;
         }
@@ -318,8 +318,13 @@ impl Transcript {
             }
             _ => {}
         }
-        let size = serde_json::to_vec(&event).map_or(0, |bytes| bytes.len());
-        state.events.push_back((seq, event.clone(), size));
+        if let Some(files) = &self.files
+            && kind != "assistant.message_delta"
+        {
+            files.append(&self.id, &event);
+        }
+        let size = approx_size(&event);
+        state.events.push_back((seq, event, size));
         state.bytes += size;
         while state.events.len() > 1
             && (state.events.len() > KEPT_EVENTS || state.bytes > KEPT_BYTES)
@@ -330,12 +335,7 @@ impl Transcript {
         }
         drop(state);
         self.newest.send_replace(seq);
-        if let Some(files) = &self.files
-            && kind != "assistant.message_delta"
-        {
-            files.append(&self.id, &event);
-        }
-        Some(event)
+        Some(seq)
     }
 
     /// Counts a live viewer until the returned guard is dropped.
@@ -413,6 +413,22 @@ fn cut_texts(value: &mut Value) {
         Value::Array(items) => items.iter_mut().for_each(cut_texts),
         Value::Object(map) => map.values_mut().for_each(cut_texts),
         _ => {}
+    }
+}
+
+/// About the bytes `value` takes as JSON (its texts, and a little for
+/// each part): what the transcript's bound counts, without writing it out.
+fn approx_size(value: &Value) -> usize {
+    match value {
+        Value::String(text) => text.len() + 2,
+        Value::Array(items) => 2 + items.iter().map(approx_size).sum::<usize>(),
+        Value::Object(map) => {
+            2 + map
+                .iter()
+                .map(|(key, value)| key.len() + 4 + approx_size(value))
+                .sum::<usize>()
+        }
+        _ => 8,
     }
 }
 
