@@ -178,25 +178,20 @@ impl Served {
     /// state directory); the whole response.
     pub async fn approver_rpc(&self, method: &str, params: Value) -> Value {
         let token = std::fs::read_to_string(self.state().join("approver-token")).unwrap();
-        let request = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
-        reqwest::Client::new()
-            .post(self.url("/rpc"))
-            .bearer_auth(token.trim())
-            .json(&request)
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap()
+        self.rpc_with(token.trim(), method, params).await
     }
 
     /// One JSON-RPC call over POST /rpc; the whole response body.
     pub async fn rpc_raw(&self, method: &str, params: Value) -> Value {
+        self.rpc_with(&self.token, method, params).await
+    }
+
+    /// One JSON-RPC call over POST /rpc with `token`; the whole response.
+    async fn rpc_with(&self, token: &str, method: &str, params: Value) -> Value {
         let request = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
         reqwest::Client::new()
             .post(self.url("/rpc"))
-            .bearer_auth(&self.token)
+            .bearer_auth(token)
             .json(&request)
             .send()
             .await

@@ -206,16 +206,7 @@ async fn other_origins_missing_csrf_tokens_and_other_methods_are_refused() {
     assert_eq!(config.status(), StatusCode::OK);
     let config: Value = config.json().await.unwrap();
     assert!(config["result"]["config"]["values"].is_array(), "{config}");
-    let as_agent: Value = client()
-        .post(served.url("/rpc"))
-        .bearer_auth(&served.token)
-        .json(&json!({"jsonrpc": "2.0", "id": 1, "method": "bridge.config", "params": {}}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let as_agent = served.rpc_raw("bridge.config", json!({})).await;
     assert_eq!(as_agent["error"]["code"], -32010, "{as_agent}");
     let beyond = rpc(
         &served,
