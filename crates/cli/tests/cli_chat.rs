@@ -134,3 +134,40 @@ async fn the_copilot_runner_answers_through_the_chat() {
     assert_eq!(code, 0, "{stderr}");
     assert!(stdout.contains("The README says hello."), "{stdout}");
 }
+
+/// The real Copilot CLI 1.0.102 (pinned in scripts/install-test-deps.sh),
+/// unmodified, started by the daemon over its SDK protocol, its model the
+/// mock (BYOK): a chat's turns answered by it, the second told the first.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_real_copilot_cli_answers_a_chat_and_hears_the_conversation_so_far() {
+    let Some(copilot) = bridge_testkit::agent_cli("copilot", "copilot") else {
+        return;
+    };
+    let mock = MockLlm::start(vec![
+        MockReply::text("Hello from the mock through the Copilot CLI."),
+        MockReply::text("You said hello."),
+    ])
+    .await;
+    let path = copilot.display().to_string();
+    let served = crate::agents::serve_with_env(
+        &mock,
+        TempWorkspace::new(),
+        &[("COPILOT_CLI_PATH", path.as_str())],
+    );
+    let (code, stdout, stderr) =
+        chat(&served, &["--runner", "copilot", "-p", "Say hello"], None).await;
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(
+        stdout.trim(),
+        "Hello from the mock through the Copilot CLI."
+    );
+    // The resumed conversation keeps its runner.
+    let (code, stdout, stderr) = chat(&served, &["--resume", "-p", "What did I say?"], None).await;
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(stdout.trim(), "You said hello.");
+    let said = said_to_the_model(&mock).join("\n");
+    assert!(
+        said.contains("Say hello") && said.contains("Hello from the mock through the Copilot CLI."),
+        "{said}"
+    );
+}
