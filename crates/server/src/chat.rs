@@ -134,9 +134,6 @@ impl ChatTurns {
         }
     }
 
-    pub fn is_running(&self, session: &str) -> bool {
-        bridge_util::sync::lock(&self.running).contains_key(session)
-    }
 
     /// The session's log, created on its first turn, continued after.
     async fn open(

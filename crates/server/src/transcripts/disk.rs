@@ -58,9 +58,6 @@ impl TranscriptFiles {
             .ok()
     }
 
-    pub fn dir(&self) -> &Path {
-        &self.dir
-    }
 
     /// Queues `event` for the file of transcript `id`.
     pub fn append(&self, id: &str, event: &Value) {
