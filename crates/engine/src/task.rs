@@ -54,6 +54,16 @@ pub struct Remembered {
 }
 
 impl Remembered {
+    /// How the task logged as `dir/ID.jsonl` ran, read from its first
+    /// event without opening the log for writing (blocking I/O).
+    pub fn read(dir: &Path, id: &str) -> Result<Self, LogError> {
+        crate::log::validate_session_id(id)?;
+        let first = crate::log::replay(&crate::log::session_file(dir, id))?
+            .next()
+            .ok_or_else(|| LogError::NotFound(id.to_owned()))??;
+        Ok(Self::of(&first.data))
+    }
+
     fn of(meta: &Value) -> Self {
         let text = |key: &str| meta.get(key).and_then(Value::as_str);
         Self {

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use bridge_engine::log;
 use bridge_engine::runner::RunnerKind;
-use bridge_engine::task::TaskLog;
+use bridge_engine::task::Remembered;
 use bridge_engine::{Door, RegistryError, SessionSpec};
 use bridge_protocol::jsonrpc::ErrorObject;
 use serde_json::{Value, json};
@@ -103,15 +103,17 @@ async fn resume(ctx: ServerContext, params: Params) -> RpcResult {
         Some(session) => session,
         None => {
             // What the log remembers: where it ran and with which model.
-            let remembered = {
-                let opened = TaskLog::resume(&dir, &id).await.map_err(|err| {
+            // What the log remembers, read without opening it for writing
+            // (the next prompt opens it for its turn).
+            let (logs, wanted) = (dir.clone(), id.clone());
+            let remembered = tokio::task::spawn_blocking(move || Remembered::read(&logs, &wanted))
+                .await
+                .map_err(|err| {
+                    ErrorObject::new(SERVER_ERROR, format!("cannot resume {id}: {err}"))
+                })?
+                .map_err(|err| {
                     ErrorObject::new(SERVER_ERROR, format!("cannot resume {id}: {err}"))
                 })?;
-                let remembered = opened.remembered();
-                // Closed again: the next prompt opens it for its turn.
-                drop(opened);
-                remembered
-            };
             let cwd = remembered
                 .cwd
                 .ok_or_else(|| invalid("id", "its log names no workspace"))?;
