@@ -134,7 +134,6 @@ impl ChatTurns {
         }
     }
 
-
     /// The session's log, created on its first turn, continued after.
     async fn open(
         &self,

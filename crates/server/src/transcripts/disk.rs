@@ -58,7 +58,6 @@ impl TranscriptFiles {
             .ok()
     }
 
-
     /// Queues `event` for the file of transcript `id`.
     pub fn append(&self, id: &str, event: &Value) {
         if let Ok(mut line) = serde_json::to_vec(event) {
