@@ -269,7 +269,8 @@ events.onerror = () => {{ window.results.streamError = true; events.close(); }};
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_orchestrations_dag_shows_its_tasks_running_and_completing() {
     let mock = bridge_testkit::MockLlm::start(vec![]).await;
-    for (id, delay_ms) in [("look", 4_000), ("count", 4_000), ("conclude", 200)] {
+    // Long enough to be seen running even on a loaded machine.
+    for (id, delay_ms) in [("look", 12_000), ("count", 12_000), ("conclude", 200)] {
         mock.route(
             format!("Your sub-task ({id})"),
             bridge_testkit::MockReply::Slow {
