@@ -78,6 +78,7 @@ pub const OPENCLAW_PORT: &str = "openclaw.port";
 pub const OPENCLAW_GATEWAY_URL: &str = "openclaw.gateway_url";
 pub const OPENCLAW_GATEWAY_TOKEN: &str = "openclaw.gateway_token";
 pub const OPENCLAW_GATEWAY: &str = "openclaw.gateway";
+pub const OPENCLAW_MEMORY: &str = "openclaw.memory";
 pub const OPENCLAW_WORKSPACE: &str = "openclaw.workspace";
 pub const OPENCLAW_STATE_DIR: &str = "openclaw.state_dir";
 pub const OPENCLAW_CONFIG_PATH: &str = "openclaw.config_path";
@@ -217,6 +218,12 @@ pub const KEYS: &[KeySpec] = &[
         "COPILOT_BRIDGE_OPENCLAW_GATEWAY",
         "auto",
         "Whether the daemon connects to the OpenClaw gateway: auto (when openclaw.json exists or a gateway URL or token is set), on, off",
+    ),
+    key(
+        OPENCLAW_MEMORY,
+        "COPILOT_BRIDGE_OPENCLAW_MEMORY",
+        "auto",
+        "Whether every session the hub creates gets OpenClaw's memory tools (openclaw_memory_search, openclaw_memory_read, openclaw_user_prefs): auto (when the default agent's workspace holds memory), on, off",
     ),
     key(
         OPENCLAW_WORKSPACE,

@@ -36,7 +36,7 @@ pub use keys::{KEYS, KeySpec};
 pub use loader::{ConfigLoader, DEFAULT_IDLE_EXIT_SECS, DEFAULT_PORT};
 pub use mcp::{McpServerConfig, McpSettings, McpTransport};
 pub use models::{ModelMapping, ModelRoutes, ModelTarget};
-pub use openclaw::{GatewayMode, OpenClawAgent, OpenClawConfig, WorkspaceRank};
+pub use openclaw::{AutoSwitch, OpenClawAgent, OpenClawConfig, WorkspaceRank};
 pub use show::ShownValue;
 pub use value::LogLevel;
 

@@ -17,19 +17,21 @@ pub const DEFAULT_AGENT_ID: &str = "main";
 /// The longest agent id OpenClaw accepts.
 pub const MAX_AGENT_ID_CHARS: usize = 64;
 
-/// Whether the daemon connects to the OpenClaw gateway
-/// (`openclaw.gateway`, `COPILOT_BRIDGE_OPENCLAW_GATEWAY`).
+/// `auto`, `on` or `off`: whether the daemon connects to the OpenClaw
+/// gateway (`openclaw.gateway`) and whether sessions get OpenClaw's memory
+/// tools (`openclaw.memory`); `auto` decides by what is on this machine.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum GatewayMode {
-    /// When OpenClaw is configured on this machine
-    /// ([`OpenClawConfig::configured_on_this_machine`]).
+pub enum AutoSwitch {
+    /// By what is on this machine: for the gateway, OpenClaw
+    /// [configured](OpenClawConfig::configured_on_this_machine); for memory,
+    /// a workspace holding memory notes.
     #[default]
     Auto,
     On,
     Off,
 }
 
-impl GatewayMode {
+impl AutoSwitch {
     pub const ALLOWED: &'static str = "auto, on or off";
 
     pub fn as_str(self) -> &'static str {
@@ -41,7 +43,7 @@ impl GatewayMode {
     }
 }
 
-impl std::str::FromStr for GatewayMode {
+impl std::str::FromStr for AutoSwitch {
     type Err = &'static str;
 
     fn from_str(text: &str) -> Result<Self, Self::Err> {
@@ -89,7 +91,11 @@ pub struct OpenClawConfig {
     pub gateway_url: Option<String>,
     /// `OPENCLAW_GATEWAY_TOKEN`, else `gateway.auth.token` of openclaw.json.
     pub gateway_token: Option<Secret>,
-    pub gateway_mode: GatewayMode,
+    pub gateway_mode: AutoSwitch,
+    /// `openclaw.memory`: whether every session the hub creates gets the
+    /// memory tools (`auto`: when the default agent's workspace holds
+    /// memory; see `bridge_compose::openclaw`).
+    pub memory_mode: AutoSwitch,
     /// `openclaw.workspace`: the default agent's workspace when set.
     pub workspace: Option<PathBuf>,
     /// Where `workspace` ranks ([`Self::workspace_for`]).
@@ -116,7 +122,8 @@ impl OpenClawConfig {
             port: DEFAULT_GATEWAY_PORT,
             gateway_url: None,
             gateway_token: None,
-            gateway_mode: GatewayMode::Auto,
+            gateway_mode: AutoSwitch::Auto,
+            memory_mode: AutoSwitch::Auto,
             workspace: None,
             workspace_rank: WorkspaceRank::Explicit,
             config_path: state_dir.join("openclaw.json"),
@@ -151,9 +158,9 @@ impl OpenClawConfig {
     /// OpenClaw [configured on this machine](Self::configured_on_this_machine).
     pub fn gateway_enabled(&self) -> bool {
         match self.gateway_mode {
-            GatewayMode::On => true,
-            GatewayMode::Off => false,
-            GatewayMode::Auto => self.configured_on_this_machine(),
+            AutoSwitch::On => true,
+            AutoSwitch::Off => false,
+            AutoSwitch::Auto => self.configured_on_this_machine(),
         }
     }
 
@@ -324,9 +331,9 @@ mod tests {
         assert!(!config.gateway_enabled());
         config.config_exists = true;
         assert!(config.gateway_enabled());
-        config.gateway_mode = GatewayMode::Off;
+        config.gateway_mode = AutoSwitch::Off;
         assert!(!config.gateway_enabled());
-        assert_eq!("ON".parse::<GatewayMode>(), Ok(GatewayMode::On));
-        assert!("sometimes".parse::<GatewayMode>().is_err());
+        assert_eq!("ON".parse::<AutoSwitch>(), Ok(AutoSwitch::On));
+        assert!("sometimes".parse::<AutoSwitch>().is_err());
     }
 }

@@ -21,7 +21,7 @@ use crate::json5;
 use crate::keys;
 use crate::loader::{Builder, ConfigLoader};
 use crate::openclaw::{
-    GatewayMode, OpenClawAgent, OpenClawConfig, WorkspaceRank, normalize_agent_id,
+    AutoSwitch, OpenClawAgent, OpenClawConfig, WorkspaceRank, normalize_agent_id,
 };
 use crate::{Source, value};
 
@@ -46,7 +46,10 @@ impl ConfigLoader {
         config.gateway_url = builder.parse(keys::OPENCLAW_GATEWAY_URL, value::parse_ws_url);
         config.gateway_token = builder.parse(keys::OPENCLAW_GATEWAY_TOKEN, |t| Ok(Secret::new(t)));
         config.gateway_mode = builder
-            .parse(keys::OPENCLAW_GATEWAY, str::parse::<GatewayMode>)
+            .parse(keys::OPENCLAW_GATEWAY, str::parse::<AutoSwitch>)
+            .unwrap_or_default();
+        config.memory_mode = builder
+            .parse(keys::OPENCLAW_MEMORY, str::parse::<AutoSwitch>)
             .unwrap_or_default();
         config.workspace = builder.parse(keys::OPENCLAW_WORKSPACE, |t| Ok(self.absolute(t)));
         if builder.sources.get(keys::OPENCLAW_WORKSPACE)

@@ -48,6 +48,7 @@ impl BridgeConfig {
             keys::OPENCLAW_GATEWAY_URL => Some(self.openclaw.gateway_url()),
             keys::OPENCLAW_GATEWAY_TOKEN => secret(&self.openclaw.gateway_token),
             keys::OPENCLAW_GATEWAY => Some(self.openclaw.gateway_mode.as_str().to_owned()),
+            keys::OPENCLAW_MEMORY => Some(self.openclaw.memory_mode.as_str().to_owned()),
             keys::OPENCLAW_WORKSPACE => path(&self.openclaw.workspace),
             keys::OPENCLAW_STATE_DIR => Some(self.openclaw.state_dir.display().to_string()),
             keys::OPENCLAW_CONFIG_PATH => Some(self.openclaw.config_path.display().to_string()),

@@ -5,7 +5,7 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use bridge_config::{BridgeConfig, ConfigLoader, GatewayMode, Source, keys};
+use bridge_config::{BridgeConfig, ConfigLoader, AutoSwitch, Source, keys};
 use tempfile::TempDir;
 
 /// A bridge state directory, an OpenClaw state directory and a user home.
@@ -221,7 +221,7 @@ fn the_gateway_url_is_a_websocket_url_and_wins_over_host_and_port() {
 fn gateway_mode_auto_follows_openclaw_s_presence() {
     let claw = Claw::new();
     let nothing = claw.load(&[]);
-    assert_eq!(nothing.openclaw.gateway_mode, GatewayMode::Auto);
+    assert_eq!(nothing.openclaw.gateway_mode, AutoSwitch::Auto);
     assert!(!nothing.openclaw.gateway_enabled());
     let token = claw.load(&[("OPENCLAW_GATEWAY_TOKEN", "t-0123456789abcdef")]);
     assert!(token.openclaw.gateway_enabled());
@@ -230,7 +230,7 @@ fn gateway_mode_auto_follows_openclaw_s_presence() {
     claw.write_openclaw_json("{}");
     assert!(claw.load(&[]).openclaw.gateway_enabled());
     let off = claw.load(&[("COPILOT_BRIDGE_OPENCLAW_GATEWAY", "off")]);
-    assert_eq!(off.openclaw.gateway_mode, GatewayMode::Off);
+    assert_eq!(off.openclaw.gateway_mode, AutoSwitch::Off);
     assert!(!off.openclaw.gateway_enabled());
     assert_eq!(
         row(&off, keys::OPENCLAW_GATEWAY).value.as_deref(),
@@ -246,6 +246,29 @@ fn gateway_mode_auto_follows_openclaw_s_presence() {
         .to_string();
     assert!(
         err.contains("openclaw.gateway") && err.contains("auto, on or off"),
+        "{err}"
+    );
+}
+
+#[test]
+fn memory_mode_is_auto_by_default_and_set_like_the_gateway_s() {
+    let claw = Claw::new();
+    assert_eq!(claw.load(&[]).openclaw.memory_mode, AutoSwitch::Auto);
+    let off = claw.load(&[("COPILOT_BRIDGE_OPENCLAW_MEMORY", "off")]);
+    assert_eq!(off.openclaw.memory_mode, AutoSwitch::Off);
+    assert_eq!(
+        row(&off, keys::OPENCLAW_MEMORY).value.as_deref(),
+        Some("off")
+    );
+    claw.write_config_toml("[openclaw]\nmemory = \"on\"\n");
+    assert_eq!(claw.load(&[]).openclaw.memory_mode, AutoSwitch::On);
+    let err = claw
+        .loader(&[("COPILOT_BRIDGE_OPENCLAW_MEMORY", "sometimes")])
+        .load()
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("openclaw.memory") && err.contains("auto, on or off"),
         "{err}"
     );
 }
