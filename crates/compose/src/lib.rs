@@ -1,7 +1,8 @@
 //! The composition root: the one place that turns a [`BridgeConfig`] into
 //! the running parts — the chat backends and their routes ([`backends`]),
 //! the settings runners and backends are built with ([`settings`]), a
-//! host's session registry ([`registry()`]), the runner of a task
+//! host's session registry ([`registry()`], and [`task_registry()`] whose
+//! sessions get OpenClaw's memory, [`openclaw`]), the runner of a task
 //! ([`runner()`]), the orchestrator and its planner ([`orchestrator()`]) —
 //! for the daemon and the CLI alike, so every door that runs a task runs it
 //! with the same settings.
@@ -11,6 +12,7 @@
 //! everything comes from [`BridgeConfig`].
 
 pub mod backends;
+pub mod openclaw;
 mod orchestrator;
 mod registry;
 mod runners;
@@ -20,8 +22,9 @@ pub use backends::{
     Availability, BackendEntry, Backends, PromptStyle, Route, RouteError, RouteRequest,
     build_backends,
 };
+pub use openclaw::OpenClawMemory;
 pub use orchestrator::{PlanningBackend, orchestrator, planner};
-pub use registry::{registry, workspace_choice};
+pub use registry::{registry, task_registry, workspace_choice};
 pub use runners::{BuiltRunner, runner};
 pub use settings::{backend_settings, copilot_cli_config, native_settings, with_mcp_depth};
 

@@ -48,6 +48,22 @@ pub fn registry(
     Ok(SessionRegistry::new(defaults, RegistrySettings::default()))
 }
 
+/// A registry for sessions that run tasks (`run`, `sessions resume`,
+/// `tool`, `mcp code`, `orchestrate`): [`registry`]'s sessions with the
+/// tools the configuration gives every session the hub creates (OpenClaw's
+/// memory, crate::openclaw). The daemon adds the same itself, with its
+/// gateway; a hook's session gets none.
+pub fn task_registry(
+    config: &BridgeConfig,
+    approver: Arc<dyn Approver>,
+) -> Result<SessionRegistry, ComposeError> {
+    let registry = registry(config, approver)?;
+    if let Some(tools) = crate::openclaw::OpenClawMemory::detect(config).session_tools(None) {
+        registry.add_listener(tools);
+    }
+    Ok(registry)
+}
+
 /// Which directories a client may name as a workspace: `[workspaces]
 /// roots`, else the default rule (see `bridge_policy::workspaces`).
 pub fn workspace_choice(config: &BridgeConfig) -> WorkspaceChoice {

@@ -4,6 +4,8 @@
 //! the `api_key_env` variables, so a test's loader environment is all a
 //! daemon in a test sees).
 
+use std::sync::Arc;
+
 use bridge_config::{BridgeConfig, McpServerConfig, McpTransport};
 use bridge_engine::runner::copilot::{
     CliProvider, CopilotCliConfig, McpServer as CopilotMcpServer,
@@ -55,7 +57,8 @@ pub fn native_settings(config: &BridgeConfig) -> NativeSettings {
 }
 
 /// The Copilot CLI's settings from ours: its path, the GitHub token, the
-/// BYOK provider when one is configured, and our MCP servers.
+/// BYOK provider when one is configured, our MCP servers, and the
+/// session's OpenClaw tools when sessions get OpenClaw's memory.
 pub fn copilot_cli_config(config: &BridgeConfig) -> Result<CopilotCliConfig, String> {
     let provider = match config.byok.provider {
         None => None,
@@ -73,11 +76,20 @@ pub fn copilot_cli_config(config: &BridgeConfig) -> Result<CopilotCliConfig, Str
         .filter(|(_, server)| server.enabled)
         .map(|(name, server)| (name.clone(), copilot_mcp_server(server)))
         .collect();
+    // The session's OpenClaw tools, served to the CLI by this process
+    // while it runs (docs/runners.md).
+    let session_tools = crate::openclaw::OpenClawMemory::detect(config)
+        .offered()
+        .then(|| {
+            Arc::new(crate::openclaw::agent_server(config))
+                as Arc<dyn bridge_engine::runner::served_tools::SessionToolServer>
+        });
     Ok(CopilotCliConfig {
         cli_path: config.cli_path.clone(),
         github_token: config.github_token.clone(),
         provider,
         mcp_servers,
+        session_tools,
         ..CopilotCliConfig::default()
     })
 }

@@ -5,7 +5,7 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use bridge_config::{BridgeConfig, ConfigLoader, AutoSwitch, Source, keys};
+use bridge_config::{AutoSwitch, BridgeConfig, ConfigLoader, Source, keys};
 use tempfile::TempDir;
 
 /// A bridge state directory, an OpenClaw state directory and a user home.

@@ -72,6 +72,21 @@ impl Verdict {
         }
     }
 
+    /// Allowed for `reason`, without a decision here: for a call that is
+    /// decided where it runs (crate::runner::served_tools).
+    pub(crate) fn allowed_for(reason: impl Into<String>) -> Self {
+        Self {
+            decision: Decision {
+                reason: Some(reason.into()),
+                ..Decision::allow()
+            },
+            refusal: None,
+            context: Vec::new(),
+            approval: None,
+            question: None,
+        }
+    }
+
     /// The arguments could not be checked: the caller gets `failure`.
     fn refused(failure: ToolFailure) -> Self {
         Self {

@@ -86,9 +86,14 @@ pub fn tool_schema(properties: Value, required: &[&str]) -> rmcp::model::JsonObj
 
 /// The error result for a call refused as too deep.
 pub fn too_deep_result(depth: u64) -> CallToolResult {
-    CallToolResult::error(vec![ContentBlock::text(format!(
+    CallToolResult::error(vec![ContentBlock::text(too_deep_message(depth))])
+}
+
+/// Why a call at `depth` is refused, for the model that made it.
+pub fn too_deep_message(depth: u64) -> String {
+    format!(
         "refused: call depth {depth} reaches the limit of {MAX_CALL_DEPTH} (a chain of agents calling each other); answer from what you already know instead of delegating again"
-    ))])
+    )
 }
 
 /// The `_depth` for calls made on behalf of a call at `depth`.

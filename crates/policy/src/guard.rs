@@ -75,6 +75,12 @@ impl Guard {
         }
     }
 
+    /// Whether the machine's rules block `tool` whatever its arguments
+    /// (`permissions.blocked_tools`).
+    pub fn blocks_tool(&self, tool: &str) -> bool {
+        self.permission.blocks_tool(tool)
+    }
+
     /// Before any call runs: the permission rules, then containment of every
     /// path-like argument. A deny from either wins; paths are checked even
     /// when the rules say "ask", so approval never lifts containment.

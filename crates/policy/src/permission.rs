@@ -61,6 +61,12 @@ impl PermissionPolicy {
         &self.protected
     }
 
+    /// Whether `permissions.blocked_tools` names `tool`: a tool no call of
+    /// may run, so a door need not offer it at all.
+    pub fn blocks_tool(&self, tool: &str) -> bool {
+        self.blocked_tools.first_match(tool).is_some()
+    }
+
     pub fn evaluate(&self, tool: &str, args: &Value) -> Decision {
         if let Some(entry) = self.blocked_tools.first_match(tool) {
             return Decision::deny(format!(

@@ -82,9 +82,9 @@ pub struct ServerParts {
     /// How the agent loop runs the tasks this daemon starts (`/mcp/code`),
     /// as `run` would (see `bridge_compose::settings`).
     pub native: Arc<bridge_engine::runner::native::NativeSettings>,
-    /// OpenClaw's memory (`/mcp/memory` and the sessions'
-    /// `openclaw_memory_search`), its indexes shared.
-    pub memory: bridge_mcp::memory::MemoryServer,
+    /// OpenClaw's memory (`/mcp/memory` and the sessions' memory tools,
+    /// its indexes shared), and whether sessions get it.
+    pub openclaw_memory: bridge_compose::OpenClawMemory,
     /// The Responses API's kept conversations (`previous_response_id`).
     pub responses: Arc<crate::facade::store::ResponseStore>,
     /// The agent sessions registered by their hooks (`agent.hook`).

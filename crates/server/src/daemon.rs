@@ -255,13 +255,11 @@ impl Daemon {
             tracing::warn!("{warning}");
         }
         let openclaw = crate::openclaw::start_gateway(config, &shutdown);
-        let memory = bridge_mcp::memory::MemoryServer::new(
-            bridge_mcp::memory::MemoryLayout::detect(None, &config.openclaw),
-        )
-        .with_state_dir(&config.home);
-        registry.add_listener(Arc::new(crate::openclaw::OpenClawTools::new(
-            bridge_mcp::openclaw::GatewayTools::new(openclaw.clone(), memory.clone()),
-        )));
+        let openclaw_memory = bridge_compose::OpenClawMemory::detect(config);
+        tracing::info!("{}", openclaw_memory.describe());
+        if let Some(tools) = openclaw_memory.session_tools(Some(openclaw.clone())) {
+            registry.add_listener(tools);
+        }
         let idle_grace = Duration::from_secs(config.idle_exit_secs);
         let settings = GatewaySettings {
             idle_exit_grace: idle_grace,
@@ -375,7 +373,7 @@ impl Daemon {
             )),
             backends,
             native: Arc::new(bridge_compose::native_settings(config)),
-            memory,
+            openclaw_memory,
             openclaw,
             agent_sessions: Arc::default(),
             workspaces,

@@ -70,7 +70,7 @@ fn memory_service(
     bridge_mcp::memory::MemoryServer,
     rmcp::transport::streamable_http_server::session::local::LocalSessionManager,
 > {
-    let memory = ctx.memory.clone();
+    let memory = ctx.openclaw_memory.server().clone();
     // With a gateway, its tools on /mcp/memory run as the sessions' do.
     let memory = if ctx.openclaw.is_some() {
         memory.with_session_tools(crate::mcp_code::sessions(ctx.clone()))

@@ -278,7 +278,7 @@ async fn decide_locally(
     }) else {
         return Ok((HookDecision::Pass, Vec::new()));
     };
-    let session = super::run::create_session(
+    let session = super::run::create_hook_session(
         config,
         root,
         &format!("{}-{}", agent.name(), hook::agent_session_id(input)),

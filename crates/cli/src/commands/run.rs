@@ -245,7 +245,8 @@ pub(crate) fn compose_failure(err: ComposeError) -> Failure {
 }
 
 /// A session of `cwd` in a registry of its own, with the configured
-/// policy and audit log (also the session of `copilot-bridge mcp code`).
+/// policy and audit log and the tools every session the hub creates gets
+/// (OpenClaw's memory, when configured): `run`, `tool`, `mcp code`.
 pub(crate) fn create_session(
     config: &BridgeConfig,
     cwd: &std::path::Path,
@@ -253,8 +254,30 @@ pub(crate) fn create_session(
     label: &str,
     approver: Arc<dyn bridge_policy::Approver>,
 ) -> Result<Arc<Session>, Failure> {
-    bridge_compose::registry(config, approver)
-        .map_err(compose_failure)?
+    let registry = bridge_compose::task_registry(config, approver).map_err(compose_failure)?;
+    session_in(&registry, cwd, id, label)
+}
+
+/// A session that decides an agent's own calls (`hook`): the policy and
+/// audit log alone, no tools to offer.
+pub(crate) fn create_hook_session(
+    config: &BridgeConfig,
+    cwd: &std::path::Path,
+    id: &str,
+    label: &str,
+    approver: Arc<dyn bridge_policy::Approver>,
+) -> Result<Arc<Session>, Failure> {
+    let registry = bridge_compose::registry(config, approver).map_err(compose_failure)?;
+    session_in(&registry, cwd, id, label)
+}
+
+fn session_in(
+    registry: &bridge_engine::SessionRegistry,
+    cwd: &std::path::Path,
+    id: &str,
+    label: &str,
+) -> Result<Arc<Session>, Failure> {
+    registry
         .create(SessionSpec {
             id: Some(id.to_owned()),
             label: label.to_owned(),

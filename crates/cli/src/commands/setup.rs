@@ -40,7 +40,11 @@ pub async fn run(config: &BridgeConfig, args: SetupArgs) -> Result<ExitCode, Fai
     let model = served
         .choose(args.model.as_deref())
         .unwrap_or_else(|| "gpt-4.1".to_owned());
-    let text = setup::text(&agents, &facade, &served, &model);
+    let mut text = setup::text(&agents, &facade, &served, &model);
+    text.push_str(&format!(
+        "\n# Sessions the hub creates (run, chat, copilot_code, orchestrate): {}.\n",
+        bridge_compose::OpenClawMemory::detect(config).describe()
+    ));
     let _ = write!(std::io::stdout().lock(), "{text}");
     Ok(ExitCode::SUCCESS)
 }

@@ -144,6 +144,9 @@ fn table(status: &Value) -> String {
     }
     out.push_str(&request_log_line(&status["requestLog"]));
     out.push_str(&openclaw_line(&status["openclaw"]));
+    if let Some(summary) = status["openclawMemory"]["summary"].as_str() {
+        out.push_str(&format!("openclaw memory: {summary}\n"));
+    }
     out.push_str(&vscode_line(&status["vscode"]));
     bridge_policy::redact(&out).into_owned()
 }

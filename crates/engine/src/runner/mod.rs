@@ -7,6 +7,7 @@ pub mod copilot;
 pub mod native;
 pub mod nested;
 mod report;
+pub mod served_tools;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -152,6 +152,16 @@ impl MemoryLayout {
         Ok(layout)
     }
 
+    /// Whether there is memory here to serve: a workspace holding
+    /// `MEMORY.md` (or another root note) or `memory/`, or a memory
+    /// directory that exists. A few `stat`s.
+    pub fn holds_memory(&self) -> bool {
+        match self.kind {
+            LayoutKind::Workspace => holds_workspace_memory(&self.root),
+            LayoutKind::MemoryDir => self.root.is_dir(),
+        }
+    }
+
     /// A directory the user named: a workspace if it looks like one, else a
     /// memory directory if it holds notes directly, else a workspace.
     pub fn for_directory(dir: &Path, reason: &str) -> Self {

@@ -220,6 +220,20 @@ impl MemoryServer {
         Ok(memory)
     }
 
+    /// `file` of `agent_id`'s memory (`None`: the default agent's), whole,
+    /// on the calling thread (it reads files: call it off the runtime).
+    pub fn read_blocking(&self, agent_id: Option<&str>, file: &str) -> Result<String, String> {
+        let memory = self.memory(agent_id).map_err(|err| err.to_string())?;
+        read_note(&memory.layout, file)
+    }
+
+    /// `agent_id`'s `USER.md` (or a sentence saying there is none), on the
+    /// calling thread.
+    pub fn user_prefs_blocking(&self, agent_id: Option<&str>) -> Result<String, String> {
+        let memory = self.memory(agent_id).map_err(|err| err.to_string())?;
+        user_prefs(&memory.layout)
+    }
+
     async fn run(&self, call: Call) -> Result<CallToolResult, ErrorData> {
         let server = self.clone();
         let joined = tokio::task::spawn_blocking(move || {
@@ -308,41 +322,45 @@ fn structured_hit(hit: &MemoryHit) -> Value {
 }
 
 fn read_result(layout: &MemoryLayout, file: &str) -> CallToolResult {
-    match resolve_note(layout, file).and_then(|note| note.read(MAX_READ_BYTES)) {
-        Ok(text) => CallToolResult::success(vec![ContentBlock::text(text)]),
-        Err(err) => CallToolResult::error(vec![ContentBlock::text(err.to_string())]),
-    }
+    text_result(read_note(layout, file))
 }
 
 fn user_prefs_result(layout: &MemoryLayout) -> CallToolResult {
+    text_result(user_prefs(layout))
+}
+
+fn text_result(outcome: Result<String, String>) -> CallToolResult {
+    match outcome {
+        Ok(text) => CallToolResult::success(vec![ContentBlock::text(text)]),
+        Err(message) => CallToolResult::error(vec![ContentBlock::text(message)]),
+    }
+}
+
+/// `file` of the memory, whole; or why not (outside the root, not a note,
+/// missing, too large).
+fn read_note(layout: &MemoryLayout, file: &str) -> Result<String, String> {
+    resolve_note(layout, file)
+        .and_then(|note| note.read(MAX_READ_BYTES))
+        .map_err(|err| err.to_string())
+}
+
+/// `USER.md`, or a sentence saying there is none.
+fn user_prefs(layout: &MemoryLayout) -> Result<String, String> {
     let path = &layout.user_prefs;
     match std::fs::symlink_metadata(path) {
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
-            CallToolResult::success(vec![ContentBlock::text(format!(
-                "No user preferences recorded: {} does not exist.",
-                path.display()
-            ))])
-        }
-        _ => {
-            let outcome = match layout.kind {
-                super::LayoutKind::Workspace => {
-                    resolve_note(layout, "USER.md").and_then(|note| note.read(MAX_READ_BYTES))
-                }
-                // Beside the memory directory, not in it: its own
-                // containment is "this one file, no symlink out of its
-                // directory".
-                super::LayoutKind::MemoryDir => {
-                    let parent = layout.user_prefs.parent().unwrap_or(path);
-                    let parent_layout = MemoryLayout::memory_dir(parent, "USER.md");
-                    resolve_note(&parent_layout, "USER.md")
-                        .and_then(|note| note.read(MAX_READ_BYTES))
-                }
-            };
-            match outcome {
-                Ok(text) => CallToolResult::success(vec![ContentBlock::text(text)]),
-                Err(err) => CallToolResult::error(vec![ContentBlock::text(err.to_string())]),
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(format!(
+            "No user preferences recorded: {} does not exist.",
+            path.display()
+        )),
+        _ => match layout.kind {
+            super::LayoutKind::Workspace => read_note(layout, "USER.md"),
+            // Beside the memory directory, not in it: its own containment
+            // is "this one file, no symlink out of its directory".
+            super::LayoutKind::MemoryDir => {
+                let parent = layout.user_prefs.parent().unwrap_or(path);
+                read_note(&MemoryLayout::memory_dir(parent, "USER.md"), "USER.md")
             }
-        }
+        },
     }
 }
 

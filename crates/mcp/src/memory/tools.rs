@@ -29,6 +29,12 @@ pub const AGENT_ID: &str = "agentId";
 /// daemon's session tool of the same name).
 pub const SEARCH_DESCRIPTION: &str = "Keyword search over OpenClaw's memory notes (MEMORY.md, USER.md, DREAMS.md and the daily notes in memory/) of an agent's workspace. Returns the best matching notes, best first, each with its path relative to the workspace, the 1-based startLine and endLine of the snippet, the snippet and a score in (0, 1).";
 
+/// What `openclaw_memory_read` does.
+pub const READ_DESCRIPTION: &str = "Read one of OpenClaw's memory notes whole (default MEMORY.md). Name it as openclaw_memory_search reports its path, relative to the workspace, e.g. memory/2026-01-31.md.";
+/// What `openclaw_user_prefs` does.
+pub const USER_PREFS_DESCRIPTION: &str =
+    "Read the user's preferences as OpenClaw recorded them (USER.md).";
+
 /// `agentId`: every tool takes it.
 fn agent_property() -> Value {
     json!({"type": "string", "minLength": 1, "maxLength": MAX_AGENT_ID_CHARS, "pattern": "^[A-Za-z0-9][A-Za-z0-9_-]*$", "description": "The OpenClaw agent whose memory to use (default: OpenClaw's default agent, usually `main`)."})
@@ -42,34 +48,52 @@ fn search_properties() -> Value {
     })
 }
 
-/// The input schema of `openclaw_memory_search` without the MCP servers'
-/// `_depth` (for the daemon's session tool of the same name).
-pub fn search_schema() -> Value {
+fn read_properties() -> Value {
     json!({
-        "type": "object",
-        "properties": search_properties(),
-        "required": ["query"],
-        "additionalProperties": false
+        "file": {"type": "string", "maxLength": MAX_FILE_CHARS, "default": DEFAULT_FILE, "description": "The note, relative to the workspace (only .md files)."},
+        AGENT_ID: agent_property()
     })
+}
+
+fn user_prefs_properties() -> Value {
+    json!({AGENT_ID: agent_property()})
+}
+
+/// The input schemas of the three tools without the MCP servers' `_depth`
+/// (for the session tools of the same names, crate::openclaw).
+pub fn search_schema() -> Value {
+    session_schema(search_properties(), &["query"])
+}
+
+pub fn read_schema() -> Value {
+    session_schema(read_properties(), &[])
+}
+
+pub fn user_prefs_schema() -> Value {
+    session_schema(user_prefs_properties(), &[])
+}
+
+fn session_schema(properties: Value, required: &[&str]) -> Value {
+    let mut schema = json!({
+        "type": "object",
+        "properties": properties,
+        "additionalProperties": false
+    });
+    if !required.is_empty() {
+        schema["required"] = json!(required);
+    }
+    schema
 }
 
 /// The tools, in the order `tools/list` gives them.
 pub fn definitions() -> Vec<Tool> {
     vec![
         tool(SEARCH, SEARCH_DESCRIPTION, search_properties(), &["query"]),
-        tool(
-            READ,
-            "Read one of OpenClaw's memory notes whole (default MEMORY.md). Name it as openclaw_memory_search reports its path, relative to the workspace, e.g. memory/2026-01-31.md.",
-            json!({
-                "file": {"type": "string", "maxLength": MAX_FILE_CHARS, "default": DEFAULT_FILE, "description": "The note, relative to the workspace (only .md files)."},
-                AGENT_ID: agent_property()
-            }),
-            &[],
-        ),
+        tool(READ, READ_DESCRIPTION, read_properties(), &[]),
         tool(
             USER_PREFS,
-            "Read the user's preferences as OpenClaw recorded them (USER.md).",
-            json!({AGENT_ID: agent_property()}),
+            USER_PREFS_DESCRIPTION,
+            user_prefs_properties(),
             &[],
         ),
     ]

@@ -4,6 +4,9 @@
 //! - [`SessionServer`] serves a session of this process's engine: the
 //!   daemon nests it at `/mcp/session` ([`http_service`]) and picks the
 //!   session from `?session=ID`.
+//! - [`ServiceToolsForAgent`] serves the tools one in-process service put
+//!   in a session (OpenClaw's memory) to an agent CLI the hub runs, on a
+//!   loopback port for one run (for_agent.rs).
 //! - [`SessionProxy`] is the stdio form (`copilot-bridge mcp session`): it
 //!   answers over stdio and forwards every list and call to the running
 //!   daemon's `/mcp/session`, which it finds (or has started) through a
@@ -22,6 +25,7 @@
 
 mod approve;
 mod args;
+mod for_agent;
 mod notify;
 mod proxy;
 mod server;
@@ -29,8 +33,10 @@ mod tools;
 
 pub use approve::{APPROVE_TOOL, PermissionPrompts};
 pub use args::MAX_ARGUMENT_BYTES;
+pub use for_agent::ServiceToolsForAgent;
 pub use proxy::{DaemonEndpoint, DaemonLocator, SessionProxy};
 pub use server::{SessionLookup, SessionServer, http_service};
+pub use tools::ToolScope;
 
 /// How long a burst of tool-table changes (a provider registering, a
 /// second instance joining) may take before one notification goes out.

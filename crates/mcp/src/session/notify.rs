@@ -10,7 +10,7 @@ use rmcp::service::{Peer, SubscriptionSink};
 use tokio_util::sync::CancellationToken;
 
 use super::LIST_CHANGED_DEBOUNCE;
-use super::tools::snapshot;
+use super::tools::{ToolScope, snapshot};
 
 /// Where a client hears of changes.
 pub(crate) enum Listener {
@@ -48,11 +48,12 @@ impl Listener {
 /// cannot be reached.
 pub(crate) async fn watch_tools(
     session: Arc<Session>,
+    scope: ToolScope,
     listener: Listener,
     stop: CancellationToken,
 ) {
     let mut changes = session.tools_changed();
-    let mut last = snapshot(&session);
+    let mut last = snapshot(&session, &scope);
     // Only a weak hold while waiting: an ended session must not live on
     // for a client that is still connected.
     let weak: Weak<Session> = Arc::downgrade(&session);
@@ -70,7 +71,7 @@ pub(crate) async fn watch_tools(
         let Some(session) = weak.upgrade() else {
             return;
         };
-        let now = snapshot(&session);
+        let now = snapshot(&session, &scope);
         drop(session);
         if now != last {
             last = now;

@@ -21,7 +21,7 @@ use super::SESSION_QUERY;
 use super::approve::{APPROVE_TOOL, PermissionPrompts};
 use super::args::{check_size, check_types};
 use super::notify::{Listener, watch_tools};
-use super::tools::{call_result, mcp_tool, provider_tool, provider_tools};
+use super::tools::{ToolScope, call_result, mcp_tool, scoped_tool, scoped_tools};
 use crate::depth::{self, DepthError};
 
 /// Finds the session a client asked for: `Some(id)` from `?session=ID`,
@@ -33,6 +33,8 @@ pub struct SessionServer {
     lookup: SessionLookup,
     /// Who answers the `approve` tool's prompts; without, no such tool.
     prompts: Option<PermissionPrompts>,
+    /// Which of the session's tools it offers.
+    scope: ToolScope,
     /// Cancelled when the client's connection (this value) goes: its
     /// list-changed watchers stop.
     stop: CancellationToken,
@@ -49,6 +51,7 @@ impl SessionServer {
         Self {
             lookup,
             prompts: None,
+            scope: ToolScope::Providers,
             stop: CancellationToken::new(),
         }
     }
@@ -56,6 +59,13 @@ impl SessionServer {
     /// Offers the permission-prompt tool `approve`, relayed to `prompts`.
     pub fn with_permission_prompts(mut self, prompts: Option<PermissionPrompts>) -> Self {
         self.prompts = prompts;
+        self
+    }
+
+    /// Offers the tools of `scope` instead of the providers'.
+    #[must_use]
+    pub fn with_scope(mut self, scope: ToolScope) -> Self {
+        self.scope = scope;
         self
     }
 
@@ -131,7 +141,7 @@ impl ServerHandler for SessionServer {
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         let session = self.session(&context.extensions)?;
-        let mut tools: Vec<_> = provider_tools(&session)
+        let mut tools: Vec<_> = scoped_tools(&session, &self.scope)
             .iter()
             .filter(|entry| self.prompts.is_none() || entry.spec.name != APPROVE_TOOL)
             .map(|entry| mcp_tool(entry))
@@ -162,10 +172,14 @@ impl ServerHandler for SessionServer {
                 )),
             };
         }
-        let Some(entry) = provider_tool(&session, name) else {
+        let Some(entry) = scoped_tool(&session, &self.scope, name) else {
             return Err(invalid(format!(
-                "unknown tool '{name}': session '{}' has no provider tool by that name (tools/list shows what it has)",
-                session.id()
+                "unknown tool '{name}': session '{}' has no {} by that name (tools/list shows what it has)",
+                session.id(),
+                match &self.scope {
+                    ToolScope::Providers => "provider tool".to_owned(),
+                    ToolScope::Service(service) => format!("{service} tool"),
+                }
             )));
         };
         let mut args = request.arguments.unwrap_or_default();
@@ -192,7 +206,12 @@ impl ServerHandler for SessionServer {
         match self.session(&context.extensions) {
             Ok(session) => {
                 let listener = Listener::Handshake(context.peer.clone());
-                tokio::spawn(watch_tools(session, listener, self.stop.clone()));
+                tokio::spawn(watch_tools(
+                    session,
+                    self.scope.clone(),
+                    listener,
+                    self.stop.clone(),
+                ));
             }
             // Every list and call will say why; nothing to watch.
             Err(err) => {
@@ -214,7 +233,7 @@ impl ServerHandler for SessionServer {
         let stop = self.stop.child_token();
         let listener = Listener::Subscription(context.sink().clone());
         tokio::select! {
-            () = watch_tools(session, listener, stop.clone()) => {}
+            () = watch_tools(session, self.scope.clone(), listener, stop.clone()) => {}
             () = context.cancelled() => {}
         }
         stop.cancel();

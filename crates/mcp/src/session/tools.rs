@@ -1,5 +1,5 @@
-//! A session's provider tools as MCP tools, and call outcomes as MCP
-//! results.
+//! A session's provider tools (or one service's) as MCP tools, and call
+//! outcomes as MCP results.
 
 use std::sync::Arc;
 
@@ -9,29 +9,52 @@ use serde_json::{Map, Value, json};
 
 use crate::depth;
 
-/// The tools this server offers from `session`: those of providers (the
-/// workspace's and MCP servers' tools have their own doors), sorted by name.
-pub(crate) fn provider_tools(session: &Session) -> Vec<Arc<ToolEntry>> {
+/// Which of a session's tools a server offers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ToolScope {
+    /// Those of providers (the workspace's and MCP servers' tools have
+    /// their own doors): `/mcp/session`.
+    Providers,
+    /// Those of one in-process service (`ToolOwner::Service`): the
+    /// session's own tools served to an agent CLI the hub runs
+    /// (crate::session::for_agent).
+    Service(String),
+}
+
+impl ToolScope {
+    fn holds(&self, owner: &ToolOwner) -> bool {
+        match (self, owner) {
+            (Self::Providers, ToolOwner::Provider(_)) => true,
+            (Self::Service(name), ToolOwner::Service(owner)) => name == owner,
+            _ => false,
+        }
+    }
+}
+
+/// The tools of `scope` in `session`, sorted by name.
+pub(crate) fn scoped_tools(session: &Session, scope: &ToolScope) -> Vec<Arc<ToolEntry>> {
     session
         .tools()
         .into_iter()
-        .filter(|entry| matches!(entry.owner, ToolOwner::Provider(_)))
+        .filter(|entry| scope.holds(&entry.owner))
         .collect()
 }
 
-/// The provider tool `name` of `session`, if it is one.
-pub(crate) fn provider_tool(session: &Session, name: &str) -> Option<Arc<ToolEntry>> {
-    session
-        .tool(name)
-        .filter(|entry| matches!(entry.owner, ToolOwner::Provider(_)))
+/// The tool `name` of `session`, if `scope` holds it.
+pub(crate) fn scoped_tool(
+    session: &Session,
+    scope: &ToolScope,
+    name: &str,
+) -> Option<Arc<ToolEntry>> {
+    session.tool(name).filter(|entry| scope.holds(&entry.owner))
 }
 
 /// What a client sees of the list; two equal snapshots need no
 /// notification between them.
 pub(crate) type Snapshot = Vec<(String, String, Value)>;
 
-pub(crate) fn snapshot(session: &Session) -> Snapshot {
-    provider_tools(session)
+pub(crate) fn snapshot(session: &Session, scope: &ToolScope) -> Snapshot {
+    scoped_tools(session, scope)
         .iter()
         .map(|entry| {
             (

@@ -99,6 +99,11 @@ pub(crate) async fn bridge_status(ctx: ServerContext, params: Params) -> RpcResu
         "policy": policy,
         "requestLog": request_log(&ctx),
         "openclaw": crate::openclaw::status(&ctx),
+        "openclawMemory": {
+            "offered": ctx.openclaw_memory.offered(),
+            "root": ctx.openclaw_memory.server().layout().root,
+            "summary": ctx.openclaw_memory.describe(),
+        },
         "vscode": crate::vscode::status(&ctx.gateway),
     }))
 }

@@ -58,7 +58,7 @@ pub async fn prepare(
             "--max-concurrency must be between 1 and {MAX_CONCURRENCY}"
         )));
     }
-    let registry = bridge_compose::registry(config, Arc::new(bridge_policy::DenyAll))
+    let registry = bridge_compose::task_registry(config, Arc::new(bridge_policy::DenyAll))
         .map_err(super::run::compose_failure)?;
     let (backend, no_planner) = match PlanningBackend::select(config, options.model.clone()).await {
         Ok(backend) => (Some(backend), None),

@@ -4,6 +4,7 @@
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use bridge_llm::BackendKind;
@@ -12,6 +13,7 @@ use serde::Serialize;
 use serde_json::{Map, Value, json};
 
 use crate::runner::RunRequest;
+use crate::runner::served_tools::{ServedTools, SessionToolServer};
 
 /// The environment variable that carries our GitHub token to the CLI (named
 /// on its command line with `--auth-token-env`, so the token never appears
@@ -30,6 +32,9 @@ pub struct CopilotCliConfig {
     pub provider: Option<CliProvider>,
     /// MCP servers the CLI's session connects to, by name.
     pub mcp_servers: BTreeMap<String, McpServer>,
+    /// The session's own tools the CLI gets as one more MCP server, served
+    /// by this process for each run (OpenClaw's memory: docs/runners.md).
+    pub session_tools: Option<Arc<dyn SessionToolServer>>,
     /// Extra arguments after ours (e.g. `--log-level debug`).
     pub extra_args: Vec<String>,
     /// Variables set for the CLI process.
@@ -48,6 +53,7 @@ impl Default for CopilotCliConfig {
             github_token: None,
             provider: None,
             mcp_servers: BTreeMap::new(),
+            session_tools: None,
             extra_args: Vec::new(),
             env: Vec::new(),
             env_remove: Vec::new(),
@@ -142,6 +148,17 @@ pub enum McpServer {
         headers: BTreeMap<String, String>,
         tools: Vec<String>,
     },
+}
+
+impl McpServer {
+    /// A server this process serves for the run, every tool offered.
+    pub fn served(served: &ServedTools) -> Self {
+        Self::Http {
+            url: served.url.clone(),
+            headers: served.headers.clone(),
+            tools: vec!["*".to_owned()],
+        }
+    }
 }
 
 /// The `session.create` parameters: our hooks and permission prompts are

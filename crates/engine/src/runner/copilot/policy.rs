@@ -27,13 +27,32 @@ pub struct CliToolNames {
     /// The session's MCP servers, longest name first, so `a-b-tool` is
     /// read as server `a-b` when both `a` and `a-b` exist.
     mcp_servers: Vec<String>,
+    /// The server this process serves the session's own tools on
+    /// (crate::runner::served_tools): their calls are decided when they run.
+    hub_server: Option<String>,
 }
 
 impl CliToolNames {
     pub fn new<'a>(mcp_servers: impl IntoIterator<Item = &'a String>) -> Self {
         let mut mcp_servers: Vec<String> = mcp_servers.into_iter().cloned().collect();
         mcp_servers.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
-        Self { mcp_servers }
+        Self {
+            mcp_servers,
+            hub_server: None,
+        }
+    }
+
+    /// The same names, `server` being the one this process serves.
+    #[must_use]
+    pub fn with_hub_server(mut self, server: &str) -> Self {
+        self.hub_server = Some(server.to_owned());
+        self
+    }
+
+    /// Whether `owner` is the server this process serves the session's own
+    /// tools on.
+    pub fn served_by_hub(&self, owner: &ToolOwner) -> bool {
+        matches!((owner, &self.hub_server), (ToolOwner::Mcp(server), Some(hub)) if server == hub)
     }
 
     /// The name our policy knows a CLI tool by, and who runs it.

@@ -11,7 +11,7 @@ use bridge_policy::agent_tools::Agent;
 use serde_json::{Value, json};
 
 use super::client::{CopilotClient, CopilotError};
-use super::config::{CopilotCliConfig, session_create_params};
+use super::config::{CopilotCliConfig, McpServer, session_create_params};
 use super::events::RunState;
 use super::policy::{AskedOnce, CliToolNames, permission_subject};
 use super::rpc::Incoming;
@@ -95,11 +95,36 @@ async fn drive(
     config: &CopilotCliConfig,
     state: &mut RunState,
 ) -> Ending {
+    // The session's own tools for the CLI, served while it runs (the
+    // guard in `served` stops the server when this returns).
+    let served = match &config.session_tools {
+        Some(server) => server.serve(session).await.unwrap_or_else(|err| {
+            tracing::warn!(error = %err, "the session's tools could not be served to the Copilot CLI");
+            None
+        }),
+        None => None,
+    };
+    let with_served;
+    let config = match &served {
+        Some(served) => {
+            let mut config = config.clone();
+            config
+                .mcp_servers
+                .insert(served.name.clone(), McpServer::served(served));
+            with_served = config;
+            &with_served
+        }
+        None => config,
+    };
+    let mut names = CliToolNames::new(config.mcp_servers.keys());
+    if let Some(served) = &served {
+        names = names.with_hub_server(&served.name);
+    }
     let mut client = match CopilotClient::start(config, session.cwd()).await {
         Ok(client) => client,
         Err(CopilotError(message)) => return Ending::Failed(message),
     };
-    let ending = converse(&mut client, session, request, config, state).await;
+    let ending = converse(&mut client, session, request, config, &names, state).await;
     client.close().await;
     ending
 }
@@ -109,6 +134,7 @@ async fn converse(
     session: &Arc<Session>,
     request: &RunRequest,
     config: &CopilotCliConfig,
+    names: &CliToolNames,
     state: &mut RunState,
 ) -> Ending {
     // Without BYOK the CLI needs a GitHub sign-in; say so before a session
@@ -134,7 +160,6 @@ async fn converse(
     if let Err(err) = client.call("session.send", send).await {
         return Ending::Failed(client.fail("the Copilot CLI refused the task", err).await.0);
     }
-    let names = CliToolNames::new(config.mcp_servers.keys());
     // The CLI asks about a call twice (hook, then permission prompt): one
     // person's answer serves both.
     let asking = AskedOnce::new(session.approver().clone());
@@ -162,7 +187,8 @@ async fn converse(
                     .cloned()
                     .unwrap_or(Value::Null);
                 if kind == "permission.requested" {
-                    answer_permission_event(client, session, &cli_session, &data, &asking).await;
+                    answer_permission_event(client, session, names, &cli_session, &data, &asking)
+                        .await;
                     continue;
                 }
                 state.apply(session, kind, &data);
@@ -175,7 +201,7 @@ async fn converse(
             }
             Incoming::Notification { .. } => {}
             Incoming::Request { id, method, params } => {
-                let answer = answer_request(session, &names, &method, &params, &asking).await;
+                let answer = answer_request(session, names, &method, &params, &asking).await;
                 let rpc = &client.process.rpc;
                 let sent = match answer {
                     Answer::Result(result) => rpc.respond(id, result).await,
@@ -230,7 +256,9 @@ async fn answer_request(
         // Protocol 2: the prompt is a call and the decision its result.
         "permission.request" => {
             let request = params.get("permissionRequest").unwrap_or(params);
-            let allowed = answer_permission(session, request, asking).await.allowed();
+            let allowed = answer_permission(session, names, request, asking)
+                .await
+                .allowed();
             let kind = if allowed {
                 "approved"
             } else {
@@ -243,8 +271,14 @@ async fn answer_request(
 }
 
 /// A permission prompt, decided; one of a kind we do not know is refused.
-async fn answer_permission(session: &Session, request: &Value, asking: &dyn Approver) -> Verdict {
+async fn answer_permission(
+    session: &Session,
+    names: &CliToolNames,
+    request: &Value,
+    asking: &dyn Approver,
+) -> Verdict {
     match permission_subject(request) {
+        Some((_, owner, _)) if names.served_by_hub(&owner) => hub_served(),
         Some((tool, owner, args)) => {
             session
                 .check_agent_tool_asking(
@@ -282,6 +316,7 @@ async fn answer_hook(
     match hook {
         "preToolUse" => {
             let verdict = match text("toolName") {
+                Some(tool) if names.served_by_hub(&names.subject(tool).1) => hub_served(),
                 Some(tool) => {
                     let (tool, owner) = names.subject(tool);
                     let args = tool_arguments(input.get("toolArgs"));
@@ -313,6 +348,11 @@ async fn answer_hook(
         // as an error, and `preToolUse` has already refused the same call.
         "preMcpToolCall" => {
             let verdict = match (text("serverName"), text("toolName")) {
+                (Some(server), Some(_))
+                    if names.served_by_hub(&ToolOwner::Mcp(server.to_owned())) =>
+                {
+                    hub_served()
+                }
                 (Some(server), Some(tool)) => {
                     let name = crate::mcp_client::exposed_name(server, tool);
                     let owner = ToolOwner::Mcp(server.to_owned());
@@ -342,6 +382,14 @@ async fn answer_hook(
     }
 }
 
+/// The answer for a tool of the server this process serves the session's
+/// own tools on: let through, because its call is decided (and audited,
+/// and its result redacted) by `Session::call_tool` when the server runs
+/// it, and deciding here too would ask a person twice.
+fn hub_served() -> Verdict {
+    Verdict::allowed_for("decided by copilot-bridge when its server runs the call")
+}
+
 /// A tool's arguments as our checks read them: an object (the CLI sends
 /// them as an object or as a JSON string); anything else is kept whole
 /// under `input`, where blocked patterns still see it.
@@ -361,6 +409,7 @@ fn tool_arguments(raw: Option<&Value>) -> Value {
 async fn answer_permission_event(
     client: &mut CopilotClient,
     session: &Session,
+    names: &CliToolNames,
     cli_session: &str,
     data: &Value,
     asking: &dyn Approver,
@@ -369,7 +418,7 @@ async fn answer_permission_event(
         return;
     };
     let request = data.get("permissionRequest").unwrap_or(data);
-    let verdict = answer_permission(session, request, asking).await;
+    let verdict = answer_permission(session, names, request, asking).await;
     let result = if verdict.allowed() {
         json!({"kind": "approve-once"})
     } else {

@@ -1,11 +1,17 @@
-//! OpenClaw through its gateway, as tools: `openclaw_agent_ask`,
-//! `openclaw_sessions` and `openclaw_memory_search` answered by the
+//! OpenClaw as tools: `openclaw_agent_ask` and `openclaw_sessions` through
+//! its gateway, and its memory — `openclaw_memory_search` answered by the
 //! gateway's `memory.search` when it is connected and by our own index of
-//! the agent's workspace otherwise (the answer says which). The daemon
-//! offers them to every hub session (crates/server/src/openclaw.rs) and
-//! its memory MCP server offers them too; both call [`GatewayTools`].
+//! the agent's workspace otherwise (the answer says which),
+//! `openclaw_memory_read` and `openclaw_user_prefs` from the workspace.
+//! Every session the hub creates gets them through [`SessionTools`]
+//! (session_tools.rs); the daemon's memory MCP server offers the gateway's
+//! too; all call [`GatewayTools`].
 //!
 //! Only reads and asks: nothing here writes a file.
+
+mod session_tools;
+
+pub use session_tools::{OWNER, SessionTools, ToolSet, owner};
 
 use std::time::Duration;
 
@@ -18,6 +24,8 @@ use crate::memory::{MemoryHit, MemoryServer};
 pub const AGENT_ASK: &str = "openclaw_agent_ask";
 pub const SESSIONS: &str = "openclaw_sessions";
 pub const MEMORY_SEARCH: &str = memory_tools::SEARCH;
+pub const MEMORY_READ: &str = memory_tools::READ;
+pub const USER_PREFS: &str = memory_tools::USER_PREFS;
 
 /// How long `openclaw_agent_ask` waits for the reply unless told.
 pub const DEFAULT_ASK_SECONDS: u64 = 300;
@@ -92,10 +100,11 @@ impl GatewayTools {
             AGENT_ASK => self.ask(&args).await,
             SESSIONS => self.sessions(&args).await,
             MEMORY_SEARCH => self.search_memory(args).await,
+            MEMORY_READ | USER_PREFS => self.read_memory(tool, args).await,
             other => Err(GatewayToolError {
                 code: "unknown_tool",
                 message: format!(
-                    "no OpenClaw tool {other:?}; there are {AGENT_ASK}, {SESSIONS}, {MEMORY_SEARCH}"
+                    "no OpenClaw tool {other:?}; there are {AGENT_ASK}, {SESSIONS}, {MEMORY_SEARCH}, {MEMORY_READ}, {USER_PREFS}"
                 ),
             }),
         }
@@ -108,7 +117,7 @@ impl GatewayTools {
             message: format!("{tool}: {why}"),
         };
         let gateway = self.gateway.as_ref().ok_or_else(|| {
-            unavailable("the daemon is not connected to an OpenClaw gateway (openclaw.gateway is off, or OpenClaw is not configured on this machine; see docs/openclaw.md)".to_owned())
+            unavailable("no OpenClaw gateway connection here (only the daemon connects, when openclaw.gateway is on, or auto with OpenClaw configured on this machine; see docs/openclaw.md)".to_owned())
         })?;
         let status = gateway.status();
         if status.state == ConnectionState::Connected {
@@ -206,16 +215,7 @@ impl GatewayTools {
     /// The gateway's `memory.search` when connected, else our own index
     /// (with the reason); the results in OpenClaw's shape either way.
     pub async fn search_memory(&self, args: Map<String, Value>) -> Result<Value, GatewayToolError> {
-        let call =
-            memory_tools::parse(MEMORY_SEARCH, Some(args)).map_err(|rejected| match rejected {
-                memory_tools::Rejected::Error(err) => GatewayToolError {
-                    code: "invalid_arguments",
-                    message: err.message.into_owned(),
-                },
-                memory_tools::Rejected::TooDeep(depth) => {
-                    invalid(MEMORY_SEARCH, &format!("_depth {depth} is too deep"))
-                }
-            })?;
+        let call = memory_call(MEMORY_SEARCH, args)?;
         let Request::Search { query, limit } = call.request else {
             return Err(invalid(MEMORY_SEARCH, "not a search"));
         };
@@ -251,6 +251,48 @@ impl GatewayTools {
             "searched": outcome.searched,
         }))
     }
+
+    /// `openclaw_memory_read` (a note, whole) or `openclaw_user_prefs`
+    /// (`USER.md`), from the agent's workspace: the text.
+    async fn read_memory(
+        &self,
+        tool: &str,
+        args: Map<String, Value>,
+    ) -> Result<Value, GatewayToolError> {
+        let call = memory_call(tool, args)?;
+        let memory = self.memory.clone();
+        let read = tokio::task::spawn_blocking(move || match call.request {
+            Request::Read { file } => memory.read_blocking(call.agent.as_deref(), &file),
+            _ => memory.user_prefs_blocking(call.agent.as_deref()),
+        })
+        .await
+        .map_err(|err| GatewayToolError {
+            code: "failed",
+            message: format!("{tool}: the read failed: {err}"),
+        })?;
+        read.map(Value::String).map_err(|message| GatewayToolError {
+            code: "failed",
+            message: format!("{tool}: {message}"),
+        })
+    }
+}
+
+/// A memory tool's arguments, `_depth` first, checked as the memory MCP
+/// server checks them (crates/mcp/src/memory/tools.rs).
+fn memory_call(
+    tool: &str,
+    args: Map<String, Value>,
+) -> Result<memory_tools::Call, GatewayToolError> {
+    memory_tools::parse(tool, Some(args)).map_err(|rejected| match rejected {
+        memory_tools::Rejected::Error(err) => GatewayToolError {
+            code: "invalid_arguments",
+            message: err.message.into_owned(),
+        },
+        memory_tools::Rejected::TooDeep(depth) => GatewayToolError {
+            code: "too_deep",
+            message: format!("{tool}: {}", crate::depth::too_deep_message(depth)),
+        },
+    })
 }
 
 /// `source` of an answer from our own index.
@@ -420,6 +462,11 @@ pub async fn mcp_call(
             )])));
         }
     };
+    // Sessions without OpenClaw's memory (`openclaw.memory`): the memory
+    // server searches its own index.
+    if name == MEMORY_SEARCH && session.tool(name).is_none() {
+        return None;
+    }
     let outcome = session
         .call_tool(name, Value::Object(args), bridge_engine::CallOrigin::Mcp)
         .await;

@@ -1,0 +1,106 @@
+//! OpenClaw's memory in the sessions the hub creates (docs/openclaw.md,
+//! "Memory in every session"): whether they get `openclaw_memory_search`,
+//! `openclaw_memory_read` and `openclaw_user_prefs` (`openclaw.memory`:
+//! `auto` when the default agent's workspace holds memory, found as
+//! `mcp memory` finds it), the memory server that answers them with its
+//! index kept in the state directory, and the session listener that adds
+//! them — for the daemon and every CLI command that runs a task.
+
+use std::sync::Arc;
+
+use bridge_config::{AutoSwitch, BridgeConfig};
+use bridge_engine::SessionListener;
+use bridge_mcp::memory::{MemoryLayout, MemoryServer};
+use bridge_mcp::openclaw::{GatewayTools, SessionTools, ToolSet};
+use bridge_mcp::session::ServiceToolsForAgent;
+use bridge_openclaw::Gateway;
+
+/// The name of the server an agent CLI the hub runs gets the session's
+/// OpenClaw tools from (its tools reach the model as `openclaw-…`), unless
+/// one of `[mcp.servers]` has it: then [`AGENT_SERVER_SPARE_NAME`].
+pub const AGENT_SERVER_NAME: &str = "openclaw";
+pub const AGENT_SERVER_SPARE_NAME: &str = "copilot-bridge-openclaw";
+
+/// OpenClaw's memory as the configuration and this machine have it.
+#[derive(Debug, Clone)]
+pub struct OpenClawMemory {
+    server: MemoryServer,
+    offered: bool,
+    mode: AutoSwitch,
+}
+
+impl OpenClawMemory {
+    /// The default agent's memory (a few `stat`s, nothing read), and
+    /// whether sessions get its tools.
+    pub fn detect(config: &BridgeConfig) -> Self {
+        let layout = MemoryLayout::detect(None, &config.openclaw);
+        let mode = config.openclaw.memory_mode;
+        let offered = match mode {
+            AutoSwitch::On => true,
+            AutoSwitch::Off => false,
+            AutoSwitch::Auto => layout.holds_memory(),
+        };
+        Self {
+            server: MemoryServer::new(layout).with_state_dir(&config.home),
+            offered,
+            mode,
+        }
+    }
+
+    /// Whether sessions get the memory tools.
+    pub fn offered(&self) -> bool {
+        self.offered
+    }
+
+    /// The server over the memory (its indexes shared by every clone).
+    pub fn server(&self) -> &MemoryServer {
+        &self.server
+    }
+
+    /// One sentence for `status` and `setup`: what sessions get, from
+    /// where, and how to change it.
+    pub fn describe(&self) -> String {
+        let layout = self.server.layout();
+        let root = layout.root.display();
+        match (self.offered, self.mode) {
+            (true, _) => format!(
+                "every session gets OpenClaw's memory (openclaw_memory_search, openclaw_memory_read, openclaw_user_prefs) from {root}; turn it off with `[openclaw] memory = \"off\"` in config.toml or COPILOT_BRIDGE_OPENCLAW_MEMORY=off"
+            ),
+            (false, AutoSwitch::Off) => {
+                "sessions get no OpenClaw memory (openclaw.memory is off)".to_owned()
+            }
+            (false, _) => format!(
+                "sessions get no OpenClaw memory: no OpenClaw workspace with memory at {root} (set OPENCLAW_WORKSPACE_DIR, or `[openclaw] memory = \"on\"`)"
+            ),
+        }
+    }
+
+    /// What gives each session its OpenClaw tools: the gateway's when
+    /// `gateway` is `Some` (the daemon, connected or not), the memory
+    /// tools when offered. `None` when there are none to give.
+    pub fn session_tools(
+        &self,
+        gateway: Option<Option<Gateway>>,
+    ) -> Option<Arc<dyn SessionListener>> {
+        let set = ToolSet {
+            gateway: gateway.is_some(),
+            memory: self.offered,
+        };
+        if set == ToolSet::default() {
+            return None;
+        }
+        let tools = GatewayTools::new(gateway.flatten(), self.server.clone());
+        Some(Arc::new(SessionTools::new(tools, set)))
+    }
+}
+
+/// What serves the session's OpenClaw tools to an agent CLI the hub runs,
+/// under a name none of `config`'s MCP servers has.
+pub fn agent_server(config: &BridgeConfig) -> ServiceToolsForAgent {
+    let name = if config.mcp.servers.contains_key(AGENT_SERVER_NAME) {
+        AGENT_SERVER_SPARE_NAME
+    } else {
+        AGENT_SERVER_NAME
+    };
+    ServiceToolsForAgent::new(bridge_mcp::openclaw::OWNER, name)
+}
