@@ -236,6 +236,14 @@ impl Session {
             approval,
         };
         let Some(entry) = self.tool(name) else {
+            // A tool the rules block is not offered (so not in the table):
+            // a caller that names it anyway is told it is blocked.
+            let guard = self.guard();
+            if guard.blocks_tool(name) {
+                let decision = guard.check_permission(name, &args);
+                let reason = decision.reason_or_default().to_owned();
+                return ended(None, decision, ToolFailure::denied(reason), Vec::new(), None);
+            }
             let reason = format!("unknown tool {name:?} in session {}", self.id());
             return ended(
                 None,

@@ -101,7 +101,7 @@ async fn without_a_gateway_the_openclaw_tools_say_so_and_memory_is_searched_here
     .unwrap();
     std::fs::write(
         openclaw_workspace.path().join("USER.md"),
-        "# USER\n\nPrefers short answers about the deploy.\n",
+        "# USER\n\nPrefers short answers about the deploy.\nGitHub: ghp_abcdefghijklmnopqrstuvwxyz0123456789\n",
     )
     .unwrap();
     let daemon = TestDaemon::with(Setup::default().env(
@@ -126,8 +126,10 @@ async fn without_a_gateway_the_openclaw_tools_say_so_and_memory_is_searched_here
         owners,
         [
             ("openclaw_agent_ask", "service:openclaw"),
+            ("openclaw_memory_read", "service:openclaw"),
             ("openclaw_memory_search", "service:openclaw"),
             ("openclaw_sessions", "service:openclaw"),
+            ("openclaw_user_prefs", "service:openclaw"),
         ]
     );
 
@@ -143,7 +145,7 @@ async fn without_a_gateway_the_openclaw_tools_say_so_and_memory_is_searched_here
         asked["error"]["message"]
             .as_str()
             .unwrap()
-            .contains("not connected to an OpenClaw gateway"),
+            .contains("no OpenClaw gateway connection here"),
         "{asked}"
     );
     // Bad arguments are refused as such, before anything is tried.
@@ -188,7 +190,7 @@ async fn without_a_gateway_the_openclaw_tools_say_so_and_memory_is_searched_here
         answer["reason"]
             .as_str()
             .unwrap()
-            .contains("not connected to an OpenClaw gateway"),
+            .contains("no OpenClaw gateway connection here"),
         "{found}"
     );
     let paths: Vec<&str> = answer["results"]
@@ -205,6 +207,24 @@ async fn without_a_gateway_the_openclaw_tools_say_so_and_memory_is_searched_here
         hit["endLine"].as_u64() >= hit["startLine"].as_u64(),
         "{hit}"
     );
+
+    // A note whole, and the user's preferences: redacted, and in the audit log.
+    let read = call("openclaw_memory_read", json!({})).await;
+    let text = read["result"]["result"].as_str().unwrap();
+    assert!(text.contains("The staging deploy uses helm."), "{read}");
+    let prefs = call("openclaw_user_prefs", json!({})).await;
+    let text = prefs["result"]["result"].as_str().unwrap();
+    assert!(text.contains("Prefers short answers"), "{prefs}");
+    assert!(!text.contains("ghp_"), "a token in USER.md is redacted: {prefs}");
+    let escaped = call("openclaw_memory_read", json!({"file": "../secrets.md"})).await;
+    assert!(escaped["error"]["message"].is_string(), "{escaped}");
+    let too_deep = call("openclaw_memory_read", json!({"_depth": 3})).await;
+    assert_eq!(too_deep["error"]["data"]["code"], "too_deep", "{too_deep}");
+    let audit = daemon.audit_text();
+    for tool in ["openclaw_memory_read", "openclaw_user_prefs"] {
+        assert!(audit.contains(tool), "{tool} is audited: {audit}");
+    }
+    assert!(!audit.contains("ghp_"), "{audit}");
 
     // The memory server lists the gateway's tools only with a gateway.
     let mut memory = McpHttp::connect(&daemon, "/mcp/memory").await;
@@ -242,8 +262,9 @@ async fn the_memory_servers_gateway_tools_pass_the_sessions_policy() {
         names.contains(&"openclaw_agent_ask".to_owned()),
         "{names:?}"
     );
-    assert!(names.contains(&"openclaw_sessions".to_owned()), "{names:?}");
-    // The session's rules apply on this door too.
+    // The session's rules apply on this door too: a blocked tool is not
+    // offered, and named anyway it is refused as blocked.
+    assert!(!names.contains(&"openclaw_sessions".to_owned()), "{names:?}");
     let denied = parse(&memory.call("openclaw_sessions", json!({})).await);
     assert_eq!(denied["result"]["isError"], true, "{denied}");
     let text = denied["result"]["content"][0]["text"].as_str().unwrap();

@@ -382,8 +382,14 @@ impl ServerHandler for MemoryServer {
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         let mut listed = tools::definitions();
-        if self.sessions.is_some() {
-            listed.extend(crate::openclaw::mcp_tools());
+        if let Some(sessions) = &self.sessions {
+            // The gateway's tools the session has (its rules may block some).
+            let session = sessions.session(None).await.ok();
+            listed.extend(crate::openclaw::mcp_tools().into_iter().filter(|tool| {
+                session
+                    .as_ref()
+                    .is_some_and(|session| session.tool(&tool.name).is_some())
+            }));
         }
         Ok(ListToolsResult::with_all_items(listed))
     }
