@@ -20,6 +20,7 @@ mod cli_mcp_delegate;
 mod cli_mcp_memory;
 mod cli_mcp_session;
 mod cli_openclaw;
+mod cli_openclaw_memory;
 mod cli_orchestrate;
 mod cli_orchestrate_writers;
 mod cli_redteam;

@@ -12,7 +12,11 @@ use tokio::io::AsyncWriteExt;
 use crate::agents::serve_with;
 use crate::cli_serve::Served;
 
-async fn chat(served: &Served, args: &[&str], stdin: Option<&str>) -> (i32, String, String) {
+pub(crate) async fn chat(
+    served: &Served,
+    args: &[&str],
+    stdin: Option<&str>,
+) -> (i32, String, String) {
     let mut command = served.cli();
     command
         .arg("chat")

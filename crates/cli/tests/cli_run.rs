@@ -32,12 +32,12 @@ fn repository() -> TempWorkspace {
 }
 
 /// `config.toml` in the bridge's state directory.
-fn configure(bridge: &Bridge, toml: &str) {
+pub(crate) fn configure(bridge: &Bridge, toml: &str) {
     std::fs::write(bridge.state.path().join("config.toml"), toml).unwrap();
 }
 
 /// `copilot-bridge run TASK --cwd WS` aimed at the mock as an OpenAI backend.
-fn run_against(
+pub(crate) fn run_against(
     bridge: &Bridge,
     mock: &MockLlm,
     ws: &TempWorkspace,
@@ -56,7 +56,7 @@ fn run_against(
     cmd
 }
 
-fn text(output: &std::process::Output) -> (String, String) {
+pub(crate) fn text(output: &std::process::Output) -> (String, String) {
     (
         String::from_utf8_lossy(&output.stdout).into_owned(),
         String::from_utf8_lossy(&output.stderr).into_owned(),
@@ -64,7 +64,7 @@ fn text(output: &std::process::Output) -> (String, String) {
 }
 
 /// The chat requests the mock received, in order.
-fn chats(mock: &MockLlm) -> Vec<Value> {
+pub(crate) fn chats(mock: &MockLlm) -> Vec<Value> {
     mock.requests()
         .into_iter()
         .filter(|r| r.path == "/v1/chat/completions")
@@ -73,7 +73,7 @@ fn chats(mock: &MockLlm) -> Vec<Value> {
 }
 
 /// The tool messages of a chat request.
-fn tool_messages(chat: &Value) -> Vec<String> {
+pub(crate) fn tool_messages(chat: &Value) -> Vec<String> {
     chat["messages"]
         .as_array()
         .unwrap()
