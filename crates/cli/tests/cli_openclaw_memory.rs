@@ -237,3 +237,88 @@ async fn a_blocked_tools_rule_removes_a_memory_tool_and_on_offers_an_empty_memor
     let answer = &tool_messages(&requests[1])[0];
     assert!(answer.contains("MEMORY.md"), "{answer}");
 }
+
+/// The real Copilot CLI 1.0.102 (pinned in scripts/install-test-deps.sh),
+/// unmodified and offline, started by the daemon for a chat turn with the
+/// mock as its model (BYOK): its session has the memory server, its model
+/// is offered the memory tools, and a call of one reaches the workspace
+/// through the daemon's session (decided, audited, redacted).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_real_copilot_cli_gets_openclaw_memory_as_an_mcp_server() {
+    let Some(copilot) = bridge_testkit::agent_cli("copilot", "copilot") else {
+        return;
+    };
+    let memory = openclaw_workspace();
+    let mock = MockLlm::start(vec![
+        MockReply::ToolCalls {
+            text: None,
+            calls: vec![MockToolCall::new(
+                "call_read",
+                "openclaw-openclaw_memory_read",
+                r#"{"file": "memory/2026-11-20.md"}"#,
+            )],
+        },
+        MockReply::ToolCalls {
+            text: None,
+            calls: vec![MockToolCall::new(
+                "call_prefs",
+                "openclaw-openclaw_user_prefs",
+                "{}",
+            )],
+        },
+        MockReply::text("Rotated on 2026-11-20, in British English."),
+    ])
+    .await;
+    let path = copilot.display().to_string();
+    let workspace = memory.path().display().to_string();
+    let served = crate::agents::serve_with_env(
+        &mock,
+        TempWorkspace::new(),
+        &[
+            ("COPILOT_CLI_PATH", path.as_str()),
+            ("OPENCLAW_WORKSPACE_DIR", workspace.as_str()),
+        ],
+    );
+    let (code, stdout, stderr) = crate::cli_chat::chat(
+        &served,
+        &[
+            "--runner",
+            "copilot",
+            "-p",
+            "When did we rotate the certificates?",
+        ],
+        None,
+    )
+    .await;
+    assert_eq!(code, 0, "{stdout}\n{stderr}\n{}", served.log());
+    assert_eq!(stdout.trim(), "Rotated on 2026-11-20, in British English.");
+
+    let requests = chats(&mock);
+    assert_eq!(requests.len(), 3, "{requests:?}");
+    let offered = offered(&requests[0]);
+    for tool in MEMORY_TOOLS {
+        let name = format!("openclaw-{tool}");
+        assert!(offered.contains(&name), "{name} in {offered:?}");
+    }
+    // What the CLI's MCP calls got back, through the daemon's session.
+    let note = tool_messages(&requests[1]).join("\n");
+    assert!(note.contains("Rotated the quokka certificates"), "{note}");
+    let prefs = tool_messages(&requests[2]).join("\n");
+    assert!(prefs.contains("British English"), "{prefs}");
+    assert!(!prefs.contains("ghp_"), "USER.md is redacted: {prefs}");
+    // Decided and audited once each, as the session's own tools.
+    let audit = std::fs::read_dir(served.state().join("audit"))
+        .unwrap()
+        .map(|entry| std::fs::read_to_string(entry.unwrap().path()).unwrap())
+        .collect::<String>();
+    let records: Vec<Value> = audit
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    for tool in ["openclaw_memory_read", "openclaw_user_prefs"] {
+        let of_tool: Vec<&Value> = records.iter().filter(|r| r["tool"] == tool).collect();
+        assert_eq!(of_tool.len(), 1, "{tool}: {audit}");
+        assert_eq!(of_tool[0]["decision"], "allow", "{tool}: {audit}");
+    }
+    assert!(!audit.contains("ghp_"), "{audit}");
+}
