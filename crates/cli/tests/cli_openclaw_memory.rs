@@ -322,3 +322,61 @@ async fn the_real_copilot_cli_gets_openclaw_memory_as_an_mcp_server() {
     }
     assert!(!audit.contains("ghp_"), "{audit}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_orchestrated_sub_task_is_offered_openclaw_memory() {
+    use crate::cli_orchestrate::{marker, orchestrate, output, plan_file, requests_of};
+    let memory = openclaw_workspace();
+    let mock = MockLlm::start(vec![]).await;
+    for id in ["t1", "t2"] {
+        mock.route(marker(id), MockReply::text(format!("{id} done")));
+    }
+    let ws = TempWorkspace::new();
+    let plan = plan_file(
+        &ws,
+        "plan.json",
+        &json!({"tasks": [{"id": "t1", "description": "first"}, {"id": "t2", "description": "after t1"}],
+                "dependencies": {"t2": ["t1"]}}),
+    );
+    let bridge = Bridge::new();
+    let mut command = orchestrate(
+        &bridge,
+        &mock,
+        ws.path(),
+        &["--plan", plan.to_str().unwrap(), "--json"],
+    );
+    command.env("OPENCLAW_WORKSPACE_DIR", memory.path());
+    let out = output(command).await;
+    assert!(out.status.success(), "{:?}", text(&out));
+    let requests = mock.requests();
+    for id in ["t1", "t2"] {
+        let of_task = requests_of(&requests, id);
+        assert!(!of_task.is_empty(), "{id}");
+        assert_eq!(memory_tools_in(&of_task[0].body), MEMORY_TOOLS, "{id}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_and_setup_say_that_sessions_get_openclaw_memory_and_how_to_turn_it_off() {
+    let memory = openclaw_workspace();
+    let mock = MockLlm::start(vec![]).await;
+    let workspace = memory.path().display().to_string();
+    let served = crate::agents::serve_with_env(
+        &mock,
+        TempWorkspace::new(),
+        &[("OPENCLAW_WORKSPACE_DIR", workspace.as_str())],
+    );
+    for args in [vec!["status"], vec!["setup", "--agent", "claude"]] {
+        let output = served.cli().args(&args).output().await.unwrap();
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert!(output.status.success(), "{args:?}: {stdout}");
+        assert!(
+            stdout.contains("every session gets OpenClaw's memory")
+                && stdout.contains(&workspace)
+                && stdout.contains("memory = \"off\""),
+            "{args:?}: {stdout}"
+        );
+    }
+    let status = served.rpc("bridge.status", json!({})).await;
+    assert_eq!(status["openclawMemory"]["offered"], true, "{status}");
+}

@@ -58,7 +58,10 @@ pub(crate) fn marker(id: &str) -> String {
 }
 
 /// The chat requests of sub-task `id`.
-fn requests_of<'a>(requests: &'a [RecordedRequest], id: &str) -> Vec<&'a RecordedRequest> {
+pub(crate) fn requests_of<'a>(
+    requests: &'a [RecordedRequest],
+    id: &str,
+) -> Vec<&'a RecordedRequest> {
     requests
         .iter()
         .filter(|r| r.body.to_string().contains(&marker(id)))

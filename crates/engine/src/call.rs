@@ -242,7 +242,13 @@ impl Session {
             if guard.blocks_tool(name) {
                 let decision = guard.check_permission(name, &args);
                 let reason = decision.reason_or_default().to_owned();
-                return ended(None, decision, ToolFailure::denied(reason), Vec::new(), None);
+                return ended(
+                    None,
+                    decision,
+                    ToolFailure::denied(reason),
+                    Vec::new(),
+                    None,
+                );
             }
             let reason = format!("unknown tool {name:?} in session {}", self.id());
             return ended(

@@ -215,7 +215,10 @@ async fn without_a_gateway_the_openclaw_tools_say_so_and_memory_is_searched_here
     let prefs = call("openclaw_user_prefs", json!({})).await;
     let text = prefs["result"]["result"].as_str().unwrap();
     assert!(text.contains("Prefers short answers"), "{prefs}");
-    assert!(!text.contains("ghp_"), "a token in USER.md is redacted: {prefs}");
+    assert!(
+        !text.contains("ghp_"),
+        "a token in USER.md is redacted: {prefs}"
+    );
     let escaped = call("openclaw_memory_read", json!({"file": "../secrets.md"})).await;
     assert!(escaped["error"]["message"].is_string(), "{escaped}");
     let too_deep = call("openclaw_memory_read", json!({"_depth": 3})).await;
@@ -264,7 +267,10 @@ async fn the_memory_servers_gateway_tools_pass_the_sessions_policy() {
     );
     // The session's rules apply on this door too: a blocked tool is not
     // offered, and named anyway it is refused as blocked.
-    assert!(!names.contains(&"openclaw_sessions".to_owned()), "{names:?}");
+    assert!(
+        !names.contains(&"openclaw_sessions".to_owned()),
+        "{names:?}"
+    );
     let denied = parse(&memory.call("openclaw_sessions", json!({})).await);
     assert_eq!(denied["result"]["isError"], true, "{denied}");
     let text = denied["result"]["content"][0]["text"].as_str().unwrap();

@@ -17,10 +17,25 @@ pub async fn run(config: &BridgeConfig, args: SetupArgs) -> Result<ExitCode, Fai
     let agents = crate::commands::chosen_agents(args.agent.as_deref(), setup::AGENTS)?;
     let openclaw_has_token = openclaw_has_token(config);
     let running = bridge_server::find_running(&config.home).await;
-    let served = match &running {
-        Some(client) => served(client).await,
-        None => Served::default(),
+    let (status, served) = match &running {
+        Some(client) => {
+            let status = status(client).await;
+            let mut served = served_by(&status);
+            served.models = client.models().await.unwrap_or_default();
+            (Some(status), served)
+        }
+        None => (None, Served::default()),
     };
+    // What sessions get of OpenClaw: the running daemon's word, else what
+    // this configuration would give them.
+    let memory = status
+        .as_ref()
+        .and_then(|status| {
+            status["openclawMemory"]["summary"]
+                .as_str()
+                .map(str::to_owned)
+        })
+        .unwrap_or_else(|| bridge_compose::OpenClawMemory::detect(config).describe());
     let facade = match running {
         Some(client) => Facade {
             origin: format!("http://{}", client.address()),
@@ -42,8 +57,7 @@ pub async fn run(config: &BridgeConfig, args: SetupArgs) -> Result<ExitCode, Fai
         .unwrap_or_else(|| "gpt-4.1".to_owned());
     let mut text = setup::text(&agents, &facade, &served, &model);
     text.push_str(&format!(
-        "\n# Sessions the hub creates (run, chat, copilot_code, orchestrate): {}.\n",
-        bridge_compose::OpenClawMemory::detect(config).describe()
+        "\n# Sessions the hub creates (run, chat, copilot_code, orchestrate): {memory}.\n"
     ));
     let _ = write!(std::io::stdout().lock(), "{text}");
     Ok(ExitCode::SUCCESS)
@@ -58,13 +72,24 @@ fn openclaw_has_token(config: &BridgeConfig) -> bool {
         .is_some_and(|token| openclaw::has_token(&config.openclaw.state_dir, &token))
 }
 
+/// The running daemon's `bridge.status` (`null` when it does not answer).
+async fn status(client: &bridge_server::GatewayClient) -> serde_json::Value {
+    client
+        .call("bridge.status", serde_json::json!({}))
+        .await
+        .unwrap_or_default()
+}
+
 /// What the running daemon serves: its default backend with that
 /// backend's model, and `/v1/models`. Nothing when it does not say.
 pub(crate) async fn served(client: &bridge_server::GatewayClient) -> Served {
-    let status = client
-        .call("bridge.status", serde_json::json!({}))
-        .await
-        .unwrap_or_default();
+    let mut served = served_by(&status(client).await);
+    served.models = client.models().await.unwrap_or_default();
+    served
+}
+
+/// The default backend and its model, as `bridge.status` gives them.
+fn served_by(status: &serde_json::Value) -> Served {
     let default_backend = status["backends"]
         .as_array()
         .into_iter()
@@ -77,6 +102,6 @@ pub(crate) async fn served(client: &bridge_server::GatewayClient) -> Served {
         });
     Served {
         default_backend,
-        models: client.models().await.unwrap_or_default(),
+        models: Vec::new(),
     }
 }
