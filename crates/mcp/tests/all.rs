@@ -4,6 +4,7 @@
 
 mod code;
 mod code_tasks;
+mod for_agent;
 mod memory;
 mod memory_agents;
 mod memory_corpus;

@@ -209,6 +209,11 @@ mod tests {
             names.subject("a-tool"),
             ("a__tool".to_owned(), ToolOwner::Mcp("a".to_owned()))
         );
+        assert!(!names.served_by_hub(&ToolOwner::Mcp("a".to_owned())));
+        let names = names.with_hub_server("a-b");
+        assert!(names.served_by_hub(&names.subject("a-b-tool").1));
+        assert!(!names.served_by_hub(&names.subject("a-tool").1));
+        assert!(!names.served_by_hub(&ToolOwner::Agent(Agent::CopilotCli)));
         for own in ["bash", "bridgecode", "bridgecode-", "view"] {
             assert_eq!(
                 names.subject(own),
