@@ -57,6 +57,23 @@ impl OpenClawMemory {
         &self.server
     }
 
+    /// When sessions get the memory: its index brought up to date on a
+    /// thread of its own (the kept index makes that a walk of `stat`s),
+    /// so the first memory call of a run meets a warm index instead of a
+    /// cold one. Nothing when they do not.
+    pub fn warm_up_in_background(&self) {
+        if !self.offered {
+            return;
+        }
+        let server = self.server.clone();
+        let spawned = std::thread::Builder::new()
+            .name("openclaw-memory-warm-up".to_owned())
+            .spawn(move || server.warm_up_blocking());
+        if let Err(err) = spawned {
+            tracing::debug!(error = %err, "the memory index is warmed by the first search instead");
+        }
+    }
+
     /// One sentence for `status` and `setup`: what sessions get, from
     /// where, and how to change it.
     pub fn describe(&self) -> String {

@@ -58,7 +58,9 @@ pub fn task_registry(
     approver: Arc<dyn Approver>,
 ) -> Result<SessionRegistry, ComposeError> {
     let registry = registry(config, approver)?;
-    if let Some(tools) = crate::openclaw::OpenClawMemory::detect(config).session_tools(None) {
+    let memory = crate::openclaw::OpenClawMemory::detect(config);
+    if let Some(tools) = memory.session_tools(None) {
+        memory.warm_up_in_background();
         registry.add_listener(tools);
     }
     Ok(registry)

@@ -260,6 +260,7 @@ impl Daemon {
         if let Some(tools) = openclaw_memory.session_tools(Some(openclaw.clone())) {
             registry.add_listener(tools);
         }
+        openclaw_memory.warm_up_in_background();
         let idle_grace = Duration::from_secs(config.idle_exit_secs);
         let settings = GatewaySettings {
             idle_exit_grace: idle_grace,

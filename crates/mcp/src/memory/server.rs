@@ -74,6 +74,19 @@ impl Memory {
         }
     }
 
+    /// Brings the index up to date with the notes (what a first search
+    /// would do), so the next search finds it warm.
+    fn warm_up(&self) {
+        let unsaved = {
+            let mut index = bridge_util::sync::lock(&self.index);
+            index.refresh(&self.layout);
+            index.unsaved()
+        };
+        if let Some(saver) = self.saver.as_ref().filter(|_| unsaved) {
+            saver.schedule(&self.index);
+        }
+    }
+
     fn search(&self, query: &str, limit: usize) -> SearchOutcome {
         let terms = query_terms(query);
         let (snapshot, ids, unsaved, notes_read) = match self.index.lock() {
@@ -178,6 +191,14 @@ impl MemoryServer {
     /// The default agent's layout.
     pub fn layout(&self) -> &MemoryLayout {
         &self.default.layout
+    }
+
+    /// Brings the default agent's index up to date now, on the calling
+    /// thread (it reads files): a host that offers the memory tools calls
+    /// it as a session starts, so the model's first search finds the index
+    /// warm instead of paying the first refresh.
+    pub fn warm_up_blocking(&self) {
+        self.default.warm_up();
     }
 
     /// Searches the default agent's memory now, on the calling thread (it
