@@ -26,6 +26,8 @@ pub const AGENT_SERVER_SPARE_NAME: &str = "copilot-bridge-openclaw";
 pub struct OpenClawMemory {
     server: MemoryServer,
     offered: bool,
+    /// Whether the default agent's workspace holds memory notes.
+    holds_memory: bool,
     mode: AutoSwitch,
 }
 
@@ -35,16 +37,30 @@ impl OpenClawMemory {
     pub fn detect(config: &BridgeConfig) -> Self {
         let layout = MemoryLayout::detect(None, &config.openclaw);
         let mode = config.openclaw.memory_mode;
+        let holds_memory = layout.holds_memory();
         let offered = match mode {
             AutoSwitch::On => true,
             AutoSwitch::Off => false,
-            AutoSwitch::Auto => layout.holds_memory(),
+            AutoSwitch::Auto => holds_memory,
         };
         Self {
             server: MemoryServer::new(layout).with_state_dir(&config.home),
             offered,
+            holds_memory,
             mode,
         }
+    }
+
+    /// The daemon's view: with `auto`, a gateway connection to OpenClaw
+    /// (`openclaw.gateway` on, or auto with OpenClaw configured here) also
+    /// offers the memory, since the gateway's `memory.search` answers it
+    /// even when the agent's workspace is not on this machine.
+    #[must_use]
+    pub fn with_gateway(mut self, gateway_enabled: bool) -> Self {
+        if self.mode == AutoSwitch::Auto && gateway_enabled {
+            self.offered = true;
+        }
+        self
     }
 
     /// Whether sessions get the memory tools.
@@ -79,9 +95,13 @@ impl OpenClawMemory {
     pub fn describe(&self) -> String {
         let layout = self.server.layout();
         let root = layout.root.display();
+        let off = "turn it off with `[openclaw] memory = \"off\"` in config.toml or COPILOT_BRIDGE_OPENCLAW_MEMORY=off";
         match (self.offered, self.mode) {
+            (true, _) if self.holds_memory => format!(
+                "every session gets OpenClaw's memory (openclaw_memory_search, openclaw_memory_read, openclaw_user_prefs) from {root}; {off}"
+            ),
             (true, _) => format!(
-                "every session gets OpenClaw's memory (openclaw_memory_search, openclaw_memory_read, openclaw_user_prefs) from {root}; turn it off with `[openclaw] memory = \"off\"` in config.toml or COPILOT_BRIDGE_OPENCLAW_MEMORY=off"
+                "every session gets OpenClaw's memory tools (openclaw_memory_search, openclaw_memory_read, openclaw_user_prefs); {root} holds no notes yet, so search answers from the OpenClaw gateway when connected; {off}"
             ),
             (false, AutoSwitch::Off) => {
                 "sessions get no OpenClaw memory (openclaw.memory is off)".to_owned()

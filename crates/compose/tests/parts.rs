@@ -152,3 +152,95 @@ async fn without_a_backend_the_native_runner_says_which_settings_to_set() {
 fn config_with(state: &Path, env: &[(&str, &str)]) -> BridgeConfig {
     config(state, env, None)
 }
+
+#[test]
+fn openclaw_memory_is_offered_by_mode_workspace_and_the_daemon_s_gateway() {
+    use bridge_compose::OpenClawMemory;
+    let state = TempDir::new().unwrap();
+    let workspace = TempDir::new().unwrap();
+    let dir = workspace.path().display().to_string();
+    let with_dir = [("OPENCLAW_WORKSPACE_DIR", dir.as_str())];
+
+    // auto: nothing on this machine → nothing offered, and no listener.
+    let nothing = OpenClawMemory::detect(&config(state.path(), &with_dir, None));
+    assert!(!nothing.offered());
+    assert!(nothing.session_tools(None).is_none());
+    assert!(
+        nothing.describe().contains("no OpenClaw workspace"),
+        "{}",
+        nothing.describe()
+    );
+    // ...but the daemon connecting to OpenClaw's gateway offers it.
+    assert!(nothing.clone().with_gateway(true).offered());
+    assert!(
+        nothing
+            .with_gateway(true)
+            .describe()
+            .contains("holds no notes yet")
+    );
+
+    std::fs::write(workspace.path().join("MEMORY.md"), "# MEMORY\n").unwrap();
+    let found = OpenClawMemory::detect(&config(state.path(), &with_dir, None));
+    assert!(found.offered());
+    assert!(found.describe().contains(&dir), "{}", found.describe());
+    assert!(found.describe().contains("memory = \"off\""));
+
+    let off = [
+        ("OPENCLAW_WORKSPACE_DIR", dir.as_str()),
+        ("COPILOT_BRIDGE_OPENCLAW_MEMORY", "off"),
+    ];
+    let off = OpenClawMemory::detect(&config(state.path(), &off, None)).with_gateway(true);
+    assert!(!off.offered());
+    assert!(off.describe().contains("openclaw.memory is off"));
+    // The daemon's gateway tools are given even with memory off.
+    assert!(off.session_tools(Some(None)).is_some());
+
+    let empty = TempDir::new().unwrap();
+    let on = OpenClawMemory::detect(&config(
+        state.path(),
+        &[(
+            "OPENCLAW_WORKSPACE_DIR",
+            &empty.path().display().to_string(),
+        )],
+        Some("[openclaw]\nmemory = \"on\"\n"),
+    ));
+    assert!(on.offered());
+}
+
+#[tokio::test]
+async fn a_task_registry_s_sessions_get_the_memory_tools_a_hook_s_do_not() {
+    let state = TempDir::new().unwrap();
+    let memory = TempDir::new().unwrap();
+    std::fs::write(memory.path().join("USER.md"), "# USER\n").unwrap();
+    let dir = memory.path().display().to_string();
+    let config = config(
+        state.path(),
+        &[("OPENCLAW_WORKSPACE_DIR", dir.as_str())],
+        None,
+    );
+    let ws = TempWorkspace::new();
+    let spec = |id: &str| SessionSpec {
+        id: Some(id.to_owned()),
+        label: id.to_owned(),
+        cwd: ws.path().to_path_buf(),
+        foreground: true,
+        door: bridge_engine::Door::Cli,
+    };
+    let deny: Arc<dyn bridge_policy::Approver> = Arc::new(bridge_policy::DenyAll);
+    let task = bridge_compose::task_registry(&config, deny.clone())
+        .unwrap()
+        .create(spec("task"))
+        .unwrap();
+    for tool in [
+        "openclaw_memory_read",
+        "openclaw_memory_search",
+        "openclaw_user_prefs",
+    ] {
+        assert!(task.tool(tool).is_some(), "{tool}");
+    }
+    let hook = bridge_compose::registry(&config, deny)
+        .unwrap()
+        .create(spec("hook"))
+        .unwrap();
+    assert!(hook.tool("openclaw_memory_search").is_none());
+}

@@ -255,7 +255,8 @@ impl Daemon {
             tracing::warn!("{warning}");
         }
         let openclaw = crate::openclaw::start_gateway(config, &shutdown);
-        let openclaw_memory = bridge_compose::OpenClawMemory::detect(config);
+        let openclaw_memory = bridge_compose::OpenClawMemory::detect(config)
+            .with_gateway(config.openclaw.gateway_enabled());
         tracing::info!("{}", openclaw_memory.describe());
         if let Some(tools) = openclaw_memory.session_tools(Some(openclaw.clone())) {
             registry.add_listener(tools);
