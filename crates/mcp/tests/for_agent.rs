@@ -17,14 +17,18 @@ use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-/// The status line of a bare `initialize` POST to `url` with `headers`.
-async fn status_of(url: &str, headers: &str) -> String {
-    let address = url
-        .trim_start_matches("http://")
+/// `host:port` of an `http://` URL.
+fn address_of(url: &str) -> String {
+    url.trim_start_matches("http://")
         .split('/')
         .next()
         .unwrap()
-        .to_owned();
+        .to_owned()
+}
+
+/// The status line of a bare `initialize` POST to `url` with `headers`.
+async fn status_of(url: &str, headers: &str) -> String {
+    let address = address_of(url);
     let body = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
     let mut stream = tokio::net::TcpStream::connect(&address).await.unwrap();
     let request = format!(
@@ -134,14 +138,8 @@ async fn a_run_s_agent_reaches_the_session_s_openclaw_tools_only_with_its_token(
     client.cancel().await.unwrap();
 
     // The run is over: nothing listens there any more.
-    let url = served.url.clone();
+    let address = address_of(&served.url);
     drop(served);
-    let address = url
-        .trim_start_matches("http://")
-        .split('/')
-        .next()
-        .unwrap()
-        .to_owned();
     let mut refused = false;
     for _ in 0..50 {
         if tokio::net::TcpStream::connect(&address).await.is_err() {

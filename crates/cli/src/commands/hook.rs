@@ -278,12 +278,15 @@ async fn decide_locally(
     }) else {
         return Ok((HookDecision::Pass, Vec::new()));
     };
-    let session = super::run::create_hook_session(
-        config,
+    // A session that decides an agent's own calls: the policy and audit
+    // log alone, no tools to offer.
+    let registry = bridge_compose::registry(config, Arc::new(AgentAsks))
+        .map_err(|err| super::run::compose_failure(err).message)?;
+    let session = super::run::session_in(
+        &registry,
         root,
         &format!("{}-{}", agent.name(), hook::agent_session_id(input)),
         &format!("{} hook", agent.display_name()),
-        Arc::new(AgentAsks),
     )
     .map_err(|failure| failure.message)?;
     if event == HookEvent::PostToolUse {

@@ -258,20 +258,8 @@ pub(crate) fn create_session(
     session_in(&registry, cwd, id, label)
 }
 
-/// A session that decides an agent's own calls (`hook`): the policy and
-/// audit log alone, no tools to offer.
-pub(crate) fn create_hook_session(
-    config: &BridgeConfig,
-    cwd: &std::path::Path,
-    id: &str,
-    label: &str,
-    approver: Arc<dyn bridge_policy::Approver>,
-) -> Result<Arc<Session>, Failure> {
-    let registry = bridge_compose::registry(config, approver).map_err(compose_failure)?;
-    session_in(&registry, cwd, id, label)
-}
-
-fn session_in(
+/// A session of `cwd` in `registry`, the failure said as the CLI says it.
+pub(crate) fn session_in(
     registry: &bridge_engine::SessionRegistry,
     cwd: &std::path::Path,
     id: &str,
