@@ -40,6 +40,7 @@ impl BridgeConfig {
             backends,
             request_log,
             keep_transcripts,
+            telemetry,
             connections,
             default_backend,
             models,
@@ -103,6 +104,7 @@ impl BridgeConfig {
             keys::KEEP_TRANSCRIPTS,
             *keep_transcripts != other.keep_transcripts,
         );
+        compare("telemetry", *telemetry != other.telemetry);
         compare(
             keys::MAX_CONNECTIONS,
             connections.max_connections != other.connections.max_connections,

@@ -102,6 +102,18 @@ pub const OPENAI_API_KEY: &str = "openai_api_key";
 pub const ANTHROPIC_API_KEY: &str = "anthropic_api_key";
 pub const OLLAMA_HOST: &str = "ollama_host";
 pub const NO_GH: &str = "no_gh";
+pub const OTEL_ENDPOINT: &str = "telemetry.endpoint";
+pub const OTEL_TRACES_ENDPOINT: &str = "telemetry.traces_endpoint";
+pub const OTEL_METRICS_ENDPOINT: &str = "telemetry.metrics_endpoint";
+pub const OTEL_LOGS_ENDPOINT: &str = "telemetry.logs_endpoint";
+pub const OTEL_PROTOCOL: &str = "telemetry.protocol";
+pub const OTEL_HEADERS: &str = "telemetry.headers";
+pub const OTEL_SERVICE_NAME: &str = "telemetry.service_name";
+pub const OTEL_RESOURCE_ATTRIBUTES: &str = "telemetry.resource_attributes";
+pub const OTEL_SDK_DISABLED: &str = "telemetry.disabled";
+pub const OTEL_BATCH_DELAY_MS: &str = "telemetry.batch_delay_ms";
+pub const OTEL_METRIC_INTERVAL_MS: &str = "telemetry.metric_interval_ms";
+pub const OTEL_CAPTURE_CONTENT: &str = "telemetry.capture_content";
 
 /// A secret only the environment (or `.env`) may hold: keys are never kept
 /// in config files.
@@ -360,6 +372,77 @@ pub const KEYS: &[KeySpec] = &[
         "COPILOT_BRIDGE_NO_GH",
         "false",
         "Never ask `gh auth token` for a GitHub token",
+    ),
+    key(
+        OTEL_ENDPOINT,
+        "OTEL_EXPORTER_OTLP_ENDPOINT",
+        "",
+        "OTLP/HTTP collector base URL: setting it turns telemetry export on (each signal adds /v1/traces, /v1/metrics, /v1/logs)",
+    ),
+    key(
+        OTEL_TRACES_ENDPOINT,
+        "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+        "<telemetry.endpoint>/v1/traces",
+        "Where traces go, as it is",
+    ),
+    key(
+        OTEL_METRICS_ENDPOINT,
+        "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT",
+        "<telemetry.endpoint>/v1/metrics",
+        "Where metrics go, as it is",
+    ),
+    key(
+        OTEL_LOGS_ENDPOINT,
+        "OTEL_EXPORTER_OTLP_LOGS_ENDPOINT",
+        "<telemetry.endpoint>/v1/logs",
+        "Where logs go (the agents' own, forwarded), as it is",
+    ),
+    key(
+        OTEL_PROTOCOL,
+        "OTEL_EXPORTER_OTLP_PROTOCOL",
+        "http/protobuf",
+        "OTLP encoding: http/protobuf or http/json",
+    ),
+    secret(
+        OTEL_HEADERS,
+        "OTEL_EXPORTER_OTLP_HEADERS",
+        "Headers of every export request (key=value,…; values percent-encoded), e.g. a vendor's API key",
+    ),
+    key(
+        OTEL_SERVICE_NAME,
+        "OTEL_SERVICE_NAME",
+        "copilot-bridge",
+        "service.name of the hub's telemetry",
+    ),
+    key(
+        OTEL_RESOURCE_ATTRIBUTES,
+        "OTEL_RESOURCE_ATTRIBUTES",
+        "",
+        "Resource attributes of the hub's telemetry (key=value,…)",
+    ),
+    key(
+        OTEL_SDK_DISABLED,
+        "OTEL_SDK_DISABLED",
+        "false",
+        "true turns telemetry export off whatever endpoint is set",
+    ),
+    key(
+        OTEL_BATCH_DELAY_MS,
+        "OTEL_BSP_SCHEDULE_DELAY",
+        "5000",
+        "Milliseconds between span exports",
+    ),
+    key(
+        OTEL_METRIC_INTERVAL_MS,
+        "OTEL_METRIC_EXPORT_INTERVAL",
+        "60000",
+        "Milliseconds between metric exports",
+    ),
+    key(
+        OTEL_CAPTURE_CONTENT,
+        "COPILOT_BRIDGE_OTEL_CAPTURE_CONTENT",
+        "false",
+        "Attach prompts, answers, tool arguments and results to spans, redacted and bounded",
     ),
 ];
 

@@ -21,6 +21,7 @@ pub mod models;
 pub mod openclaw;
 mod openclaw_file;
 mod show;
+pub mod telemetry;
 mod value;
 
 use std::collections::BTreeMap;
@@ -38,6 +39,7 @@ pub use mcp::{McpServerConfig, McpSettings, McpTransport};
 pub use models::{ModelMapping, ModelRoutes, ModelTarget};
 pub use openclaw::{AutoSwitch, OpenClawAgent, OpenClawConfig, WorkspaceRank};
 pub use show::ShownValue;
+pub use telemetry::{OtlpProtocol, Signal, TelemetryConfig};
 pub use value::LogLevel;
 
 /// The daemon's connection limits as configured; `None` keeps the
@@ -150,6 +152,9 @@ pub struct BridgeConfig {
     /// facade are also written, redacted and bounded, to `transcripts/`
     /// in the state directory (default false: shown live from memory only).
     pub keep_transcripts: bool,
+    /// `[telemetry]` and the standard `OTEL_*` variables: where the hub
+    /// exports its traces and metrics (off unless an endpoint is set).
+    pub telemetry: TelemetryConfig,
     /// The daemon's connection limits (`max_connections`,
     /// `header_timeout_ms`, `body_timeout_ms`); unset: the daemon's defaults.
     pub connections: ConnectionSettings,

@@ -21,8 +21,10 @@ use bridge_util::Secret;
 /// repository chose is known to its authors. Nor OpenClaw's directories:
 /// they choose which files the memory server serves and which file
 /// `openclaw register` edits. Nor where the OpenClaw gateway is: the
-/// gateway token (perhaps read from openclaw.json) is sent there.
-const DOTENV_REFUSED: [&str; 16] = [
+/// gateway token (perhaps read from openclaw.json) is sent there. Nor where
+/// telemetry goes, with which headers and whether it carries content: a
+/// repository could otherwise send the traces of every agent to itself.
+const DOTENV_REFUSED: [&str; 22] = [
     "COPILOT_BRIDGE_HOME",
     "COPILOT_BRIDGE_TOKEN",
     "COPILOT_BRIDGE_ALLOWED_HOSTS",
@@ -39,6 +41,12 @@ const DOTENV_REFUSED: [&str; 16] = [
     "OPENCLAW_HOST",
     "OPENCLAW_GATEWAY_PORT",
     "OPENCLAW_PORT",
+    "OTEL_EXPORTER_OTLP_ENDPOINT",
+    "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+    "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT",
+    "OTEL_EXPORTER_OTLP_LOGS_ENDPOINT",
+    "OTEL_EXPORTER_OTLP_HEADERS",
+    "COPILOT_BRIDGE_OTEL_CAPTURE_CONTENT",
 ];
 
 pub const DEFAULT_PORT: u16 = 9400;
@@ -261,6 +269,7 @@ impl ConfigLoader {
         let keep_transcripts = builder
             .parse(keys::KEEP_TRANSCRIPTS, value::parse_bool)
             .unwrap_or(false);
+        let telemetry = self.telemetry_section(&mut builder);
         let connections = ConnectionSettings {
             max_connections: builder.parse(keys::MAX_CONNECTIONS, value::parse_positive),
             header_timeout_ms: builder.parse(keys::HEADER_TIMEOUT_MS, value::parse_positive),
@@ -394,6 +403,7 @@ impl ConfigLoader {
             backends,
             request_log,
             keep_transcripts,
+            telemetry,
             connections,
             default_backend,
             models,

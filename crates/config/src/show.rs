@@ -77,6 +77,33 @@ impl BridgeConfig {
             keys::ANTHROPIC_API_KEY => secret(&self.anthropic_api_key),
             keys::OLLAMA_HOST => self.ollama_base_url.clone(),
             keys::NO_GH => Some(self.no_gh.to_string()),
+            keys::OTEL_ENDPOINT => self.telemetry.endpoint.clone(),
+            keys::OTEL_TRACES_ENDPOINT => self.telemetry.traces_endpoint.clone(),
+            keys::OTEL_METRICS_ENDPOINT => self.telemetry.metrics_endpoint.clone(),
+            keys::OTEL_LOGS_ENDPOINT => self.telemetry.logs_endpoint.clone(),
+            keys::OTEL_PROTOCOL => Some(self.telemetry.protocol.as_str().to_owned()),
+            keys::OTEL_HEADERS => (!self.telemetry.headers.is_empty()).then(|| {
+                self.telemetry
+                    .headers
+                    .iter()
+                    .map(|(name, _)| format!("{name}=[REDACTED]"))
+                    .collect::<Vec<_>>()
+                    .join(",")
+            }),
+            keys::OTEL_SERVICE_NAME => Some(self.telemetry.service_name.clone()),
+            keys::OTEL_RESOURCE_ATTRIBUTES => (!self.telemetry.resource_attributes.is_empty())
+                .then(|| {
+                    self.telemetry
+                        .resource_attributes
+                        .iter()
+                        .map(|(key, value)| format!("{key}={value}"))
+                        .collect::<Vec<_>>()
+                        .join(",")
+                }),
+            keys::OTEL_SDK_DISABLED => Some(self.telemetry.disabled.to_string()),
+            keys::OTEL_BATCH_DELAY_MS => Some(self.telemetry.batch_delay_ms.to_string()),
+            keys::OTEL_METRIC_INTERVAL_MS => Some(self.telemetry.metric_interval_ms.to_string()),
+            keys::OTEL_CAPTURE_CONTENT => Some(self.telemetry.capture_content.to_string()),
             _ => None,
         }
     }

@@ -6,4 +6,5 @@ mod backends;
 mod layering;
 mod mcp;
 mod openclaw;
+mod telemetry;
 mod validation;

@@ -277,6 +277,16 @@ fn a_projects_dotenv_cannot_choose_programs_state_or_protections() {
         ("COPILOT_BRIDGE_BIND", "0.0.0.0"),
         ("COPILOT_AUDIT_LOG_DIR", "/dev/null"),
         ("COPILOT_BRIDGE_TRUST_PROJECT_PROVIDERS", "true"),
+        (
+            "OTEL_EXPORTER_OTLP_ENDPOINT",
+            "http://attacker.example:4318",
+        ),
+        (
+            "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+            "http://attacker.example/t",
+        ),
+        ("OTEL_EXPORTER_OTLP_HEADERS", "x=y"),
+        ("COPILOT_BRIDGE_OTEL_CAPTURE_CONTENT", "true"),
     ] {
         let dir = TempDir::new().unwrap();
         fs::write(dir.path().join(".env"), format!("{name}={value}\n")).unwrap();
