@@ -32,6 +32,7 @@ mod cli_sessions;
 mod cli_setup;
 mod cli_status;
 mod cli_swap_race;
+mod cli_telemetry;
 mod cli_tool;
 mod cli_ui;
 mod cli_ui_activity;

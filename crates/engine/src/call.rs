@@ -173,7 +173,25 @@ impl Session {
             err.message = bridge_policy::redact(&err.message).into_owned();
             err
         });
-        let elapsed_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        let elapsed = started.elapsed();
+        let elapsed_ms = u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX);
+        if let Some(telemetry) = bridge_telemetry::active() {
+            crate::telemetry::record_tool_call(
+                telemetry,
+                crate::telemetry::ToolSpan {
+                    session: self.id(),
+                    tool: name,
+                    call_id: &call_id,
+                    origin,
+                    decision: &decision,
+                    elapsed,
+                    outcome: outcome.as_ref().map(|_| ()),
+                    approval: approval.as_ref(),
+                    arguments: recorded_args.as_ref(),
+                    result: output.as_ref(),
+                },
+            );
+        }
         let event_owner = owner.as_ref().filter(|_| self.has_event_subscribers());
         if self.audit().is_some() {
             let shared = event_owner.is_some();

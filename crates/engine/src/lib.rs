@@ -29,6 +29,7 @@ mod registry;
 pub mod runner;
 mod session;
 pub mod task;
+mod telemetry;
 mod tools;
 mod transforms;
 mod workspace;

@@ -210,6 +210,7 @@ impl Daemon {
                 reason: err.to_string(),
             })?
             .port();
+        crate::telemetry::start(config, port)?;
 
         let (changes_tx, sessions_changed) = watch::channel(0);
         registry.add_listener(Arc::new(SessionChanges(changes_tx)));
@@ -509,6 +510,7 @@ impl Daemon {
             tracing::warn!("connections still open after {DRAIN_TIMEOUT:?}; closing them");
             server.abort();
         }
+        crate::telemetry::flush().await;
         // Every tool call has returned or been dropped by now: the audit
         // entries still queued go to disk before anyone can see us gone
         // (gateway.json removed); a blocking wait, so off the runtime.

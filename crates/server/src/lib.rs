@@ -45,6 +45,7 @@ pub mod orchestrations;
 pub mod process;
 pub mod rpc;
 pub mod state_file;
+mod telemetry;
 pub mod transcripts;
 pub mod ui;
 pub mod vscode;

@@ -15,6 +15,7 @@ pub mod mcp_http;
 pub mod memory_corpus;
 pub mod mock_llm;
 pub mod openclaw;
+pub mod otlp;
 pub mod peers;
 pub mod provider_client;
 pub mod swap_race;

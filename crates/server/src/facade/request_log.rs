@@ -170,6 +170,7 @@ pub async fn log_requests(
     next: Next,
 ) -> Response {
     let started = Instant::now();
+    let trace_parent = bridge_telemetry::propagation::parent_of(request.headers());
     let note = RequestNote::default();
     request.extensions_mut().insert(note.clone());
     let line = Line {
@@ -186,6 +187,7 @@ pub async fn log_requests(
         status: 0,
         head_ms: 0.0,
         journal,
+        trace_parent,
     };
     let response = next.run(request).await;
     let mut line = line;
@@ -236,6 +238,44 @@ struct Line {
     status: u16,
     head_ms: f64,
     journal: Option<Arc<RequestJournal>>,
+    /// The trace the request's `traceparent` names (telemetry on only).
+    trace_parent: Option<bridge_telemetry::TraceContext>,
+}
+
+impl Line {
+    /// The request as a `chat` span and its metrics, when telemetry is on.
+    fn record_telemetry(&self, noted: &Noted, total: std::time::Duration) {
+        let Some(telemetry) = bridge_telemetry::active() else {
+            return;
+        };
+        telemetry.facade_request(&self.path, self.status);
+        // A model call: the request was routed to a backend.
+        let Some(backend) = noted.backend.as_deref() else {
+            return;
+        };
+        let error = (self.status >= 400).then(|| self.status.to_string());
+        let client_agent = self
+            .client
+            .split(['/', ' '])
+            .next()
+            .filter(|name| !name.is_empty());
+        telemetry.chat(
+            &bridge_telemetry::ChatRecord {
+                provider: backend,
+                request_model: noted.requested.as_deref().or(noted.routed.as_deref()),
+                response_model: noted.routed.as_deref(),
+                input_tokens: noted.usage.map(|usage| usage.prompt_tokens),
+                output_tokens: noted.usage.map(|usage| usage.completion_tokens),
+                client_agent,
+                route_rule: noted.rule.as_deref(),
+                started: std::time::SystemTime::now().checked_sub(total),
+                duration: total,
+                error: error.as_deref(),
+                ..Default::default()
+            },
+            self.trace_parent.as_ref(),
+        );
+    }
 }
 
 impl Drop for Line {
@@ -250,6 +290,7 @@ impl Drop for Line {
         });
         let reason = noted.reason.as_deref().unwrap_or("");
         let total_ms = elapsed_ms(self.started);
+        self.record_telemetry(&noted, self.started.elapsed());
         if let Some(journal) = &self.journal {
             journal.append(&serde_json::json!({
                 "at": bridge_util::time::now_timestamp(),

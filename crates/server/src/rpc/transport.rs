@@ -62,7 +62,10 @@ pub async fn http_post(State(state): State<RpcState>, headers: HeaderMap, body: 
             &failure(None, PARSE_ERROR, "parse error: the body is not UTF-8"),
         );
     };
-    match state.handle_text(text, &Client::new(caller)).await {
+    // A `traceparent` header: the calls this request makes join that trace.
+    let parent = bridge_telemetry::propagation::parent_of(&headers);
+    let client = Client::new(caller);
+    match bridge_telemetry::propagation::traced(parent, state.handle_text(text, &client)).await {
         Some(answer) => json_text_response(StatusCode::OK, answer),
         None => StatusCode::NO_CONTENT.into_response(),
     }

@@ -1,0 +1,268 @@
+//! OpenTelemetry export (docs/telemetry.md): `serve` with
+//! `OTEL_EXPORTER_OTLP_ENDPOINT` at the testkit's OTLP/HTTP receiver — a
+//! chat completion carrying `traceparent` is a `chat` span in that trace
+//! with its token counts; tool calls over `/rpc` are `execute_tool` spans
+//! with the policy's decision; content is attached only when asked for,
+//! and redacted; a collector that hangs costs no call its time.
+
+use std::time::Duration;
+
+use bridge_testkit::otlp::{Behaviour, OtlpReceiver, ReceivedSpan};
+use bridge_testkit::{MockLlm, MockReply, TempWorkspace};
+use serde_json::{Value, json};
+
+use crate::cli_serve::Served;
+
+const TRACE_ID: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
+const PARENT_ID: &str = "00f067aa0ba902b7";
+/// Long enough for a batch to be exported on a loaded machine.
+const EXPORTED: Duration = Duration::from_secs(20);
+
+fn traceparent() -> String {
+    format!("00-{TRACE_ID}-{PARENT_ID}-01")
+}
+
+fn with_telemetry<'a>(receiver: &'a str, extra: &[(&'a str, &'a str)]) -> Vec<(&'a str, &'a str)> {
+    let mut env = vec![
+        ("OTEL_EXPORTER_OTLP_ENDPOINT", receiver),
+        ("OTEL_BSP_SCHEDULE_DELAY", "100"),
+        ("OTEL_METRIC_EXPORT_INTERVAL", "300"),
+    ];
+    env.extend_from_slice(extra);
+    env
+}
+
+/// One JSON-RPC call over POST /rpc with a `traceparent` header.
+async fn traced_rpc(served: &Served, method: &str, params: Value) -> Value {
+    reqwest::Client::new()
+        .post(served.url("/rpc"))
+        .bearer_auth(&served.token)
+        .header("traceparent", traceparent())
+        .json(&json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap()
+}
+
+async fn span_named(receiver: &OtlpReceiver, served: &Served, name: &str) -> ReceivedSpan {
+    receiver
+        .wait_for_span(EXPORTED, |span| span.name == name)
+        .await
+        .unwrap_or_else(|| {
+            panic!(
+                "no span {name:?}; got {:?}\n{}",
+                receiver.spans().iter().map(|s| &s.name).collect::<Vec<_>>(),
+                served.log()
+            )
+        })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_chat_completion_with_traceparent_is_a_chat_span_in_that_trace() {
+    let receiver = OtlpReceiver::start().await;
+    let mock = MockLlm::start(vec![MockReply::text("Hello from the mock.")]).await;
+    let endpoint = receiver.endpoint();
+    let served =
+        crate::agents::serve_with_env(&mock, TempWorkspace::new(), &with_telemetry(&endpoint, &[]));
+    let answer: Value = reqwest::Client::new()
+        .post(served.url("/v1/chat/completions"))
+        .bearer_auth(&served.token)
+        .header("traceparent", traceparent())
+        .header("user-agent", "claude-cli/2.1.328 (external, cli)")
+        .json(&json!({"model": "mock-model", "messages": [{"role": "user", "content": "say hello please"}]}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        answer["choices"][0]["message"]["content"],
+        "Hello from the mock."
+    );
+
+    let span = span_named(&receiver, &served, "chat mock-model").await;
+    assert_eq!(span.trace_id, TRACE_ID, "continued from traceparent");
+    assert_eq!(span.parent_span_id, PARENT_ID);
+    assert_eq!(span.kind, 3, "client");
+    let attributes = &span.attributes;
+    assert_eq!(attributes["gen_ai.operation.name"], "chat");
+    assert_eq!(attributes["gen_ai.request.model"], "mock-model");
+    assert!(
+        attributes["gen_ai.usage.input_tokens"].as_i64().unwrap() > 0,
+        "{attributes:?}"
+    );
+    assert!(
+        attributes["gen_ai.usage.output_tokens"].as_i64().unwrap() > 0,
+        "{attributes:?}"
+    );
+    assert_eq!(attributes["copilot_bridge.client.agent"], "claude-cli");
+    assert!(
+        attributes.contains_key("gen_ai.provider.name"),
+        "{attributes:?}"
+    );
+    assert!(
+        !attributes.contains_key("gen_ai.input.messages"),
+        "content is off by default"
+    );
+    assert_eq!(span.resource["service.name"], "copilot-bridge");
+    // The metrics of the same call.
+    for metric in [
+        "gen_ai.client.token.usage",
+        "gen_ai.client.operation.duration",
+        "copilot_bridge.facade.requests",
+    ] {
+        assert!(
+            receiver.wait_for_metric(EXPORTED, metric).await,
+            "{metric}: {:?}",
+            receiver.metrics()
+        );
+    }
+    // Protobuf unless told otherwise.
+    assert!(
+        receiver
+            .requests()
+            .iter()
+            .all(|r| r.content_type == "application/x-protobuf")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tool_calls_over_rpc_are_execute_tool_spans_with_their_decision() {
+    let receiver = OtlpReceiver::start().await;
+    let mock = MockLlm::start(vec![]).await;
+    let endpoint = receiver.endpoint();
+    let workspace = TempWorkspace::new();
+    workspace.write(
+        "notes.txt",
+        "token ghp_abcdefghijklmnopqrstuvwxyz0123456789 inside\n",
+    );
+    let bridge = crate::support::Bridge::new();
+    std::fs::write(
+        bridge.state.path().join("config.toml"),
+        "[permissions]\nblocked_tools = [\"list_files\"]\n",
+    )
+    .unwrap();
+    let served = crate::agents::serve_in(
+        &mock,
+        bridge,
+        workspace,
+        &with_telemetry(&endpoint, &[("OTEL_EXPORTER_OTLP_PROTOCOL", "http/json")]),
+    );
+    let read = traced_rpc(
+        &served,
+        "session.tools.call",
+        json!({"session": "default", "name": "read_file", "arguments": {"path": "notes.txt"}}),
+    )
+    .await;
+    assert!(read.get("error").is_none(), "{read}");
+    let denied = traced_rpc(
+        &served,
+        "session.tools.call",
+        json!({"session": "default", "name": "list_files", "arguments": {}}),
+    )
+    .await;
+    assert!(denied.get("error").is_some(), "{denied}");
+
+    let allowed = span_named(&receiver, &served, "execute_tool read_file").await;
+    assert_eq!(allowed.trace_id, TRACE_ID);
+    assert_eq!(allowed.parent_span_id, PARENT_ID);
+    assert_eq!(allowed.attributes["gen_ai.tool.name"], "read_file");
+    assert_eq!(allowed.attributes["copilot_bridge.decision"], "allow");
+    assert_eq!(allowed.attributes["copilot_bridge.door"], "rpc");
+    assert!(allowed.attributes["gen_ai.tool.call.id"].is_string());
+    assert!(
+        !allowed.attributes.contains_key("gen_ai.tool.call.result"),
+        "content is off by default"
+    );
+    let refused = span_named(&receiver, &served, "execute_tool list_files").await;
+    assert_eq!(refused.attributes["copilot_bridge.decision"], "deny");
+    assert!(
+        refused.attributes["copilot_bridge.decision.reason"]
+            .as_str()
+            .unwrap()
+            .contains("blocked_tools"),
+        "{:?}",
+        refused.attributes
+    );
+    assert_eq!(refused.status_code, 2, "an error status");
+    assert!(
+        receiver
+            .requests()
+            .iter()
+            .all(|r| r.content_type == "application/json")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_capture_on_spans_carry_content_redacted() {
+    let receiver = OtlpReceiver::start().await;
+    let mock = MockLlm::start(vec![]).await;
+    let endpoint = receiver.endpoint();
+    let workspace = TempWorkspace::new();
+    workspace.write(
+        "notes.txt",
+        "token ghp_abcdefghijklmnopqrstuvwxyz0123456789 inside\n",
+    );
+    let served = crate::agents::serve_with_env(
+        &mock,
+        workspace,
+        &with_telemetry(
+            &endpoint,
+            &[("COPILOT_BRIDGE_OTEL_CAPTURE_CONTENT", "true")],
+        ),
+    );
+    let read = traced_rpc(
+        &served,
+        "session.tools.call",
+        json!({"session": "default", "name": "read_file", "arguments": {"path": "notes.txt"}}),
+    )
+    .await;
+    assert!(read.get("error").is_none(), "{read}");
+    let span = span_named(&receiver, &served, "execute_tool read_file").await;
+    let arguments = span.attributes["gen_ai.tool.call.arguments"]
+        .as_str()
+        .unwrap();
+    assert!(arguments.contains("notes.txt"), "{arguments}");
+    let result = span.attributes["gen_ai.tool.call.result"].as_str().unwrap();
+    assert!(result.contains("inside"), "{result}");
+    assert!(!result.contains("ghp_abcdef"), "redacted: {result}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_collector_that_hangs_costs_no_call_its_time() {
+    let receiver = OtlpReceiver::start().await;
+    receiver.set_behaviour(Behaviour::Hang);
+    let mock = MockLlm::start(vec![]).await;
+    let endpoint = receiver.endpoint();
+    let workspace = TempWorkspace::new();
+    workspace.write("notes.txt", "hello\n");
+    let served = crate::agents::serve_with_env(&mock, workspace, &with_telemetry(&endpoint, &[]));
+    // Far more spans than one batch, while every export hangs: each call
+    // still answers at once (bounded well below the 10 s export timeout).
+    for n in 0..600 {
+        let started = std::time::Instant::now();
+        let read = served
+            .rpc_raw(
+                "session.tools.call",
+                json!({"session": "default", "name": "read_file", "arguments": {"path": "notes.txt"}}),
+            )
+            .await;
+        assert!(read.get("error").is_none(), "call {n}: {read}");
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "call {n} waited on the collector"
+        );
+    }
+    // The daemon is still healthy and says nothing is wrong with the calls.
+    let health: Value = reqwest::get(served.url("/healthz"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(health["ok"], true, "{health}");
+}

@@ -1,0 +1,74 @@
+//! A tool call as an OpenTelemetry `execute_tool` span (docs/telemetry.md),
+//! recorded by `Session::call_tool` after the call, only when telemetry is
+//! on: the door, the decision and its reason, the failure's code, the wait
+//! for a person as a child span, and — with `capture_content` — the
+//! redacted arguments and result, cut.
+
+use std::time::{Duration, SystemTime};
+
+use bridge_policy::audit::Redacted;
+use bridge_protocol::Decision;
+use bridge_telemetry::Telemetry;
+use bridge_telemetry::spans::{ApprovalRecord, ToolCallRecord};
+use serde_json::Value;
+
+use crate::call::{CallOrigin, ToolFailure};
+
+/// The most of an argument or result a span carries (its head).
+const MAX_CONTENT_CHARS: usize = 8 * 1024;
+
+/// What one call gives its span.
+pub(crate) struct ToolSpan<'a> {
+    pub session: &'a str,
+    pub tool: &'a str,
+    pub call_id: &'a str,
+    pub origin: CallOrigin,
+    pub decision: &'a Decision,
+    pub elapsed: Duration,
+    pub outcome: Result<(), &'a ToolFailure>,
+    /// The audit log's record of a person's answer (`answer`, `waitedMs`).
+    pub approval: Option<&'a Value>,
+    pub arguments: Option<&'a Redacted>,
+    pub result: Option<&'a Redacted>,
+}
+
+pub(crate) fn record_tool_call(telemetry: &Telemetry, call: ToolSpan<'_>) {
+    let ended = SystemTime::now();
+    let started = ended.checked_sub(call.elapsed).unwrap_or(ended);
+    let approval = call.approval.map(|record| {
+        let waited = Duration::from_millis(record["waitedMs"].as_u64().unwrap_or(0));
+        ApprovalRecord {
+            // The wait came before the tool ran: from the call's start.
+            started,
+            waited: waited.min(call.elapsed),
+            outcome: record["answer"].as_str().unwrap_or("unknown"),
+        }
+    });
+    let content = |record: Option<&Redacted>| {
+        telemetry
+            .captures_content()
+            .then(|| record.map(|record| cut(&record.as_value().to_string())))
+            .flatten()
+    };
+    telemetry.tool_call(
+        &ToolCallRecord {
+            tool: call.tool,
+            call_id: call.call_id,
+            door: call.origin.as_str(),
+            session: call.session,
+            decision: call.decision.decision.as_str(),
+            reason: call.decision.reason.as_deref(),
+            started,
+            duration: call.elapsed,
+            error: call.outcome.err().map(|failure| failure.code.as_str()),
+            approval,
+            arguments: content(call.arguments),
+            result: content(call.result),
+        },
+        None,
+    );
+}
+
+fn cut(text: &str) -> String {
+    bridge_policy::redact::shorten(text, MAX_CONTENT_CHARS)
+}
