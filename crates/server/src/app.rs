@@ -92,6 +92,9 @@ pub struct ServerParts {
     /// `requests.jsonl`, when `request_log` is on and its file could be
     /// opened.
     pub request_journal: Option<Arc<crate::facade::request_log::RequestJournal>>,
+    /// Forwards the agents' own OTLP telemetry to the hub's exporter
+    /// (`/v1/traces`, `/v1/metrics`, `/v1/logs`), when it exports.
+    pub otlp: Option<Arc<bridge_telemetry::forward::Forwarder>>,
     /// Why `request_log` is on but no journal is written (`status` shows it).
     pub request_log_refused: Option<String>,
     /// Which directories a client may name as a workspace.
@@ -171,6 +174,7 @@ pub fn router(ctx: ServerContext, methods: MethodTable) -> Router {
         )
         .with_state(rpc_state)
         .route("/healthz", get(health::healthz).with_state(ctx.clone()))
+        .merge(crate::otlp::routes(ctx.clone()))
         .merge(facade::routes(ctx.clone()))
         .merge(mcp_http::routes(ctx.clone()))
         .route_layer(middleware::from_fn(guard::require_loopback_origin));

@@ -386,6 +386,8 @@ impl Daemon {
                 config.clone(),
             ))),
             request_journal,
+            otlp: bridge_telemetry::forward::Forwarder::new(&config.telemetry, crate::VERSION)
+                .map(Arc::new),
             request_log_refused,
             responses: Arc::new(crate::facade::store::ResponseStore::new(
                 home.join("responses"),

@@ -42,6 +42,7 @@ mod mcp_code;
 mod mcp_http;
 pub mod openclaw;
 pub mod orchestrations;
+mod otlp;
 pub mod process;
 pub mod rpc;
 pub mod state_file;

@@ -19,6 +19,7 @@
 //! `capture_content` is on — and then only redacted and cut by the caller.
 
 mod export;
+pub mod forward;
 mod http_client;
 pub mod propagation;
 pub mod semconv;

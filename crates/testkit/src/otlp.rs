@@ -368,3 +368,72 @@ fn json_of(value: &AnyValue) -> Value {
         _ => Value::Null,
     }
 }
+
+/// An OTLP export request of one span, as an agent would send it:
+/// `service` as its resource's `service.name`, plus a resource attribute
+/// that claims to be the hub (which the hub must drop).
+pub fn one_span_request(
+    service: &str,
+    trace_id: &str,
+    span_id: &str,
+    name: &str,
+) -> ExportTraceServiceRequest {
+    use opentelemetry_proto::tonic::resource::v1::Resource;
+    use opentelemetry_proto::tonic::trace::v1::{ResourceSpans, ScopeSpans, Span};
+    let text = |key: &str, value: &str| KeyValue {
+        key: key.to_owned(),
+        value: Some(AnyValue {
+            value: Some(any_value::Value::StringValue(value.to_owned())),
+        }),
+        ..KeyValue::default()
+    };
+    let bytes = |hex: &str| {
+        (0..hex.len())
+            .step_by(2)
+            .filter_map(|i| u8::from_str_radix(hex.get(i..i + 2)?, 16).ok())
+            .collect::<Vec<u8>>()
+    };
+    ExportTraceServiceRequest {
+        resource_spans: vec![ResourceSpans {
+            resource: Some(Resource {
+                attributes: vec![
+                    text("service.name", service),
+                    text("copilot_bridge.forwarded_by", "not the hub"),
+                ],
+                ..Resource::default()
+            }),
+            scope_spans: vec![ScopeSpans {
+                spans: vec![Span {
+                    trace_id: bytes(trace_id),
+                    span_id: bytes(span_id),
+                    name: name.to_owned(),
+                    kind: 1,
+                    start_time_unix_nano: 1_700_000_000_000_000_000,
+                    end_time_unix_nano: 1_700_000_000_500_000_000,
+                    attributes: vec![text("agent.step", "tool")],
+                    ..Span::default()
+                }],
+                ..ScopeSpans::default()
+            }],
+            ..ResourceSpans::default()
+        }],
+    }
+}
+
+/// [`one_span_request`] as protobuf bytes.
+pub fn protobuf(request: &ExportTraceServiceRequest) -> Vec<u8> {
+    prost::Message::encode_to_vec(request)
+}
+
+/// [`one_span_request`] as OTLP/JSON (ids in hex).
+pub fn json(request: &ExportTraceServiceRequest) -> String {
+    serde_json::to_string(request).unwrap_or_default()
+}
+
+/// `bytes` gzipped.
+pub fn gzip(bytes: &[u8]) -> Vec<u8> {
+    use std::io::Write as _;
+    let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    let _ = encoder.write_all(bytes);
+    encoder.finish().unwrap_or_default()
+}

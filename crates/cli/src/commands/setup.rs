@@ -58,9 +58,8 @@ pub async fn run(config: &BridgeConfig, args: SetupArgs) -> Result<ExitCode, Fai
     let mut text = setup::text(&agents, &facade, &served, &model);
     // With the header, not after the last block: an agent's block is
     // pasted as it is (openclaw.json's is JSON to its end).
-    let memory = format!(
-        "# Sessions the hub creates (run, chat, copilot_code, orchestrate): {memory}.\n\n"
-    );
+    let memory =
+        format!("# Sessions the hub creates (run, chat, copilot_code, orchestrate): {memory}.\n\n");
     let at = text.find("\n\n").map_or(0, |end| end + 2);
     text.insert_str(at, &memory);
     let _ = write!(std::io::stdout().lock(), "{text}");

@@ -125,19 +125,23 @@ impl FacadeRequest {
 }
 
 /// The presented key: `Authorization: Bearer …` or `x-api-key: …`.
-fn presented_key(request: &Request) -> Option<&str> {
-    crate::guard::presented_token(request.headers(), None).or_else(|| {
-        request
-            .headers()
+fn presented_key(headers: &axum::http::HeaderMap) -> Option<&str> {
+    crate::guard::presented_token(headers, None).or_else(|| {
+        headers
             .get("x-api-key")
             .and_then(|v| v.to_str().ok())
             .map(str::trim)
     })
 }
 
+/// Whether `headers` carry the daemon's token the way the facade takes it
+/// (also the agents' OTLP export, crates/server/src/otlp.rs).
+pub(crate) fn has_token(ctx: &ServerContext, headers: &axum::http::HeaderMap) -> bool {
+    presented_key(headers).is_some_and(|key| bridge_util::ids::constant_time_eq(key, &ctx.token))
+}
+
 async fn require_token(State(ctx): State<ServerContext>, request: Request, next: Next) -> Response {
-    let valid = presented_key(&request)
-        .is_some_and(|key| bridge_util::ids::constant_time_eq(key, &ctx.token));
+    let valid = has_token(&ctx, request.headers());
     if valid {
         return next.run(request).await;
     }
