@@ -368,7 +368,8 @@ async fn bad_otlp_requests_get_otlp_shaped_errors_and_the_daemon_keeps_serving()
         "b7ad6b7169203331",
         "s",
     ));
-    let cases: Vec<(&str, Vec<(&str, &str)>, Vec<u8>, u16)> = vec![
+    type Case<'a> = (&'a str, Vec<(&'a str, &'a str)>, Vec<u8>, u16);
+    let cases: Vec<Case<'_>> = vec![
         ("no token", vec![json_type], b"{}".to_vec(), 401),
         (
             "wrong token",
