@@ -64,6 +64,29 @@ pub fn token_command(gateway_file: &Path) -> String {
     )
 }
 
+/// The lines that send Claude Code's own telemetry (metrics and events)
+/// through the hub at `origin`, which forwards it to its collector
+/// (docs/telemetry.md). The token changes at every daemon start, so the
+/// header comes from Claude Code's `otelHeadersHelper`, a command that
+/// reads it from `gateway_file` each time, never a literal.
+pub fn claude_telemetry(origin: &str, gateway_file: &Path) -> String {
+    let helper = format!(
+        "jq -c '{{Authorization: (\"Bearer \" + .token)}}' {}",
+        shell_word(&gateway_file.display().to_string())
+    );
+    let setting = serde_json::json!({ "otelHeadersHelper": helper });
+    format!(
+        "# Claude Code's own telemetry through the hub, which forwards it to its collector:\n\
+         export CLAUDE_CODE_ENABLE_TELEMETRY=1\n\
+         export OTEL_METRICS_EXPORTER=otlp\n\
+         export OTEL_LOGS_EXPORTER=otlp\n\
+         export OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf\n\
+         export OTEL_EXPORTER_OTLP_ENDPOINT={origin}\n\
+         # and in ~/.claude/settings.json (the daemon's token changes when it restarts):\n\
+         #   {setting}\n\n"
+    )
+}
+
 /// What the running daemon serves, for the model names `setup` prints.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Served {

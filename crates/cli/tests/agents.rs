@@ -5,6 +5,7 @@
 //! on what the mock received.
 
 mod claude_code;
+mod claude_code_telemetry;
 mod codex;
 mod codex_hooks;
 mod copilot_cli;

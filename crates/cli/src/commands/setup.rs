@@ -62,6 +62,20 @@ pub async fn run(config: &BridgeConfig, args: SetupArgs) -> Result<ExitCode, Fai
         format!("# Sessions the hub creates (run, chat, copilot_code, orchestrate): {memory}.\n\n");
     let at = text.find("\n\n").map_or(0, |end| end + 2);
     text.insert_str(at, &memory);
+    // When the daemon exports telemetry, Claude Code's can go through it.
+    let exporting = status
+        .as_ref()
+        .is_some_and(|status| status["telemetry"]["exporting"] == true);
+    if exporting && agents.contains(&"claude") {
+        let at = at + memory.len();
+        text.insert_str(
+            at,
+            &setup::claude_telemetry(
+                &facade.origin,
+                &bridge_server::GatewayFile::path(&config.home),
+            ),
+        );
+    }
     let _ = write!(std::io::stdout().lock(), "{text}");
     Ok(ExitCode::SUCCESS)
 }
