@@ -487,3 +487,60 @@ async fn bad_otlp_requests_get_otlp_shaped_errors_and_the_daemon_keeps_serving()
     // Not a model call: the request log has none of these.
     assert!(!off.log().contains("/v1/metrics"), "{}", off.log());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_hub_s_own_agent_run_is_one_trace_of_its_model_and_tool_calls() {
+    let receiver = OtlpReceiver::start().await;
+    let mock = MockLlm::start(vec![
+        MockReply::tool_call("call_1", "read_file", &json!({"path": "notes.txt"})),
+        MockReply::text("The notes say pineapple."),
+    ])
+    .await;
+    let endpoint = receiver.endpoint();
+    let workspace = TempWorkspace::new();
+    workspace.write("notes.txt", "pineapple\n");
+    let served = crate::agents::serve_with_env(&mock, workspace, &with_telemetry(&endpoint, &[]));
+    let (code, stdout, stderr) =
+        crate::cli_chat::chat(&served, &["-p", "What do the notes say?"], None).await;
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+
+    let run = span_named(&receiver, &served, "invoke_agent native").await;
+    assert_eq!(run.attributes["gen_ai.operation.name"], "invoke_agent");
+    let tool = span_named(&receiver, &served, "execute_tool read_file").await;
+    assert_eq!(tool.trace_id, run.trace_id, "one trace");
+    assert_eq!(tool.parent_span_id, run.span_id, "under the run");
+    assert_eq!(tool.attributes["copilot_bridge.door"], "engine");
+    let deadline = tokio::time::Instant::now() + EXPORTED;
+    let chats = loop {
+        let chats: Vec<ReceivedSpan> = receiver
+            .spans()
+            .into_iter()
+            .filter(|span| span.name.starts_with("chat ") && span.trace_id == run.trace_id)
+            .collect();
+        if chats.len() >= 2 || tokio::time::Instant::now() > deadline {
+            break chats;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(chats.len(), 2, "both model calls: {:?}", receiver.spans());
+    for chat in &chats {
+        assert_eq!(chat.parent_span_id, run.span_id);
+        assert!(
+            chat.attributes
+                .contains_key("gen_ai.response.finish_reasons"),
+            "{:?}",
+            chat.attributes
+        );
+        assert!(
+            chat.attributes["gen_ai.usage.output_tokens"]
+                .as_i64()
+                .unwrap()
+                > 0
+        );
+    }
+    assert!(
+        receiver
+            .wait_for_metric(EXPORTED, "gen_ai.client.operation.time_to_first_chunk")
+            .await
+    );
+}

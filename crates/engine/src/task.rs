@@ -132,14 +132,29 @@ impl TaskLog {
         let Self { log, history } = self;
         let forward = task.steps.map(|sink| steps::forward(&log, sink));
         let context = RunContext::new(task.cancel).with_log(log.clone());
-        let report = match history {
-            Some(history) => {
-                task.runner
-                    .resume(task.session, task.request, history, context)
-                    .await
+        // The run as an `invoke_agent` span its model and tool calls join.
+        let traced = bridge_telemetry::active().map(|telemetry| {
+            telemetry.start_agent(task.runner.kind().as_str(), task.session.id(), None)
+        });
+        let parent = traced.as_ref().map(|run| run.context().clone());
+        let run = async {
+            match history {
+                Some(history) => {
+                    task.runner
+                        .resume(task.session, task.request, history, context)
+                        .await
+                }
+                None => task.runner.run(task.session, task.request, context).await,
             }
-            None => task.runner.run(task.session, task.request, context).await,
         };
+        let report = bridge_telemetry::propagation::traced(parent, run).await;
+        if let Some(run) = traced {
+            let status = serde_json::to_value(report.status)
+                .ok()
+                .and_then(|status| status.as_str().map(str::to_owned))
+                .unwrap_or_default();
+            run.end(&status, report.error.as_deref());
+        }
         if let Err(err) = log.close().await {
             tracing::warn!(error = %err, "a task's log could not be closed cleanly");
         }

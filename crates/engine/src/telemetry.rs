@@ -72,3 +72,51 @@ pub(crate) fn record_tool_call(telemetry: &Telemetry, call: ToolSpan<'_>) {
 fn cut(text: &str) -> String {
     bridge_policy::redact::shorten(text, MAX_CONTENT_CHARS)
 }
+
+/// A model call of the native loop as a `chat` span (under the run's
+/// `invoke_agent`), with its tokens, finish reason and time to the first
+/// chunk.
+pub(crate) fn record_model_call(
+    telemetry: &Telemetry,
+    backend: &str,
+    request: &bridge_llm::ChatRequest,
+    answered: Result<&bridge_llm::ChatResponse, &bridge_llm::LlmError>,
+    elapsed: Duration,
+    first_chunk: Option<Duration>,
+) {
+    let answer = answered.ok();
+    let error = answered.err().map(|err| err.to_string());
+    let finish_reasons = answer
+        .and_then(|answer| answer.finish.as_ref())
+        .map(|finish| vec![finish_reason(finish)])
+        .unwrap_or_default();
+    telemetry.chat(
+        &bridge_telemetry::ChatRecord {
+            provider: backend,
+            request_model: request.model.as_deref(),
+            input_tokens: answer
+                .and_then(|a| a.usage)
+                .map(|usage| usage.prompt_tokens),
+            output_tokens: answer
+                .and_then(|a| a.usage)
+                .map(|usage| usage.completion_tokens),
+            finish_reasons,
+            started: SystemTime::now().checked_sub(elapsed),
+            duration: elapsed,
+            first_chunk,
+            error: error.as_deref().map(|_| "model_error"),
+            ..Default::default()
+        },
+        None,
+    );
+}
+
+fn finish_reason(finish: &bridge_llm::FinishReason) -> String {
+    match finish {
+        bridge_llm::FinishReason::Stop => "stop".to_owned(),
+        bridge_llm::FinishReason::Length => "length".to_owned(),
+        bridge_llm::FinishReason::ToolCalls => "tool_calls".to_owned(),
+        bridge_llm::FinishReason::ContentFilter => "content_filter".to_owned(),
+        bridge_llm::FinishReason::Other(other) => other.clone(),
+    }
+}

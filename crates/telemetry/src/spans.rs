@@ -258,3 +258,60 @@ impl Telemetry {
         );
     }
 }
+
+/// A run of an agent (`invoke_agent {agent}`): started when the run
+/// starts, so its model calls and tool calls record under it, ended with
+/// its outcome.
+#[derive(Debug, Clone)]
+pub struct AgentRun {
+    context: Context,
+}
+
+impl Telemetry {
+    /// Starts an `invoke_agent` span under `parent` (the current context
+    /// when `None`).
+    pub fn start_agent(&self, agent: &str, session: &str, parent: Option<&Context>) -> AgentRun {
+        let current;
+        let parent = match parent {
+            Some(parent) => parent,
+            None => {
+                current = Context::current();
+                &current
+            }
+        };
+        let tracer = self.tracer();
+        let span = tracer
+            .span_builder(format!("{} {agent}", sc::OP_INVOKE_AGENT))
+            .with_kind(SpanKind::Internal)
+            .with_attributes([
+                KeyValue::new(sc::GEN_AI_OPERATION_NAME, sc::OP_INVOKE_AGENT),
+                KeyValue::new(sc::GEN_AI_AGENT_NAME, agent.to_owned()),
+                KeyValue::new(sc::SESSION_ID, session.to_owned()),
+            ])
+            .start_with_context(tracer, parent);
+        AgentRun {
+            context: parent.with_span(span),
+        }
+    }
+}
+
+impl AgentRun {
+    /// The context the run's own calls record under.
+    pub fn context(&self) -> &Context {
+        &self.context
+    }
+
+    /// Ends the span: `status` as the run ended, `error` when it failed.
+    pub fn end(self, status: &str, error: Option<&str>) {
+        let span = self.context.span();
+        span.set_attribute(KeyValue::new(
+            "copilot_bridge.run.status",
+            status.to_owned(),
+        ));
+        if let Some(error) = error {
+            span.set_attribute(KeyValue::new(sc::ERROR_TYPE, status.to_owned()));
+            span.set_status(Status::error(error.to_owned()));
+        }
+        span.end();
+    }
+}

@@ -88,7 +88,31 @@ fn answer_error_class(failed: &Failed) -> ErrorClass {
     }
 }
 
+/// One model request as the model answered it, recorded as a `chat` span
+/// when telemetry is on (crate::telemetry).
 async fn stream_answer(cx: &LoopContext<'_>, request: &ChatRequest) -> Result<Answer, Failed> {
+    let started = std::time::Instant::now();
+    let mut first_chunk = None;
+    let answered = stream_answer_timed(cx, request, started, &mut first_chunk).await;
+    if let Some(telemetry) = bridge_telemetry::active() {
+        crate::telemetry::record_model_call(
+            telemetry,
+            cx.backend.name(),
+            request,
+            answered.as_ref().map_err(|failed| &failed.error),
+            started.elapsed(),
+            first_chunk,
+        );
+    }
+    answered
+}
+
+async fn stream_answer_timed(
+    cx: &LoopContext<'_>,
+    request: &ChatRequest,
+    started_at: std::time::Instant,
+    first_chunk: &mut Option<std::time::Duration>,
+) -> Result<Answer, Failed> {
     let mut stream = cx.backend.stream(request).await.map_err(|error| Failed {
         error,
         after_start: false,
@@ -117,6 +141,9 @@ async fn stream_answer(cx: &LoopContext<'_>, request: &ChatRequest) -> Result<An
                 });
             }
         };
+        if !started {
+            *first_chunk = Some(started_at.elapsed());
+        }
         started = true;
         if let ChatEvent::TextDelta { text } = &event {
             cx.journal
