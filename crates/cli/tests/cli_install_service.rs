@@ -210,7 +210,8 @@ fn install_status_and_uninstall_drive_systemctl() {
         systemctl.calls(),
         [
             "--user daemon-reload",
-            "--user enable --now copilot-bridge.service"
+            "--user enable copilot-bridge.service",
+            "--user restart copilot-bridge.service"
         ]
     );
 

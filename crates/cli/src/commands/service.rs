@@ -215,7 +215,10 @@ async fn install(
     match place.manager {
         Manager::Systemd => {
             manage(&tool, &["--user", "daemon-reload"], &out)?;
-            manage(&tool, &["--user", "enable", "--now", SYSTEMD_UNIT], &out)?;
+            manage(&tool, &["--user", "enable", SYSTEMD_UNIT], &out)?;
+            // Started, or started again: an install over an older unit
+            // runs the new one.
+            manage(&tool, &["--user", "restart", SYSTEMD_UNIT], &out)?;
         }
         Manager::Launchd => {
             let domain = launchd_domain()?;
