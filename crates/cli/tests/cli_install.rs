@@ -10,6 +10,7 @@ use assert_cmd::Command;
 use serde_json::Value;
 use tempfile::TempDir;
 
+use crate::cli_serve::{KillOnDrop, pid_alive, read_gateway_json, wait_until};
 use crate::support::{Bridge, repo_root, stdout_json};
 
 /// Packing ~40 MB of debug binary, and one offline install: generous, but
@@ -152,6 +153,9 @@ fn the_npm_package_installs_offline_from_its_tarballs_and_runs_the_binary() {
     // The binary's exit status comes through the launcher (2: usage).
     let output = run(&["no-such-command"]);
     assert_eq!(output.status.code(), Some(2), "{}", text(&output.stderr));
+    // A signal to the launcher reaches the binary: `serve` through it stops
+    // on the SIGTERM a service manager or `kill` sends the launcher.
+    launcher_forwards_sigterm(&launcher, home.path());
     // doctor: once `copilot-bridge doctor` is merged, run it here through
     // the installed launcher too: `run(&["doctor"])` must succeed.
 
@@ -169,6 +173,40 @@ fn the_npm_package_installs_offline_from_its_tarballs_and_runs_the_binary() {
             && stderr.contains("cargo install --locked"),
         "{stderr}"
     );
+}
+
+/// Runs `serve` through `launcher`, sends the launcher SIGTERM, and waits
+/// for both the daemon and the launcher to end.
+fn launcher_forwards_sigterm(launcher: &Path, home: &Path) {
+    use rustix::process::{Pid, Signal, kill_process};
+    let state = home.join("served");
+    let mut served = std::process::Command::new(launcher)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", home)
+        .env("COPILOT_BRIDGE_HOME", &state)
+        .args(["--port", "0", "serve"])
+        .current_dir(home)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_until(
+        "the daemon behind the launcher publishes gateway.json",
+        || read_gateway_json(&state).is_some(),
+    );
+    let daemon = read_gateway_json(&state).unwrap()["pid"].as_u64().unwrap() as u32;
+    let _guard = KillOnDrop(daemon);
+    assert_ne!(daemon, served.id(), "the launcher is not the daemon");
+    let launcher_pid = Pid::from_raw(served.id() as i32).unwrap();
+    kill_process(launcher_pid, Signal::TERM).unwrap();
+    wait_until("the daemon exits after the launcher's SIGTERM", || {
+        !pid_alive(daemon)
+    });
+    wait_until("the launcher exits", || {
+        served.try_wait().unwrap().is_some()
+    });
 }
 
 #[test]
