@@ -25,6 +25,10 @@ dpkg -s libkrb5-dev >/dev/null 2>&1 || need+=(libkrb5-dev)
 # Terminal UIs (`approvals watch` answering inline) are tested in a real
 # terminal: tmux.
 command -v tmux >/dev/null 2>&1 || need+=(tmux)
+# `copilot-bridge completion` is loaded by each shell the tests find
+# (crates/cli/tests/cli_install.rs): bash is there already; zsh and fish.
+command -v zsh >/dev/null 2>&1 || need+=(zsh)
+command -v fish >/dev/null 2>&1 || need+=(fish)
 
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then

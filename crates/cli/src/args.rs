@@ -9,12 +9,14 @@ use crate::exit::Failure;
 
 mod agents;
 mod chat;
+mod install;
 
 pub use agents::{
     CopilotExtensionArgs, CopilotExtensionCommand, HookArgs, HooksArgs, HooksCommand, LaunchArgs,
     SetupArgs, VscodeArgs, VscodeCommand,
 };
 pub use chat::ChatArgs;
+pub use install::{CompletionArgs, ServiceCommand, ServiceInstallArgs, VersionArgs};
 
 /// One local hub for coding agents, LLM backends and tool providers, with one
 /// security layer in the middle.
@@ -142,6 +144,14 @@ pub enum Command {
     /// Install or remove the Copilot Bridge extension for VS Code: the editor's workspace and chat models for every agent (see docs/vscode.md).
     #[command(subcommand)]
     Vscode(VscodeCommand),
+    // copilot-bridge itself as an installed program (args/install.rs, docs/install.md).
+    /// Print the shell completion script for bash, zsh, fish, powershell or elvish (see docs/install.md).
+    Completion(CompletionArgs),
+    /// Print the version, the git commit, the build date and the target (--json for JSON).
+    Version(VersionArgs),
+    /// Install, remove or inspect the user service (systemd user unit, launchd agent) that keeps the daemon running (see docs/install.md).
+    #[command(subcommand)]
+    Service(ServiceCommand),
 }
 
 #[derive(Debug, Subcommand)]

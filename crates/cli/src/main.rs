@@ -68,6 +68,12 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
     if let Command::Tools(cmd) = cli.command {
         return commands::tool::list(cmd);
     }
+    // Nor do completion scripts and the version of this build.
+    match cli.command {
+        Command::Completion(cmd) => return commands::version::completion(&cmd),
+        Command::Version(cmd) => return commands::version::version(&cmd),
+        _ => {}
+    }
     // A hook answers every failure itself (with a deny): it must not exit
     // like other commands when the configuration cannot be loaded, since
     // an agent runs the tool on any exit code but 2.
@@ -106,7 +112,9 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
         Command::Tools(cmd) => commands::tool::list(cmd),
         Command::Validate => runtime.block_on(commands::validate::run(&config)),
         Command::Serve(cmd) => runtime.block_on(commands::serve::run(&cli.global, config, cmd)),
-        Command::Daemon(cmd) => runtime.block_on(commands::daemon::run(&cli.global, &config, cmd)),
+        Command::Daemon(cmd) => {
+            runtime.block_on(commands::daemon::run(&cli.global, &config, cmd, &agent_env))
+        }
         Command::ProviderToken(cmd) => {
             runtime.block_on(commands::remote::provider_token(&config, cmd))
         }
@@ -145,5 +153,14 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
             commands::install::run_copilot_extension(&config, cmd, &agent_env)
         }
         Command::Vscode(cmd) => commands::install::run_vscode(&config, cmd, &agent_env),
+        // copilot-bridge itself as an installed program (docs/install.md).
+        Command::Completion(cmd) => commands::version::completion(&cmd),
+        Command::Version(cmd) => commands::version::version(&cmd),
+        Command::Service(cmd) => runtime.block_on(commands::service::run(
+            &cli.global,
+            &config,
+            cmd,
+            &agent_env,
+        )),
     }
 }

@@ -15,6 +15,8 @@ mod cli_hardening;
 mod cli_hook;
 mod cli_hook_daemon;
 mod cli_hooks_install;
+mod cli_install;
+mod cli_install_service;
 mod cli_mcp_code;
 mod cli_mcp_delegate;
 mod cli_mcp_memory;

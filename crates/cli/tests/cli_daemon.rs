@@ -10,7 +10,7 @@ use crate::cli_serve::{KillOnDrop, Served, pid_alive, read_gateway_json, wait_un
 use crate::support::Bridge;
 
 /// `daemon start` in `ws`; returns the daemon's pid, guarded.
-fn daemon_start(
+pub(crate) fn daemon_start(
     bridge: &Bridge,
     ws: &TempWorkspace,
     env: &[(&str, &str)],

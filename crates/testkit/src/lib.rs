@@ -23,7 +23,7 @@ pub mod vscode;
 
 pub use fake_keys::FakeKey;
 pub use mock_llm::{MockLlm, MockReply, MockToolCall, RecordedRequest};
-pub use peers::{agent_cli, python, repo_root};
+pub use peers::{agent_cli, npm, python, repo_root};
 pub use provider_client::{ProviderClient, Received};
 pub use swap_race::SwapRace;
 

@@ -32,6 +32,19 @@ pub fn agent_cli(dir: &str, bin: &str) -> Option<PathBuf> {
     installed(path, bin)
 }
 
+/// The `npm` on PATH (scripts/install-test-deps.sh installs Node.js and
+/// npm from the system's packages), for tests that pack and install the
+/// npm package (npm/): skipped loudly without it, failed in CI.
+pub fn npm() -> Option<PathBuf> {
+    let found = std::env::var_os("PATH").and_then(|path| {
+        std::env::split_paths(&path)
+            .map(|dir| dir.join("npm"))
+            .find(|candidate| candidate.is_file())
+    });
+    // An empty path exists nowhere: skipped (or failed in CI) below.
+    installed(found.unwrap_or_default(), "npm")
+}
+
 fn installed(path: PathBuf, what: &str) -> Option<PathBuf> {
     if path.exists() {
         return Some(path);

@@ -2,7 +2,9 @@
 //!
 //! `start` runs this binary's `serve` detached (its own process group,
 //! stdin closed, output appended to `<home>/daemon.log`) and waits until it
-//! answers; `stop` asks over `/rpc` and falls back to SIGTERM.
+//! answers; `stop` asks over `/rpc` and falls back to SIGTERM. A daemon
+//! run by the user service (`service`, docs/install.md) is not started a
+//! second time: `start` says so and how to restart it.
 
 use std::ffi::OsString;
 use std::io::{Read, Seek, SeekFrom};
@@ -11,6 +13,7 @@ use std::path::Path;
 use std::process::{Command, ExitCode, Stdio};
 use std::time::{Duration, Instant};
 
+use bridge_agents::AgentEnv;
 use bridge_config::BridgeConfig;
 use bridge_server::state_file::{GatewayFile, open_private_log};
 use bridge_server::{GatewayClient, find_running, process};
@@ -18,6 +21,7 @@ use bridge_util::owner_only::ensure_private_dir;
 use serde_json::json;
 
 use super::remote::call_failure;
+use super::service::{self, ServiceState};
 use super::tool::{print_json, write_stdout};
 use crate::args::{DaemonCommand, GlobalArgs, ServeArgs};
 use crate::exit::{self, Failure};
@@ -31,15 +35,32 @@ pub async fn run(
     global: &GlobalArgs,
     config: &BridgeConfig,
     command: DaemonCommand,
+    env: &AgentEnv,
 ) -> Result<ExitCode, Failure> {
     match command {
-        DaemonCommand::Start(args) => start(global, config, args).await,
+        DaemonCommand::Start(args) => start(global, config, args, env).await,
         DaemonCommand::Stop => stop(config).await,
         DaemonCommand::Status { json } => status(config, json).await,
     }
 }
 
-fn already_running(client: &GatewayClient) -> Result<ExitCode, Failure> {
+/// A daemon answers already; when it is the user service's, say so and how
+/// to restart it (`service`, docs/install.md).
+fn already_running(
+    client: &GatewayClient,
+    service: Option<&ServiceState>,
+) -> Result<ExitCode, Failure> {
+    if let Some(state) = service
+        && state.main_pid == Some(client.file().pid)
+    {
+        write_stdout(&format!(
+            "a gateway is already running on {} (pid {}), run by the user service; restart it with: {}\n",
+            client.address(),
+            client.file().pid,
+            ServiceState::restart_hint()
+        ))?;
+        return Ok(ExitCode::SUCCESS);
+    }
     write_stdout(&format!(
         "a gateway is already running on {} (pid {})\n",
         client.address(),
@@ -52,13 +73,29 @@ async fn start(
     global: &GlobalArgs,
     config: &BridgeConfig,
     args: ServeArgs,
+    env: &AgentEnv,
 ) -> Result<ExitCode, Failure> {
     if let Some(client) = find_running(&config.home).await {
-        return already_running(&client);
+        return already_running(&client, service::managed(env).as_ref());
+    }
+    // The user service of this state directory is starting, or waits to
+    // restart after a failure: a second daemon would take its port.
+    if let Some(state) = service::managed(env)
+        && state.is_up()
+        && state.home.as_deref() == std::path::absolute(&config.home).ok().as_deref()
+    {
+        write_stdout(&format!(
+            "the user service runs the daemon of {} ({}): not starting a second one; \
+             restart it with: {}\n",
+            config.home.display(),
+            state.describe(),
+            ServiceState::restart_hint()
+        ))?;
+        return Ok(ExitCode::SUCCESS);
     }
     let serve_args = serve_command_args(global, config, args.trust_project_providers);
     match launch(&config.home, &serve_args).await? {
-        Launched::Already(client) => already_running(&client),
+        Launched::Already(client) => already_running(&client, None),
         Launched::Started(client) => {
             write_stdout(&format!(
                 "started the gateway on {} (pid {}); log: {}\n",

@@ -12,12 +12,14 @@ pub mod orchestrate;
 pub mod remote;
 pub mod run;
 pub mod serve;
+pub mod service;
 pub mod sessions;
 pub mod setup;
 pub mod status;
 pub mod tool;
 pub mod ui;
 pub mod validate;
+pub mod version;
 
 /// Whether `key` was set (flag, environment, file) rather than left at its
 /// default: what a command must pass on for another process to find the
