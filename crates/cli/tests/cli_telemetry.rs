@@ -544,3 +544,48 @@ async fn the_hub_s_own_agent_run_is_one_trace_of_its_model_and_tool_calls() {
             .await
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_mcp_call_continues_the_trace_of_its_meta_traceparent() {
+    let receiver = OtlpReceiver::start().await;
+    let mock = MockLlm::start(vec![]).await;
+    let endpoint = receiver.endpoint();
+    let workspace = TempWorkspace::new();
+    workspace.write("notes.txt", "hello\n");
+    let served = crate::agents::serve_with_env(&mock, workspace, &with_telemetry(&endpoint, &[]));
+    let mut mcp =
+        bridge_testkit::mcp_http::McpHttp::connect(&served.url("/mcp/code"), &served.token).await;
+    let answer = mcp
+        .call_with_meta(
+            "copilot_read_file",
+            json!({"path": "notes.txt"}),
+            json!({"traceparent": traceparent()}),
+        )
+        .await;
+    assert!(answer.contains("hello"), "{answer}");
+
+    let request = span_named(&receiver, &served, "tools/call copilot_read_file").await;
+    assert_eq!(
+        request.trace_id, TRACE_ID,
+        "continued from _meta.traceparent"
+    );
+    assert_eq!(request.parent_span_id, PARENT_ID);
+    assert_eq!(request.kind, 2, "server");
+    assert_eq!(request.attributes["mcp.method.name"], "tools/call");
+    assert!(
+        request.attributes["mcp.session.id"].is_string(),
+        "{:?}",
+        request.attributes
+    );
+    let tool = receiver
+        .wait_for_span(EXPORTED, |span| {
+            span.name.starts_with("execute_tool") && span.trace_id == TRACE_ID
+        })
+        .await
+        .unwrap_or_else(|| panic!("{:?}", receiver.spans()));
+    assert_eq!(
+        tool.parent_span_id, request.span_id,
+        "the tool call under the MCP request"
+    );
+    assert_eq!(tool.attributes["copilot_bridge.door"], "mcp");
+}

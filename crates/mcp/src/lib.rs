@@ -22,3 +22,4 @@ pub mod memory;
 pub mod openclaw;
 pub mod serve;
 pub mod session;
+mod telemetry;

@@ -30,7 +30,7 @@ use std::sync::OnceLock;
 pub use export::{StartError, Telemetry};
 /// A trace context (a parent for the spans recorded under it).
 pub use opentelemetry::Context as TraceContext;
-pub use spans::{AgentRun, ChatRecord, ToolCallRecord};
+pub use spans::{ChatRecord, OpenSpan, ToolCallRecord};
 
 static ACTIVE: OnceLock<Telemetry> = OnceLock::new();
 

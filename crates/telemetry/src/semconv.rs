@@ -26,6 +26,8 @@ pub const GEN_AI_OUTPUT_MESSAGES: &str = "gen_ai.output.messages";
 pub const GEN_AI_AGENT_NAME: &str = "gen_ai.agent.name";
 pub const GEN_AI_TOKEN_TYPE: &str = "gen_ai.token.type";
 pub const ERROR_TYPE: &str = "error.type";
+pub const MCP_METHOD_NAME: &str = "mcp.method.name";
+pub const MCP_SESSION_ID: &str = "mcp.session.id";
 
 pub const OP_CHAT: &str = "chat";
 pub const OP_EXECUTE_TOOL: &str = "execute_tool";
@@ -39,3 +41,5 @@ pub const CLIENT_AGENT: &str = "copilot_bridge.client.agent";
 pub const ROUTE_RULE: &str = "copilot_bridge.route.rule";
 pub const APPROVAL_OUTCOME: &str = "copilot_bridge.approval.outcome";
 pub const SESSION_ID: &str = "copilot_bridge.session.id";
+/// How a run or a request ended (`completed`, `failed`, `ok`, `error`, …).
+pub const STATUS: &str = "copilot_bridge.status";

@@ -259,18 +259,19 @@ impl Telemetry {
     }
 }
 
-/// A run of an agent (`invoke_agent {agent}`): started when the run
-/// starts, so its model calls and tool calls record under it, ended with
-/// its outcome.
+/// A span open for the length of something — a run of an agent
+/// (`invoke_agent {agent}`), an MCP request the hub serves — so the model
+/// calls and tool calls made meanwhile record under it; ended with its
+/// outcome.
 #[derive(Debug, Clone)]
-pub struct AgentRun {
+pub struct OpenSpan {
     context: Context,
 }
 
 impl Telemetry {
     /// Starts an `invoke_agent` span under `parent` (the current context
     /// when `None`).
-    pub fn start_agent(&self, agent: &str, session: &str, parent: Option<&Context>) -> AgentRun {
+    pub fn start_agent(&self, agent: &str, session: &str, parent: Option<&Context>) -> OpenSpan {
         let current;
         let parent = match parent {
             Some(parent) => parent,
@@ -289,13 +290,51 @@ impl Telemetry {
                 KeyValue::new(sc::SESSION_ID, session.to_owned()),
             ])
             .start_with_context(tracer, parent);
-        AgentRun {
+        OpenSpan {
             context: parent.with_span(span),
         }
     }
 }
 
-impl AgentRun {
+impl Telemetry {
+    /// Starts an MCP server span, `{method} {target}` (e.g. `tools/call
+    /// read_file`), under `parent` (the client's `_meta.traceparent`, else
+    /// the current context).
+    pub fn start_mcp_request(
+        &self,
+        method: &str,
+        target: &str,
+        mcp_session: Option<&str>,
+        parent: Option<&Context>,
+    ) -> OpenSpan {
+        let current;
+        let parent = match parent {
+            Some(parent) => parent,
+            None => {
+                current = Context::current();
+                &current
+            }
+        };
+        let mut attributes = vec![
+            KeyValue::new(sc::MCP_METHOD_NAME, method.to_owned()),
+            KeyValue::new(sc::GEN_AI_TOOL_NAME, target.to_owned()),
+        ];
+        if let Some(id) = mcp_session {
+            attributes.push(KeyValue::new(sc::MCP_SESSION_ID, id.to_owned()));
+        }
+        let tracer = self.tracer();
+        let span = tracer
+            .span_builder(format!("{method} {target}"))
+            .with_kind(SpanKind::Server)
+            .with_attributes(attributes)
+            .start_with_context(tracer, parent);
+        OpenSpan {
+            context: parent.with_span(span),
+        }
+    }
+}
+
+impl OpenSpan {
     /// The context the run's own calls record under.
     pub fn context(&self) -> &Context {
         &self.context

@@ -77,6 +77,14 @@ impl McpHttp {
         self.post(body).await.0.to_string()
     }
 
+    /// `tools/call` with `_meta` (e.g. a `traceparent`): the whole answer.
+    pub async fn call_with_meta(&mut self, tool: &str, arguments: Value, meta: Value) -> String {
+        self.next_id += 1;
+        let body = json!({"jsonrpc": "2.0", "id": self.next_id, "method": "tools/call",
+                          "params": {"name": tool, "arguments": arguments, "_meta": meta}});
+        self.post(body).await.0.to_string()
+    }
+
     /// `tools/list`: the tools' names.
     pub async fn tool_names(&mut self) -> Vec<String> {
         self.next_id += 1;

@@ -435,7 +435,13 @@ impl ServerHandler for CodeServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        self.dispatch(request, context).await.map(Into::into)
+        let tool = request.name.to_string();
+        let meta = Some(context.meta.clone());
+        let extensions = context.extensions.clone();
+        crate::telemetry::tools_call(&tool, meta.as_ref(), &extensions, async {
+            self.dispatch(request, context).await.map(Into::into)
+        })
+        .await
     }
 
     /// rmcp hands over a `tools/call` whose params do not parse (arguments

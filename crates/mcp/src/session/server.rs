@@ -81,6 +81,58 @@ impl SessionServer {
         }))
     }
 
+    /// A `tools/call` of this server: the session's tool, through
+    /// `Session::call_tool` (or the `approve` prompt).
+    async fn serve_call(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let session = self.session(&context.extensions)?;
+        let name = request.name.as_ref();
+        if let Some(prompts) = self.prompts.as_ref().filter(|_| name == APPROVE_TOOL) {
+            let args = request.arguments.unwrap_or_default();
+            // A client that hangs up withdraws its prompt from the queue.
+            return tokio::select! {
+                relayed = prompts.relay(&session, &args) => relayed
+                    .map(CallToolResponse::Complete)
+                    .map_err(|reason| invalid(format!("{APPROVE_TOOL}: {reason}"))),
+                () = context.ct.cancelled() => Err(ErrorData::internal_error(
+                    "the permission prompt was cancelled by the client",
+                    None,
+                )),
+            };
+        }
+        let Some(entry) = scoped_tool(&session, &self.scope, name) else {
+            return Err(invalid(format!(
+                "unknown tool '{name}': session '{}' has no {} by that name (tools/list shows what it has)",
+                session.id(),
+                match &self.scope {
+                    ToolScope::Providers => "provider tool".to_owned(),
+                    ToolScope::Service(service) => format!("{service} tool"),
+                }
+            )));
+        };
+        let mut args = request.arguments.unwrap_or_default();
+        check_size(name, &args).map_err(invalid)?;
+        match depth::take_depth(&mut args) {
+            Ok(_) => {}
+            Err(DepthError::Invalid(reason)) => return Err(invalid(reason)),
+            Err(DepthError::TooDeep(too_deep)) => {
+                return Ok(CallToolResponse::Complete(depth::too_deep_result(too_deep)));
+            }
+        }
+        check_types(name, &entry.spec.input_schema, &args).map_err(invalid)?;
+        // Dropping the call cancels it at the provider (tool.cancel).
+        let outcome = tokio::select! {
+            outcome = session.call_tool(name, Value::Object(args), CallOrigin::Mcp) => outcome,
+            () = context.ct.cancelled() => {
+                return Err(ErrorData::internal_error(format!("the call of {name} was cancelled by the client"), None));
+            }
+        };
+        Ok(CallToolResponse::Complete(call_result(outcome)))
+    }
+
     fn session(&self, extensions: &Extensions) -> Result<Arc<Session>, ErrorData> {
         let requested = requested_session(extensions).map_err(invalid)?;
         (self.lookup)(requested.as_deref()).map_err(invalid)
@@ -157,49 +209,13 @@ impl ServerHandler for SessionServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let session = self.session(&context.extensions)?;
-        let name = request.name.as_ref();
-        if let Some(prompts) = self.prompts.as_ref().filter(|_| name == APPROVE_TOOL) {
-            let args = request.arguments.unwrap_or_default();
-            // A client that hangs up withdraws its prompt from the queue.
-            return tokio::select! {
-                relayed = prompts.relay(&session, &args) => relayed
-                    .map(CallToolResponse::Complete)
-                    .map_err(|reason| invalid(format!("{APPROVE_TOOL}: {reason}"))),
-                () = context.ct.cancelled() => Err(ErrorData::internal_error(
-                    "the permission prompt was cancelled by the client",
-                    None,
-                )),
-            };
-        }
-        let Some(entry) = scoped_tool(&session, &self.scope, name) else {
-            return Err(invalid(format!(
-                "unknown tool '{name}': session '{}' has no {} by that name (tools/list shows what it has)",
-                session.id(),
-                match &self.scope {
-                    ToolScope::Providers => "provider tool".to_owned(),
-                    ToolScope::Service(service) => format!("{service} tool"),
-                }
-            )));
-        };
-        let mut args = request.arguments.unwrap_or_default();
-        check_size(name, &args).map_err(invalid)?;
-        match depth::take_depth(&mut args) {
-            Ok(_) => {}
-            Err(DepthError::Invalid(reason)) => return Err(invalid(reason)),
-            Err(DepthError::TooDeep(too_deep)) => {
-                return Ok(CallToolResponse::Complete(depth::too_deep_result(too_deep)));
-            }
-        }
-        check_types(name, &entry.spec.input_schema, &args).map_err(invalid)?;
-        // Dropping the call cancels it at the provider (tool.cancel).
-        let outcome = tokio::select! {
-            outcome = session.call_tool(name, Value::Object(args), CallOrigin::Mcp) => outcome,
-            () = context.ct.cancelled() => {
-                return Err(ErrorData::internal_error(format!("the call of {name} was cancelled by the client"), None));
-            }
-        };
-        Ok(CallToolResponse::Complete(call_result(outcome)))
+        let tool = request.name.to_string();
+        let meta = Some(context.meta.clone());
+        let extensions = context.extensions.clone();
+        crate::telemetry::tools_call(&tool, meta.as_ref(), &extensions, async {
+            self.serve_call(request, context).await
+        })
+        .await
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
