@@ -404,6 +404,7 @@ impl Daemon {
                 allowed_hosts: config.allowed_hosts.clone(),
             }),
         });
+        crate::telemetry::gauges(&ctx);
         tracing::info!(
             "copilot-bridge {} listening on {authority} (providers: ws://{authority}/, JSON-RPC: http://{authority}/rpc, \
              OpenAI facade: http://{authority}/v1 (chat/completions, responses, models), \

@@ -68,6 +68,27 @@ fn names_this_daemon(url: &str, ours: SocketAddr) -> bool {
     }
 }
 
+/// The daemon's gauges: asks waiting for a person, providers connected.
+pub(crate) fn gauges(ctx: &crate::app::ServerContext) {
+    let Some(telemetry) = bridge_telemetry::active() else {
+        return;
+    };
+    let approvals = ctx.approvals.clone();
+    telemetry.gauge(
+        "copilot_bridge.approvals.pending",
+        "{ask}",
+        "Tool calls waiting for a person's answer",
+        move || u64::try_from(approvals.list(None).len()).unwrap_or(u64::MAX),
+    );
+    let gateway = ctx.gateway.clone();
+    telemetry.gauge(
+        "copilot_bridge.provider.connections",
+        "{connection}",
+        "Providers connected over the Provider Interface",
+        move || u64::try_from(gateway.status().providers.len()).unwrap_or(u64::MAX),
+    );
+}
+
 /// Exports what is queued before the daemon goes (bounded by the export
 /// timeout).
 pub(crate) async fn flush() {

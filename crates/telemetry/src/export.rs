@@ -36,6 +36,7 @@ pub enum StartError {
 #[derive(Debug)]
 pub struct Telemetry {
     tracer: SdkTracer,
+    meter: Meter,
     tracer_provider: Option<SdkTracerProvider>,
     meter_provider: Option<SdkMeterProvider>,
     pub(crate) instruments: Instruments,
@@ -128,6 +129,7 @@ impl Telemetry {
         };
         let telemetry = Telemetry {
             tracer,
+            meter: meter.clone(),
             tracer_provider,
             meter_provider,
             instruments: Instruments::new(&meter),
@@ -141,6 +143,25 @@ impl Telemetry {
 
     pub(crate) fn tracer(&self) -> &SdkTracer {
         &self.tracer
+    }
+
+    /// A gauge read when metrics are collected (`read` runs on the
+    /// exporter's thread: keep it cheap and non-blocking). The instrument
+    /// lives as long as the process's telemetry.
+    pub fn gauge(
+        &self,
+        name: &'static str,
+        unit: &'static str,
+        description: &'static str,
+        read: impl Fn() -> u64 + Send + Sync + 'static,
+    ) {
+        let _gauge = self
+            .meter
+            .u64_observable_gauge(name)
+            .with_unit(unit)
+            .with_description(description)
+            .with_callback(move |observer| observer.observe(read(), &[]))
+            .build();
     }
 
     /// Whether spans carry prompts, answers, arguments and results.

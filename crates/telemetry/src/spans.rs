@@ -24,10 +24,10 @@ pub struct ToolCallRecord<'a> {
     pub tool: &'a str,
     pub call_id: &'a str,
     /// How the call came in (`rpc`, `mcp`, `engine`, `hook`, `cli`, …).
-    pub door: &'a str,
+    pub door: &'static str,
     pub session: &'a str,
     /// `allow`, `deny` or `ask`.
-    pub decision: &'a str,
+    pub decision: &'static str,
     pub reason: Option<&'a str>,
     pub started: SystemTime,
     pub duration: Duration,
@@ -77,12 +77,14 @@ impl Telemetry {
     /// Records `call` as an `execute_tool` span under `parent` (the
     /// caller's current context when `None`), and its metrics.
     pub fn tool_call(&self, call: &ToolCallRecord<'_>, parent: Option<&Context>) {
+        // One copy of the name, shared by the metric and the span.
+        let tool = StringValue::from(std::sync::Arc::<str>::from(call.tool));
         self.instruments.tool_calls.add(
             1,
             &[
-                KeyValue::new(sc::GEN_AI_TOOL_NAME, call.tool.to_owned()),
-                KeyValue::new(sc::DOOR, call.door.to_owned()),
-                KeyValue::new(sc::DECISION, call.decision.to_owned()),
+                KeyValue::new(sc::GEN_AI_TOOL_NAME, tool.clone()),
+                KeyValue::new(sc::DOOR, call.door),
+                KeyValue::new(sc::DECISION, call.decision),
             ],
         );
         let current;
@@ -95,12 +97,12 @@ impl Telemetry {
         };
         let mut attributes = vec![
             KeyValue::new(sc::GEN_AI_OPERATION_NAME, sc::OP_EXECUTE_TOOL),
-            KeyValue::new(sc::GEN_AI_TOOL_NAME, call.tool.to_owned()),
+            KeyValue::new(sc::GEN_AI_TOOL_NAME, tool.clone()),
             KeyValue::new(sc::GEN_AI_TOOL_CALL_ID, call.call_id.to_owned()),
             KeyValue::new(sc::GEN_AI_TOOL_TYPE, "function"),
-            KeyValue::new(sc::DOOR, call.door.to_owned()),
+            KeyValue::new(sc::DOOR, call.door),
             KeyValue::new(sc::SESSION_ID, call.session.to_owned()),
-            KeyValue::new(sc::DECISION, call.decision.to_owned()),
+            KeyValue::new(sc::DECISION, call.decision),
         ];
         if let Some(reason) = call.reason {
             attributes.push(KeyValue::new(sc::DECISION_REASON, reason.to_owned()));
@@ -143,7 +145,7 @@ impl Telemetry {
                 .with_kind(SpanKind::Internal)
                 .with_start_time(approval.started)
                 .with_attributes([
-                    KeyValue::new(sc::GEN_AI_TOOL_NAME, call.tool.to_owned()),
+                    KeyValue::new(sc::GEN_AI_TOOL_NAME, tool.clone()),
                     KeyValue::new(sc::APPROVAL_OUTCOME, approval.outcome.to_owned()),
                 ])
                 .start_with_context(tracer, &under);
