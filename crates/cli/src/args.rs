@@ -9,12 +9,14 @@ use crate::exit::Failure;
 
 mod agents;
 mod chat;
+mod doctor;
 
 pub use agents::{
     CopilotExtensionArgs, CopilotExtensionCommand, HookArgs, HooksArgs, HooksCommand, LaunchArgs,
     SetupArgs, VscodeArgs, VscodeCommand,
 };
 pub use chat::ChatArgs;
+pub use doctor::DoctorArgs;
 
 /// One local hub for coding agents, LLM backends and tool providers, with one
 /// security layer in the middle.
@@ -142,6 +144,8 @@ pub enum Command {
     /// Install or remove the Copilot Bridge extension for VS Code: the editor's workspace and chat models for every agent (see docs/vscode.md).
     #[command(subcommand)]
     Vscode(VscodeCommand),
+    /// Check the setup: state directory, daemon, port, backends, agents, add-ons, .agent-policy.yaml; each with the command that fixes it (see docs/cli.md).
+    Doctor(DoctorArgs),
 }
 
 #[derive(Debug, Subcommand)]

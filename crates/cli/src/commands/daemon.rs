@@ -39,13 +39,28 @@ pub async fn run(
     }
 }
 
-fn already_running(client: &GatewayClient) -> Result<ExitCode, Failure> {
-    write_stdout(&format!(
+/// Says so, and how to restart it when it is older than this program (an
+/// upgrade replaced its binary, docs/cli.md "doctor").
+async fn already_running(
+    config: &BridgeConfig,
+    client: &GatewayClient,
+) -> Result<ExitCode, Failure> {
+    let mut out = format!(
         "a gateway is already running on {} (pid {})\n",
         client.address(),
         client.file().pid
-    ))?;
+    );
+    out.push_str(&upgrade_notice(config, client).await);
+    write_stdout(&out)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The line saying the running daemon is older than this program, or "".
+pub(crate) async fn upgrade_notice(config: &BridgeConfig, client: &GatewayClient) -> String {
+    match super::doctor::upgrade::stale(client.file()).await {
+        Some(stale) => stale.notice(client.file(), config),
+        None => String::new(),
+    }
 }
 
 async fn start(
@@ -54,11 +69,11 @@ async fn start(
     args: ServeArgs,
 ) -> Result<ExitCode, Failure> {
     if let Some(client) = find_running(&config.home).await {
-        return already_running(&client);
+        return already_running(config, &client).await;
     }
     let serve_args = serve_command_args(global, config, args.trust_project_providers);
     match launch(&config.home, &serve_args).await? {
-        Launched::Already(client) => already_running(&client),
+        Launched::Already(client) => already_running(config, &client).await,
         Launched::Started(client) => {
             write_stdout(&format!(
                 "started the gateway on {} (pid {}); log: {}\n",
@@ -278,6 +293,7 @@ async fn status(config: &BridgeConfig, as_json: bool) -> Result<ExitCode, Failur
         "pending pairings: {}\n",
         status["pendingPairings"].as_u64().unwrap_or(0)
     ));
+    out.push_str(&upgrade_notice(config, &client).await);
     write_stdout(&out)?;
     Ok(ExitCode::SUCCESS)
 }
