@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 use std::time::{Duration, Instant};
 
-use bridge_testkit::{MockLlm, TempWorkspace};
+use bridge_testkit::{MockLlm, TempWorkspace, repo_root};
 use serde_json::Value;
 
 use crate::cli_serve::{KillOnDrop, Served, command, read_gateway_json, wait_until};
@@ -116,14 +116,7 @@ async fn a_healthy_setup_is_all_ok_within_the_time_bound() {
     assert_eq!(output.status.code(), Some(0), "{checks:#?}");
     for check in &checks {
         assert_eq!(check["status"], "ok", "{check}");
-        assert_eq!(check["fix"], Value::Null, "{check}");
-        let keys: Vec<&str> = check
-            .as_object()
-            .unwrap()
-            .keys()
-            .map(String::as_str)
-            .collect();
-        assert_eq!(keys, ["fix", "message", "name", "status"]);
+        assert_check_shape(check);
     }
     let daemon = named(&checks, "daemon")["message"].as_str().unwrap();
     assert!(
@@ -438,4 +431,57 @@ async fn a_daemon_whose_binary_was_replaced_by_another_version_is_stale_and_the_
     assert_eq!(named(&checks, "daemon")["status"], "ok", "{checks:#?}");
     let stopped = bridge.cmd().args(["daemon", "stop"]).output().unwrap();
     assert!(stopped.status.success());
+}
+
+/// The shape every check of `--json` has, as docs/cli.md documents it.
+fn assert_check_shape(check: &Value) {
+    let keys: Vec<&str> = check
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    assert_eq!(keys, ["fix", "message", "name", "status"], "{check}");
+    assert!(
+        check["name"].is_string() && check["message"].is_string(),
+        "{check}"
+    );
+    match check["status"].as_str().unwrap() {
+        "ok" => assert!(check["fix"].is_null(), "{check}"),
+        "warn" | "fail" => assert!(check["fix"].is_string(), "{check}"),
+        other => panic!("status {other:?} in {check}"),
+    }
+}
+
+#[tokio::test]
+async fn the_json_shape_is_the_one_docs_cli_md_shows() {
+    let docs = std::fs::read_to_string(repo_root().join("docs/cli.md")).unwrap();
+    let section = docs
+        .split("\n## `doctor")
+        .nth(1)
+        .expect("a doctor section in docs/cli.md");
+    let example = section
+        .split("```json\n")
+        .nth(1)
+        .and_then(|rest| rest.split("\n```").next())
+        .expect("a JSON example in the doctor section");
+    let example: Value = serde_json::from_str(example).unwrap();
+    assert_eq!(example.as_object().unwrap().len(), 1, "{example}");
+    let documented = example["checks"].as_array().unwrap();
+    assert!(!documented.is_empty());
+    documented.iter().for_each(assert_check_shape);
+
+    let bridge = Bridge::new();
+    let ws = TempWorkspace::new();
+    let env = vec![
+        ("COPILOT_BRIDGE_NO_GH", "1".to_owned()),
+        ("OLLAMA_HOST", format!("http://{}", closed_address())),
+    ];
+    let (output, checks) = doctor(bridge.state.path(), ws.path(), &env).await;
+    assert_eq!(stdout_json(&output).as_object().unwrap().len(), 1);
+    checks.iter().for_each(assert_check_shape);
+    // Every name the example uses is a check the command makes.
+    for check in documented {
+        named(&checks, check["name"].as_str().unwrap());
+    }
 }
