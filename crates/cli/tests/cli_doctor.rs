@@ -485,3 +485,51 @@ async fn the_json_shape_is_the_one_docs_cli_md_shows() {
         named(&checks, check["name"].as_str().unwrap());
     }
 }
+
+#[tokio::test]
+async fn a_port_another_program_holds_and_a_token_others_may_read_fail() {
+    let bridge = Bridge::new();
+    let ws = TempWorkspace::new();
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = taken.local_addr().unwrap().port();
+    let token = bridge.state.path().join("token");
+    std::fs::write(&token, "btk-doctor-0123456789abcdef\n").unwrap();
+    std::fs::set_permissions(&token, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let mut cmd = command(bridge.state.path());
+    cmd.args(["--port", &port.to_string(), "doctor", "--json"])
+        .current_dir(ws.path())
+        .env("COPILOT_BRIDGE_NO_GH", "1")
+        .env("OLLAMA_HOST", format!("http://{}", closed_address()));
+    let output = tokio::process::Command::from(cmd).output().await.unwrap();
+    assert_eq!(output.status.code(), Some(1), "{output:?}");
+    let checks = stdout_json(&output)["checks"].as_array().unwrap().clone();
+    let port_check = named(&checks, "port");
+    assert_eq!(port_check["status"], "fail", "{port_check}");
+    assert_eq!(
+        port_check["message"],
+        format!("127.0.0.1:{port} is taken by another program, not this state directory's daemon")
+    );
+    assert!(
+        port_check["fix"]
+            .as_str()
+            .unwrap()
+            .starts_with("choose another port")
+    );
+    let state = named(&checks, "state directory");
+    assert_eq!(state["status"], "fail", "{state}");
+    assert_eq!(
+        state["message"],
+        format!(
+            "{} holds a secret but is readable by others (mode 644)",
+            token.display()
+        )
+    );
+    assert!(
+        state["fix"]
+            .as_str()
+            .unwrap()
+            .starts_with(&format!("chmod 600 {}", token.display()))
+    );
+    assert!(!String::from_utf8_lossy(&output.stdout).contains("btk-doctor-0123456789abcdef"));
+    drop(taken);
+}
