@@ -227,6 +227,52 @@ fn toml_commands(text: &str) -> Vec<String> {
     commands
 }
 
+/// Where `agent` sends its model requests, when it is told as `setup`
+/// prints it (crates/agents/src/setup.rs): Claude Code's
+/// `ANTHROPIC_BASE_URL` and the Copilot CLI's `COPILOT_PROVIDER_BASE_URL`
+/// in this environment, Codex's `[model_providers.copilot-bridge]`
+/// `base_url` in its config.toml. What names it, and the URL.
+pub fn model_endpoint(agent: Agent, env: &AgentEnv) -> Option<(String, String)> {
+    let variable = match agent {
+        Agent::ClaudeCode => "ANTHROPIC_BASE_URL",
+        Agent::CopilotCli => "COPILOT_PROVIDER_BASE_URL",
+        Agent::Codex => {
+            let file = env.codex_dir(Scope::User)?.join("config.toml");
+            let text = read_if_present(&file).ok()??;
+            let url = toml_value(&text, "model_providers.copilot-bridge", "base_url")?;
+            return Some((
+                format!("{} [model_providers.copilot-bridge]", file.display()),
+                url,
+            ));
+        }
+    };
+    env.agent_settings()
+        .iter()
+        .find(|(name, _)| name == variable)
+        .and_then(|(_, value)| value.to_str())
+        .map(|url| (variable.to_owned(), url.to_owned()))
+}
+
+/// The basic string `key` of the TOML table `[table]`, read line by line
+/// as `mcp_config` and `setup` write it.
+fn toml_value(text: &str, table: &str, key: &str) -> Option<String> {
+    let mut inside = false;
+    for line in text.lines().map(str::trim) {
+        if let Some(name) = line.strip_prefix('[') {
+            inside = name.trim_end_matches(']').trim() == table;
+            continue;
+        }
+        if inside
+            && let Some((name, value)) = line.split_once('=')
+            && name.trim() == key
+            && let Ok(Value::String(value)) = serde_json::from_str(value.trim())
+        {
+            return Some(value);
+        }
+    }
+    None
+}
+
 /// Our registration in OpenClaw's configuration file, as `openclaw
 /// register` writes it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -280,6 +326,29 @@ mod tests {
             Some(Binary::Portable)
         );
         assert_eq!(program_of("./lint.sh"), None);
+    }
+
+    #[test]
+    fn codex_is_told_the_hub_in_its_model_providers_table() {
+        let temp = tempfile::tempdir().unwrap();
+        std::fs::write(
+            temp.path().join("config.toml"),
+            "model_provider = \"copilot-bridge\"\n[model_providers.other]\nbase_url = \"http://x\"\n[model_providers.copilot-bridge]\nname = \"copilot-bridge\"\nbase_url = \"http://127.0.0.1:9400/v1\"\n",
+        )
+        .unwrap();
+        let env = AgentEnv::from_vars([("CODEX_HOME", temp.path())]);
+        let (source, url) = model_endpoint(Agent::Codex, &env).unwrap();
+        assert_eq!(url, "http://127.0.0.1:9400/v1");
+        assert!(source.ends_with("config.toml [model_providers.copilot-bridge]"));
+        let env = AgentEnv::from_vars([("ANTHROPIC_BASE_URL", "http://127.0.0.1:9")]);
+        assert_eq!(
+            model_endpoint(Agent::ClaudeCode, &env),
+            Some((
+                "ANTHROPIC_BASE_URL".to_owned(),
+                "http://127.0.0.1:9".to_owned()
+            ))
+        );
+        assert_eq!(model_endpoint(Agent::CopilotCli, &env), None);
     }
 
     #[test]

@@ -110,6 +110,12 @@ async fn a_healthy_setup_is_all_ok_within_the_time_bound() {
         .workspace
         .write(".agent-policy.yaml", "writes:\n  allow: [\"src/**\"]\n");
 
+    // Claude Code told to send its model requests to the hub (`setup`).
+    let mut env = env;
+    env.push((
+        "ANTHROPIC_BASE_URL",
+        format!("http://127.0.0.1:{}", served.port),
+    ));
     let started = Instant::now();
     let (output, checks) = doctor(served.state(), served.workspace.path(), &env).await;
     assert!(started.elapsed() < Duration::from_secs(10));
@@ -162,6 +168,36 @@ async fn a_healthy_setup_is_all_ok_within_the_time_bound() {
     assert!(
         text.contains(&format!("\n{} ok, 0 warn, 0 fail\n", checks.len())),
         "{text}"
+    );
+    let claude = named(&checks, "agent claude")["message"].as_str().unwrap();
+    assert!(
+        claude.ends_with("; model requests through the hub (ANTHROPIC_BASE_URL)"),
+        "{claude}"
+    );
+
+    // The Copilot CLI told a loopback port the hub is not on.
+    let elsewhere = closed_address();
+    env.push((
+        "COPILOT_PROVIDER_BASE_URL",
+        format!("http://{elsewhere}/v1"),
+    ));
+    let (output, checks) = doctor(served.state(), served.workspace.path(), &env).await;
+    assert_eq!(output.status.code(), Some(0), "a warning is no failure");
+    let copilot = named(&checks, "agent copilot");
+    assert_eq!(copilot["status"], "warn", "{copilot}");
+    assert!(
+        copilot["message"].as_str().unwrap().ends_with(&format!(
+            "COPILOT_PROVIDER_BASE_URL sends its model requests to http://{elsewhere}/v1, but the daemon's port is {}",
+            served.port
+        )),
+        "{copilot}"
+    );
+    assert_eq!(
+        copilot["fix"],
+        format!(
+            "copilot-bridge --home {} --port 0 setup --agent copilot (and set what it prints)",
+            served.state().display()
+        )
     );
 }
 

@@ -10,6 +10,7 @@ use bridge_agents::installed::{self, Binary, Install};
 use bridge_agents::{AgentEnv, Scope, copilot_extension};
 use bridge_config::BridgeConfig;
 use bridge_policy::agent_tools::Agent;
+use bridge_server::GatewayFile;
 
 use super::{Check, program, program_version, shell_word};
 
@@ -21,6 +22,10 @@ const AGENTS: [(Agent, &str); 3] = [
 ];
 
 pub(super) async fn checks(config: &BridgeConfig, env: &AgentEnv, project: &Path) -> Vec<Check> {
+    // The port agents must reach: the running daemon's, else the configured one.
+    let hub_port = GatewayFile::read(&config.home)
+        .map(|file| file.port)
+        .or((config.port != 0).then_some(config.port));
     let versions = AGENTS.map(|(_, name)| {
         let found = env.find_program(name);
         tokio::spawn(async move {
@@ -34,7 +39,9 @@ pub(super) async fn checks(config: &BridgeConfig, env: &AgentEnv, project: &Path
     let mut checks = Vec::new();
     for ((agent, name), version) in AGENTS.into_iter().zip(versions) {
         let (found, version) = version.await.unwrap_or((None, None));
-        checks.push(check(config, env, project, agent, name, found, version));
+        let mut check = check(config, env, project, agent, name, found, version);
+        endpoint(&mut check, config, env, agent, name, hub_port);
+        checks.push(check);
     }
     checks
 }
@@ -180,4 +187,53 @@ fn installs(
         Err(err) => problems.push(err.to_string()),
     }
     found
+}
+
+/// Adds where the agent sends its model requests (`setup`'s settings):
+/// through the hub, elsewhere, or to a loopback port the hub is not on
+/// (a warning, unless the check already warns).
+fn endpoint(
+    check: &mut Check,
+    config: &BridgeConfig,
+    env: &AgentEnv,
+    agent: Agent,
+    name: &str,
+    hub_port: Option<u16>,
+) {
+    let Some((source, url)) = installed::model_endpoint(agent, env) else {
+        return;
+    };
+    let url = bridge_policy::redact::shorten(&url, 120);
+    let authority = url
+        .split_once("://")
+        .map_or(url.as_str(), |(_, rest)| rest)
+        .split('/')
+        .next()
+        .unwrap_or_default();
+    let (host, port) = authority.rsplit_once(':').unwrap_or((authority, ""));
+    let loopback = ["127.0.0.1", "localhost", "[::1]"].contains(&host);
+    let port: Option<u16> = port.parse().ok();
+    match hub_port {
+        Some(hub) if loopback && port == Some(hub) => {
+            check
+                .message
+                .push_str(&format!("; model requests through the hub ({source})"));
+        }
+        Some(hub) if loopback && check.status == super::Status::Ok => {
+            *check = Check::warn(
+                check.name.clone(),
+                format!(
+                    "{}; {source} sends its model requests to {url}, but the daemon's port is {hub}",
+                    check.message
+                ),
+                format!(
+                    "{} setup --agent {name} (and set what it prints)",
+                    program(config)
+                ),
+            );
+        }
+        _ => check
+            .message
+            .push_str(&format!("; model requests to {url} ({source})")),
+    }
 }
