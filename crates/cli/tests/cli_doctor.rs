@@ -569,3 +569,51 @@ async fn a_port_another_program_holds_and_a_token_others_may_read_fail() {
     assert!(!String::from_utf8_lossy(&output.stdout).contains("btk-doctor-0123456789abcdef"));
     drop(taken);
 }
+
+#[tokio::test]
+async fn a_gateway_json_whose_live_pid_does_not_answer_warns() {
+    let bridge = Bridge::new();
+    let ws = TempWorkspace::new();
+    let sleeper = crate::cli_serve::ChildGuard(
+        std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap(),
+    );
+    let port = closed_address().port();
+    let file = serde_json::json!({
+        "port": port, "pid": sleeper.id(), "host": "127.0.0.1",
+        "token": "btk-doctor-gateway-token-0123", "providerToken": "tap-doctor",
+        "defaultSession": "s", "startedAt": "2026-01-01T00:00:00Z", "version": "0.0.1",
+    });
+    let path = bridge.state.path().join("gateway.json");
+    std::fs::write(&path, file.to_string()).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let env = vec![
+        ("COPILOT_BRIDGE_NO_GH", "1".to_owned()),
+        ("OLLAMA_HOST", format!("http://{}", closed_address())),
+    ];
+    let (output, checks) = doctor(bridge.state.path(), ws.path(), &env).await;
+    let daemon = named(&checks, "daemon");
+    assert_eq!(daemon["status"], "warn", "{daemon}");
+    assert!(
+        daemon["message"].as_str().unwrap().starts_with(&format!(
+            "gateway.json names pid {}, which runs but does not answer on 127.0.0.1:{port}",
+            sleeper.id()
+        )),
+        "{daemon}"
+    );
+    assert!(!String::from_utf8_lossy(&output.stdout).contains("btk-doctor-gateway-token"));
+
+    drop(sleeper);
+    let (_, checks) = doctor(bridge.state.path(), ws.path(), &env).await;
+    let daemon = named(&checks, "daemon");
+    assert_eq!(daemon["status"], "ok", "{daemon}");
+    assert!(
+        daemon["message"]
+            .as_str()
+            .unwrap()
+            .contains("which is gone"),
+        "{daemon}"
+    );
+}

@@ -9,7 +9,7 @@ use bridge_agents::{AgentEnv, openclaw, vscode};
 use bridge_config::BridgeConfig;
 use bridge_server::state_file::kept_token;
 
-use super::{Check, program};
+use super::{Check, invocation};
 
 pub(super) fn checks(config: &BridgeConfig, env: &AgentEnv) -> Vec<Check> {
     let mut checks = vscode_checks(config, env);
@@ -25,7 +25,7 @@ fn vscode_checks(config: &BridgeConfig, env: &AgentEnv) -> Vec<Check> {
             continue;
         };
         let name = format!("vscode extension ({editor})");
-        let fix = format!("{} vscode install --editor {editor}", program(config));
+        let fix = format!("{} vscode install --editor {editor}", invocation(config));
         for (version, folder) in installed::vscode_extensions(&dir) {
             let install = installed::add_on(&folder).ok().flatten();
             let check = match (&install, &shipped) {
@@ -71,7 +71,7 @@ fn vscode_checks(config: &BridgeConfig, env: &AgentEnv) -> Vec<Check> {
             "vscode extension",
             format!(
                 "not installed (to give VS Code's models and workspace to the hub: {} vscode install; docs/vscode.md)",
-                program(config)
+                invocation(config)
             ),
         ));
     }
@@ -88,7 +88,7 @@ fn binary_text(install: &Install) -> String {
 fn openclaw_check(config: &BridgeConfig, env: &AgentEnv) -> Check {
     const NAME: &str = "openclaw";
     let file = &config.openclaw.config_path;
-    let fix = format!("{} openclaw register", program(config));
+    let fix = format!("{} openclaw register", invocation(config));
     let on_path = match env.find_program("openclaw") {
         Some(path) => format!("{} on PATH", path.display()),
         None => "not on PATH".to_owned(),

@@ -12,7 +12,7 @@ use bridge_config::BridgeConfig;
 use bridge_policy::agent_tools::Agent;
 use bridge_server::GatewayFile;
 
-use super::{Check, program, program_version, shell_word};
+use super::{Check, invocation, program_version, shell_word};
 
 /// The agents, with the `--agent` name and the program on `PATH`.
 const AGENTS: [(Agent, &str); 3] = [
@@ -110,7 +110,7 @@ fn check(
     let set_up = if found.is_empty() {
         format!(
             "not set up for the hub (to join it: {} hooks install --agent {name}; docs/hooks.md)",
-            program(config)
+            invocation(config)
         )
     } else {
         let list: Vec<String> = found
@@ -138,7 +138,7 @@ fn installs(
     name: &str,
     problems: &mut Vec<String>,
 ) -> Vec<Found> {
-    let program = program(config);
+    let program = invocation(config);
     let dir = shell_word(project);
     let mut found = Vec::new();
     let scopes = [
@@ -228,7 +228,7 @@ fn endpoint(
                 ),
                 format!(
                     "{} setup --agent {name} (and set what it prints)",
-                    program(config)
+                    invocation(config)
                 ),
             );
         }

@@ -5,10 +5,10 @@
 use std::net::{SocketAddr, TcpListener};
 
 use bridge_config::BridgeConfig;
-use bridge_server::{GatewayClient, GatewayFile, find_running};
+use bridge_server::{GatewayClient, GatewayFile, find_running, process};
 
 use super::upgrade::{restart_command, stale};
-use super::{Check, NETWORK_TIMEOUT, program};
+use super::{Check, NETWORK_TIMEOUT, invocation};
 
 pub(super) async fn checks(config: &BridgeConfig) -> Vec<Check> {
     let running = tokio::time::timeout(NETWORK_TIMEOUT, find_running(&config.home))
@@ -39,7 +39,28 @@ async fn daemon(config: &BridgeConfig, client: &GatewayClient) -> Check {
 }
 
 fn not_running(config: &BridgeConfig) -> Check {
-    let stale = GatewayFile::read(&config.home)
+    let file = GatewayFile::read(&config.home);
+    if let Some(file) = &file
+        && process::is_alive(file.pid)
+    {
+        return Check::warn(
+            "daemon",
+            format!(
+                "gateway.json names pid {}, which runs but does not answer on {} as this state directory's daemon within {} s",
+                file.pid,
+                file.address(),
+                NETWORK_TIMEOUT.as_secs()
+            ),
+            format!(
+                "look at {} and, if pid {} is a hung copilot-bridge, kill {} && {} daemon start",
+                config.home.join(super::super::daemon::LOG_FILE).display(),
+                file.pid,
+                file.pid,
+                invocation(config)
+            ),
+        );
+    }
+    let stale = file
         .map(|file| {
             format!(
                 " (gateway.json names pid {}, which is gone; the next start replaces it)",
@@ -51,7 +72,7 @@ fn not_running(config: &BridgeConfig) -> Check {
         "daemon",
         format!(
             "not running{stale}; agents and commands start it when they need it ({} daemon start)",
-            program(config)
+            invocation(config)
         ),
     )
 }

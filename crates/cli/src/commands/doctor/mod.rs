@@ -114,7 +114,7 @@ fn redacted(text: &str) -> String {
 /// How the fixes name this program: `copilot-bridge`, with the state
 /// directory and port when they are not the defaults, so the command
 /// reaches the same daemon.
-pub(crate) fn program(config: &BridgeConfig) -> String {
+pub(crate) fn invocation(config: &BridgeConfig) -> String {
     let mut words = vec!["copilot-bridge".to_owned()];
     if super::is_configured(config, bridge_config::keys::HOME) {
         words.push(format!("--home {}", shell_word(&config.home)));

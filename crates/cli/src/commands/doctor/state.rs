@@ -7,7 +7,7 @@ use std::os::unix::fs::PermissionsExt;
 use bridge_config::BridgeConfig;
 use bridge_server::state_file::{APPROVER_TOKEN_FILE, FILE_NAME, TOKEN_FILE};
 
-use super::{Check, program, shell_word};
+use super::{Check, invocation, shell_word};
 use crate::args::GlobalArgs;
 
 pub(super) fn checks(global: &GlobalArgs, config: &BridgeConfig) -> Vec<Check> {
@@ -101,7 +101,7 @@ fn state_directory(config: &BridgeConfig) -> Check {
                 format!(
                     "chmod 600 {} (or remove it: {} makes a new one)",
                     shell_word(&path),
-                    program(config)
+                    invocation(config)
                 ),
             );
         }

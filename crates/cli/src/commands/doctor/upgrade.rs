@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use bridge_config::BridgeConfig;
 use bridge_server::GatewayFile;
 
-use super::{program, program_version};
+use super::{invocation, program_version};
 
 /// Why the running daemon is not this program's version.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -73,7 +73,7 @@ async fn version_of(path: &Path) -> Option<String> {
 
 /// The command that restarts the daemon of `config` with this program.
 pub(crate) fn restart_command(config: &BridgeConfig) -> String {
-    let program = program(config);
+    let program = invocation(config);
     format!("{program} daemon stop && {program} daemon start")
 }
 
