@@ -617,3 +617,67 @@ async fn a_gateway_json_whose_live_pid_does_not_answer_warns() {
         "{daemon}"
     );
 }
+
+#[tokio::test]
+async fn add_ons_of_a_binary_since_moved_warn_and_their_fixes_install_them_again() {
+    let bridge = Bridge::new();
+    let ws = TempWorkspace::new();
+    let state = bridge.state.path();
+    let elsewhere = tempfile::TempDir::new().unwrap();
+    let moved = copied_binary(elsewhere.path());
+    for args in [&["vscode", "install"][..], &["openclaw", "register"]] {
+        let output = std::process::Command::new(&moved)
+            .args(args)
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", state)
+            .env("COPILOT_BRIDGE_HOME", state)
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "{args:?}: {output:?}");
+    }
+    let env = vec![
+        ("COPILOT_BRIDGE_NO_GH", "1".to_owned()),
+        ("OLLAMA_HOST", format!("http://{}", closed_address())),
+    ];
+    let (_, checks) = doctor(state, ws.path(), &env).await;
+    for name in ["vscode extension (code)", "openclaw"] {
+        assert_eq!(named(&checks, name)["status"], "ok", "{checks:#?}");
+    }
+
+    std::fs::remove_file(&moved).unwrap();
+    let (_, checks) = doctor(state, ws.path(), &env).await;
+    let program = format!("copilot-bridge --home {} --port 0", state.display());
+    let vscode = named(&checks, "vscode extension (code)");
+    assert_eq!(vscode["status"], "warn", "{vscode}");
+    assert!(
+        vscode["message"]
+            .as_str()
+            .unwrap()
+            .ends_with(&format!("runs {}, which no longer exists", moved.display())),
+        "{vscode}"
+    );
+    assert_eq!(
+        vscode["fix"],
+        format!("{program} vscode install --editor code")
+    );
+    let openclaw = named(&checks, "openclaw");
+    assert_eq!(openclaw["status"], "warn", "{openclaw}");
+    assert_eq!(
+        openclaw["message"],
+        format!(
+            "the plugin registered in {} runs {}, which no longer exists",
+            state.join(".openclaw/openclaw.json").display(),
+            moved.display()
+        )
+    );
+    assert_eq!(openclaw["fix"], format!("{program} openclaw register"));
+
+    for name in ["vscode extension (code)", "openclaw"] {
+        run_fix(state, named(&checks, name)["fix"].as_str().unwrap());
+    }
+    let (_, checks) = doctor(state, ws.path(), &env).await;
+    for name in ["vscode extension (code)", "openclaw"] {
+        assert_eq!(named(&checks, name)["status"], "ok", "{checks:#?}");
+    }
+}
