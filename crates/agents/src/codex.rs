@@ -48,10 +48,7 @@ pub struct Trust {
 
 /// The `codex` that `env`'s `PATH` finds.
 pub fn find_codex(env: &AgentEnv) -> Option<PathBuf> {
-    let path = env.search_path()?;
-    std::env::split_paths(path)
-        .map(|dir| dir.join("codex"))
-        .find(|candidate| candidate.is_file())
+    env.find_program("codex")
 }
 
 /// The `-c` flags that give one Codex run our hook for each of its

@@ -250,6 +250,13 @@ impl AgentEnv {
         self.search_path.as_deref()
     }
 
+    /// The file `name` that `PATH` finds first.
+    pub fn find_program(&self, name: &str) -> Option<PathBuf> {
+        std::env::split_paths(self.search_path()?)
+            .map(|dir| dir.join(name))
+            .find(|candidate| candidate.is_file())
+    }
+
     /// The variables of the user's desktop session, for a notification
     /// (`copilot-bridge approvals watch`); empty without a desktop.
     pub fn desktop_session(&self) -> &[(OsString, OsString)] {

@@ -89,6 +89,9 @@ pub enum AgentsError {
     },
     #[error("cannot change {}: {source}", path.display())]
     EditHooks { path: PathBuf, source: EditError },
+    /// An agent's file read to see what of ours it holds (`installed`).
+    #[error("cannot read {}: {source}", path.display())]
+    Unreadable { path: PathBuf, source: EditError },
     #[error("cannot edit {}: {source}", path.display())]
     EditOpenclaw { path: PathBuf, source: EditError },
     #[error("cannot edit {}: plugins.load.paths holds something other than paths; fix it first, nothing was changed", path.display())]

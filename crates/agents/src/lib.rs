@@ -15,6 +15,7 @@ pub mod env;
 pub mod error;
 pub mod hook;
 pub mod hooks;
+pub mod installed;
 pub mod json_edit;
 pub mod launch;
 pub mod mcp_config;

@@ -5,8 +5,8 @@
 use std::path::{Path, PathBuf};
 
 use bridge_agents::hooks::{self, CHAIN_FILE, COPILOT_FILE, Layout};
-use bridge_agents::json_edit;
 use bridge_agents::{AgentEnv, AgentsError, Program, Scope};
+use bridge_agents::{installed, json_edit};
 use bridge_policy::agent_tools::Agent;
 use serde_json::{Value, json};
 
@@ -312,4 +312,39 @@ fn codexs_hooks_json_gets_our_wrapper_per_event_and_comes_back_byte_for_byte() {
     hooks::uninstall(&layout, state.path()).unwrap();
     assert_eq!(std::fs::read_to_string(&hooks_json).unwrap(), users);
     assert!(!codex_home.join(CHAIN_FILE).exists());
+}
+
+#[test]
+fn installed_hooks_name_the_binary_they_run_and_whether_it_is_gone() {
+    let temp = tempfile::tempdir().unwrap();
+    let env = AgentEnv::from_vars([("HOME", temp.path().join("home"))]);
+    let project = temp.path().join("project");
+    std::fs::create_dir_all(&project).unwrap();
+    let binary = temp.path().join("bin/copilot-bridge");
+    std::fs::create_dir_all(binary.parent().unwrap()).unwrap();
+    std::fs::write(&binary, "").unwrap();
+    let mut program = program(temp.path());
+    program.path = binary.clone();
+    for (agent, scope) in [
+        (Agent::ClaudeCode, Scope::User),
+        (Agent::CopilotCli, Scope::User),
+        (Agent::Codex, Scope::Project(&project)),
+    ] {
+        assert_eq!(installed::hooks(agent, scope, &env).unwrap(), []);
+        let layout = Layout::new(agent, scope, &env).unwrap();
+        hooks::install(&program, &layout).unwrap();
+        let found = installed::hooks(agent, scope, &env).unwrap();
+        let expected = match scope {
+            Scope::User => installed::Binary::Path(binary.clone()),
+            // A project's shared files name no path of this machine.
+            Scope::Project(_) => installed::Binary::Portable,
+        };
+        assert_eq!(found.len(), 1, "{agent:?}: {found:?}");
+        assert_eq!(found[0].binary, expected, "{agent:?}");
+        assert_eq!(found[0].file, layout.our_file());
+        assert_eq!(found[0].missing_binary(), None);
+    }
+    std::fs::remove_file(&binary).unwrap();
+    let claude = installed::hooks(Agent::ClaudeCode, Scope::User, &env).unwrap();
+    assert_eq!(claude[0].missing_binary(), Some(binary.as_path()));
 }

@@ -9,6 +9,7 @@ use crate::exit::Failure;
 
 mod agents;
 mod chat;
+mod doctor;
 mod install;
 
 pub use agents::{
@@ -16,6 +17,7 @@ pub use agents::{
     SetupArgs, VscodeArgs, VscodeCommand,
 };
 pub use chat::ChatArgs;
+pub use doctor::DoctorArgs;
 pub use install::{CompletionArgs, ServiceCommand, ServiceInstallArgs, VersionArgs};
 
 /// One local hub for coding agents, LLM backends and tool providers, with one
@@ -152,6 +154,8 @@ pub enum Command {
     /// Install, remove or inspect the user service (systemd user unit, launchd agent) that keeps the daemon running (see docs/install.md).
     #[command(subcommand)]
     Service(ServiceCommand),
+    /// Check the setup: state directory, daemon, port, backends, agents, add-ons, .agent-policy.yaml; each with the command that fixes it (see docs/cli.md).
+    Doctor(DoctorArgs),
 }
 
 #[derive(Debug, Subcommand)]

@@ -81,6 +81,7 @@ impl From<bridge_agents::AgentsError> for Failure {
             | E::WriteBackup { .. }
             | E::ChainNotJson { .. }
             | E::EditHooks { .. }
+            | E::Unreadable { .. }
             | E::EditOpenclaw { .. }
             | E::LoadPathsNotPaths { .. }
             | E::LoadPathsNotList { .. }

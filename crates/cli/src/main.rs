@@ -84,7 +84,8 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
         Ok(config) => config,
         // `status` asks the running daemon, which says why an edit of
         // config.toml is not in force: a file being fixed must not hide it.
-        Err(failure) if matches!(cli.command, Command::Status(_)) => {
+        // `doctor` says what is wrong with it among its other checks.
+        Err(failure) if matches!(cli.command, Command::Status(_) | Command::Doctor(_)) => {
             eprintln!("copilot-bridge: {}", failure.message);
             cli.global
                 .loader()?
@@ -162,5 +163,8 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
             cmd,
             &agent_env,
         )),
+        Command::Doctor(cmd) => {
+            runtime.block_on(commands::doctor::run(&cli.global, &config, cmd, &agent_env))
+        }
     }
 }

@@ -11,6 +11,7 @@ mod cli_chat_tmux;
 mod cli_config;
 mod cli_copilot_extension;
 mod cli_daemon;
+mod cli_doctor;
 mod cli_hardening;
 mod cli_hook;
 mod cli_hook_daemon;

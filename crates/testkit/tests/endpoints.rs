@@ -156,3 +156,37 @@ fn script_with_unknown_type_is_rejected_with_the_variant_named() {
         .expect_err("unknown type");
     assert!(err.to_string().contains("txt"), "{err}");
 }
+
+#[tokio::test]
+async fn a_required_key_refuses_requests_without_it_in_each_format() {
+    let mock = MockLlm::start(Vec::new()).await;
+    assert_eq!(get(mock.address(), "/v1/models").await.status, 200);
+    mock.require_key("sk-right");
+    let wrong = send(
+        mock.address(),
+        "GET",
+        "/v1/models",
+        &[("authorization", "Bearer sk-wrong")],
+        None,
+    )
+    .await;
+    assert_eq!(wrong.status, 401);
+    assert_eq!(wrong.json()["error"]["code"], "invalid_api_key");
+    let anthropic = send(
+        mock.address(),
+        "POST",
+        "/v1/messages",
+        &[("x-api-key", "sk-wrong")],
+        Some(br#"{"model": "m", "max_tokens": 5, "messages": []}"#),
+    )
+    .await;
+    assert_eq!(anthropic.status, 401);
+    assert_eq!(anthropic.json()["error"]["type"], "authentication_error");
+    for header in [
+        ("authorization", "Bearer sk-right"),
+        ("x-api-key", "sk-right"),
+    ] {
+        let right = send(mock.address(), "GET", "/v1/models", &[header], None).await;
+        assert_eq!(right.status, 200, "{header:?}");
+    }
+}

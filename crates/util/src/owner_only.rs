@@ -116,6 +116,13 @@ pub fn ensure_private_subdir(dir: &Path) -> io::Result<()> {
     ensure(dir, fs::symlink_metadata(dir))
 }
 
+/// What [`ensure_private_dir`] would refuse in the existing directory
+/// `dir` (a symlink, not a directory, another user's, writable by every
+/// user), changing nothing: `copilot-bridge doctor`'s check.
+pub fn check_private_dir(dir: &Path) -> io::Result<()> {
+    check_existing_dir(dir, &fs::metadata(dir)?)
+}
+
 fn ensure(dir: &Path, found: io::Result<fs::Metadata>) -> io::Result<()> {
     match found {
         Err(err) if err.kind() == io::ErrorKind::NotFound => {

@@ -28,7 +28,7 @@ mod register;
 
 use std::path::{Path, PathBuf};
 
-pub use register::{Plan, REQUEST_TIMEOUT_MS, RunningDaemon, TOKEN_VARIABLE};
+pub use register::{ID, Plan, REQUEST_TIMEOUT_MS, RunningDaemon, TOKEN_VARIABLE};
 
 /// The persona snippet (`openclaw persona`).
 pub const PERSONA: &str = include_str!("../../assets/openclaw-persona.md");

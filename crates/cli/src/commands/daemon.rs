@@ -44,29 +44,41 @@ pub async fn run(
     }
 }
 
-/// A daemon answers already; when it is the user service's, say so and how
-/// to restart it (`service`, docs/install.md).
-fn already_running(
+/// A daemon answers already: say so — when it is the user service's, that
+/// and how to restart it (`service`, docs/install.md); when it is older
+/// than this program (an upgrade replaced its binary, docs/cli.md
+/// "doctor"), that and how to restart it.
+async fn already_running(
+    config: &BridgeConfig,
     client: &GatewayClient,
     service: Option<&ServiceState>,
 ) -> Result<ExitCode, Failure> {
-    if let Some(state) = service
-        && state.main_pid == Some(client.file().pid)
-    {
-        write_stdout(&format!(
+    let by_service = service.is_some_and(|state| state.main_pid == Some(client.file().pid));
+    let mut out = if by_service {
+        format!(
             "a gateway is already running on {} (pid {}), run by the user service; restart it with: {}\n",
             client.address(),
             client.file().pid,
             ServiceState::restart_hint()
-        ))?;
-        return Ok(ExitCode::SUCCESS);
-    }
-    write_stdout(&format!(
-        "a gateway is already running on {} (pid {})\n",
-        client.address(),
-        client.file().pid
-    ))?;
+        )
+    } else {
+        format!(
+            "a gateway is already running on {} (pid {})\n",
+            client.address(),
+            client.file().pid
+        )
+    };
+    out.push_str(&upgrade_notice(config, client).await);
+    write_stdout(&out)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The line saying the running daemon is older than this program, or "".
+pub(crate) async fn upgrade_notice(config: &BridgeConfig, client: &GatewayClient) -> String {
+    match super::doctor::upgrade::stale(client.file()).await {
+        Some(stale) => stale.notice(client.file(), config),
+        None => String::new(),
+    }
 }
 
 async fn start(
@@ -76,7 +88,7 @@ async fn start(
     env: &AgentEnv,
 ) -> Result<ExitCode, Failure> {
     if let Some(client) = find_running(&config.home).await {
-        return already_running(&client, service::managed(env).as_ref());
+        return already_running(config, &client, service::managed(env).as_ref()).await;
     }
     // The user service of this state directory is starting, or waits to
     // restart after a failure: a second daemon would take its port.
@@ -95,7 +107,7 @@ async fn start(
     }
     let serve_args = serve_command_args(global, config, args.trust_project_providers);
     match launch(&config.home, &serve_args).await? {
-        Launched::Already(client) => already_running(&client, None),
+        Launched::Already(client) => already_running(config, &client, None).await,
         Launched::Started(client) => {
             write_stdout(&format!(
                 "started the gateway on {} (pid {}); log: {}\n",
@@ -315,6 +327,7 @@ async fn status(config: &BridgeConfig, as_json: bool) -> Result<ExitCode, Failur
         "pending pairings: {}\n",
         status["pendingPairings"].as_u64().unwrap_or(0)
     ));
+    out.push_str(&upgrade_notice(config, &client).await);
     write_stdout(&out)?;
     Ok(ExitCode::SUCCESS)
 }

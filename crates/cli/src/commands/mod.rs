@@ -3,6 +3,7 @@ pub mod audit;
 pub mod chat;
 pub mod config;
 pub mod daemon;
+pub mod doctor;
 pub mod hook;
 pub mod install;
 pub mod launch;

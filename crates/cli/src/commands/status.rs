@@ -21,7 +21,8 @@ pub async fn run(config: &BridgeConfig, args: StatusArgs) -> Result<ExitCode, Fa
     if args.json {
         print_json(&status, false)?;
     } else {
-        write_stdout(&table(&status))?;
+        let notice = super::daemon::upgrade_notice(config, &client).await;
+        write_stdout(&format!("{notice}{}", table(&status)))?;
     }
     Ok(ExitCode::SUCCESS)
 }

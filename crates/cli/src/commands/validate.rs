@@ -62,7 +62,7 @@ fn timed_out(selected: &Selected) -> LlmError {
 }
 
 /// An upstream refusing the credentials: 401/403 or the backend's own verdict.
-fn is_auth_failure(error: &LlmError) -> bool {
+pub(crate) fn is_auth_failure(error: &LlmError) -> bool {
     matches!(error, LlmError::Auth { .. })
         || matches!(
             error,

@@ -50,6 +50,9 @@ struct Shared {
     open_chat_bodies: tokio::sync::watch::Sender<usize>,
     /// The most chat bodies open at once.
     most_open_chat_bodies: Mutex<usize>,
+    /// The API key every request must carry, once one is required
+    /// ([`MockLlm::require_key`]).
+    key: Mutex<Option<String>>,
 }
 
 /// Locks even after a panic in another test thread: the data is plain
@@ -115,6 +118,15 @@ impl MockLlm {
 
     pub fn address(&self) -> SocketAddr {
         self.address
+    }
+
+    /// From now on, answers every request that does not carry `key` 401 in
+    /// the endpoint's error format, as a real upstream does with a wrong
+    /// key: as `Authorization: Bearer KEY` (OpenAI, Ollama), `Authorization:
+    /// token KEY` (the Copilot token exchange), `x-api-key` (Anthropic) or
+    /// `api-key` (Azure).
+    pub fn require_key(&self, key: impl Into<String>) {
+        *lock(&self.shared.key) = Some(key.into());
     }
 
     /// Appends a reply to the script.
@@ -266,6 +278,16 @@ async fn handle(State(shared): State<Arc<Shared>>, request: Request) -> Response
         received_at: std::time::Instant::now(),
     });
 
+    if let Some(expected) = lock(&shared.key).clone()
+        && !carries_key(&parts.headers, &expected)
+    {
+        let message = "incorrect API key provided";
+        return if path == "/v1/messages" {
+            anthropic::error(401, message, None)
+        } else {
+            openai::error(401, message, None)
+        };
+    }
     let is_openai_chat = path == "/v1/chat/completions"
         || path == "/chat/completions"
         || (path.starts_with("/openai/deployments/") && path.ends_with("/chat/completions"));
@@ -289,6 +311,19 @@ async fn handle(State(shared): State<Arc<Shared>>, request: Request) -> Response
             openai::error(404, &format!("mock LLM has no route {method} {path}"), None)
         }
     }
+}
+
+/// Whether a request's headers carry `key` the way one of the upstreams
+/// takes it.
+fn carries_key(headers: &axum::http::HeaderMap, key: &str) -> bool {
+    let value = |name: &str| headers.get(name).and_then(|value| value.to_str().ok());
+    let authorization = value("authorization")
+        .and_then(|value| value.split_once(' '))
+        .map(|(_, credential)| credential.trim());
+    [authorization, value("x-api-key"), value("api-key")]
+        .into_iter()
+        .flatten()
+        .any(|given| given == key)
 }
 
 fn chat(shared: &Shared, request: &Value, format: ChatFormat) -> Response<Body> {
