@@ -156,8 +156,15 @@ fn the_npm_package_installs_offline_from_its_tarballs_and_runs_the_binary() {
     // A signal to the launcher reaches the binary: `serve` through it stops
     // on the SIGTERM a service manager or `kill` sends the launcher.
     launcher_forwards_sigterm(&launcher, home.path());
-    // doctor: once `copilot-bridge doctor` is merged, run it here through
-    // the installed launcher too: `run(&["doctor"])` must succeed.
+    // `doctor` through the installed launcher: its checks as JSON, and an
+    // exit code that says whether any failed (this private home has no
+    // backend, so some may).
+    let output = run(&["doctor", "--json"]);
+    let report = stdout_json(&output);
+    let checks = report["checks"].as_array().unwrap();
+    assert!(!checks.is_empty(), "{report}");
+    let failed = checks.iter().any(|check| check["status"] == "fail");
+    assert_eq!(output.status.code(), Some(i32::from(failed)), "{report}");
 
     // Without the platform package the launcher says what is missing.
     let bare = home.path().join("bare");
