@@ -84,6 +84,18 @@ async fn a_chat_completion_with_traceparent_is_a_chat_span_in_that_trace() {
         "Hello from the mock."
     );
 
+    // The client's trace went on to the backend.
+    let upstream = mock.requests().into_iter().last().unwrap();
+    let sent = upstream
+        .headers
+        .iter()
+        .find(|(name, _)| name == "traceparent")
+        .map(|(_, value)| value.clone())
+        .unwrap_or_default();
+    assert!(
+        sent.contains(TRACE_ID),
+        "traceparent to the backend: {sent:?}"
+    );
     let span = span_named(&receiver, &served, "chat mock-model").await;
     assert_eq!(span.trace_id, TRACE_ID, "continued from traceparent");
     assert_eq!(span.parent_span_id, PARENT_ID);
@@ -506,6 +518,25 @@ async fn the_hub_s_own_agent_run_is_one_trace_of_its_model_and_tool_calls() {
 
     let run = span_named(&receiver, &served, "invoke_agent native").await;
     assert_eq!(run.attributes["gen_ai.operation.name"], "invoke_agent");
+    // Each model request carried the run's trace to the backend.
+    let chat_requests: Vec<_> = mock
+        .requests()
+        .into_iter()
+        .filter(|request| request.path == "/v1/chat/completions")
+        .collect();
+    assert_eq!(chat_requests.len(), 2);
+    for request in chat_requests {
+        let sent = request
+            .headers
+            .iter()
+            .find(|(name, _)| name == "traceparent")
+            .map(|(_, value)| value.clone())
+            .unwrap_or_default();
+        assert!(
+            sent.starts_with(&format!("00-{}-{}-", run.trace_id, run.span_id)),
+            "{sent:?}"
+        );
+    }
     let tool = span_named(&receiver, &served, "execute_tool read_file").await;
     assert_eq!(tool.trace_id, run.trace_id, "one trace");
     assert_eq!(tool.parent_span_id, run.span_id, "under the run");

@@ -220,6 +220,33 @@ pub(crate) fn parse_url(backend: &str, url: &str) -> Result<reqwest::Url, LlmErr
     })
 }
 
+/// `request` with the W3C `traceparent` of the span the caller runs under
+/// (a run of the hub's agent, a facade request's client trace), so the
+/// backend's own tracing joins the trace (docs/telemetry.md). Nothing when
+/// there is none: with telemetry off there never is.
+fn with_trace_context(request: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
+    use opentelemetry::trace::TraceContextExt as _;
+    let context = opentelemetry::Context::current();
+    let span = context.span();
+    let span = span.span_context();
+    if !span.is_valid() {
+        return request;
+    }
+    let traceparent = format!(
+        "00-{}-{}-{:02x}",
+        span.trace_id(),
+        span.span_id(),
+        span.trace_flags().to_u8()
+    );
+    let request = request.header("traceparent", traceparent);
+    let state = span.trace_state().header();
+    if state.is_empty() {
+        request
+    } else {
+        request.header("tracestate", state)
+    }
+}
+
 /// How much of an error or model-list body is read: an upstream must not
 /// make us buffer without bound.
 pub(crate) const MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
@@ -240,6 +267,7 @@ impl Upstream<'_> {
         request: reqwest::RequestBuilder,
         url: &str,
     ) -> Result<Response, LlmError> {
+        let request = with_trace_context(request);
         let sent = tokio::time::timeout(self.request_timeout, request.send()).await;
         let response = match sent {
             Err(_) => return Err(self.timeout()),

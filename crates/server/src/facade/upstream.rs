@@ -20,7 +20,14 @@ pub(super) async fn answer_whole(
 ) -> Result<ChatResponse, FacadeError> {
     let backends = &call.ctx.backends;
     let shown = shown_in_transcript(call, entry, &request);
-    let answered = clock.upstream(entry.backend.complete(&request)).await;
+    // The client's trace goes on to the backend (its `traceparent`).
+    let parent = bridge_telemetry::propagation::parent_of(&call.headers);
+    let answered = clock
+        .upstream(bridge_telemetry::propagation::traced(
+            parent,
+            entry.backend.complete(&request),
+        ))
+        .await;
     let whole = answered.map_err(|err| {
         transcript::record_failure(&shown, &err);
         failure(backends, entry, &err)
@@ -44,7 +51,13 @@ pub(super) async fn open_stream(
 ) -> Result<ChatStream, FacadeError> {
     let backends = &call.ctx.backends;
     let shown = shown_in_transcript(call, entry, &request);
-    let started = clock.upstream(entry.backend.stream(&request)).await;
+    let parent = bridge_telemetry::propagation::parent_of(&call.headers);
+    let started = clock
+        .upstream(bridge_telemetry::propagation::traced(
+            parent,
+            entry.backend.stream(&request),
+        ))
+        .await;
     let events = started.map_err(|err| {
         transcript::record_failure(&shown, &err);
         failure(backends, entry, &err)
