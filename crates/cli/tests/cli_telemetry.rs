@@ -126,6 +126,8 @@ async fn a_chat_completion_with_traceparent_is_a_chat_span_in_that_trace() {
         "gen_ai.client.token.usage",
         "gen_ai.client.operation.duration",
         "copilot_bridge.facade.requests",
+        "copilot_bridge.approvals.pending",
+        "copilot_bridge.provider.connections",
     ] {
         assert!(
             receiver.wait_for_metric(EXPORTED, metric).await,
