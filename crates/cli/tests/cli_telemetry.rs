@@ -32,6 +32,16 @@ fn with_telemetry<'a>(receiver: &'a str, extra: &[(&'a str, &'a str)]) -> Vec<(&
     env
 }
 
+/// A workspace whose notes.txt holds a token no span may carry.
+fn notes_with_a_token() -> TempWorkspace {
+    let workspace = TempWorkspace::new();
+    workspace.write(
+        "notes.txt",
+        "token ghp_abcdefghijklmnopqrstuvwxyz0123456789 inside\n",
+    );
+    workspace
+}
+
 /// One JSON-RPC call over POST /rpc with a `traceparent` header.
 async fn traced_rpc(served: &Served, method: &str, params: Value) -> Value {
     reqwest::Client::new()
@@ -149,11 +159,7 @@ async fn tool_calls_over_rpc_are_execute_tool_spans_with_their_decision() {
     let receiver = OtlpReceiver::start().await;
     let mock = MockLlm::start(vec![]).await;
     let endpoint = receiver.endpoint();
-    let workspace = TempWorkspace::new();
-    workspace.write(
-        "notes.txt",
-        "token ghp_abcdefghijklmnopqrstuvwxyz0123456789 inside\n",
-    );
+    let workspace = notes_with_a_token();
     let bridge = crate::support::Bridge::new();
     std::fs::write(
         bridge.state.path().join("config.toml"),
@@ -216,11 +222,7 @@ async fn with_capture_on_spans_carry_content_redacted() {
     let receiver = OtlpReceiver::start().await;
     let mock = MockLlm::start(vec![]).await;
     let endpoint = receiver.endpoint();
-    let workspace = TempWorkspace::new();
-    workspace.write(
-        "notes.txt",
-        "token ghp_abcdefghijklmnopqrstuvwxyz0123456789 inside\n",
-    );
+    let workspace = notes_with_a_token();
     let served = crate::agents::serve_with_env(
         &mock,
         workspace,

@@ -87,14 +87,7 @@ impl Telemetry {
                 KeyValue::new(sc::DECISION, call.decision),
             ],
         );
-        let current;
-        let parent = match parent {
-            Some(parent) => parent,
-            None => {
-                current = Context::current();
-                &current
-            }
-        };
+        let parent = &parent_or_current(parent);
         let mut attributes = vec![
             KeyValue::new(sc::GEN_AI_OPERATION_NAME, sc::OP_EXECUTE_TOOL),
             KeyValue::new(sc::GEN_AI_TOOL_NAME, tool.clone()),
@@ -228,14 +221,7 @@ impl Telemetry {
         let started = chat
             .started
             .unwrap_or_else(|| SystemTime::now() - chat.duration);
-        let current;
-        let parent = match parent {
-            Some(parent) => parent,
-            None => {
-                current = Context::current();
-                &current
-            }
-        };
+        let parent = &parent_or_current(parent);
         let tracer = self.tracer();
         let mut span = tracer
             .span_builder(format!("{} {model}", sc::OP_CHAT))
@@ -274,14 +260,7 @@ impl Telemetry {
     /// Starts an `invoke_agent` span under `parent` (the current context
     /// when `None`).
     pub fn start_agent(&self, agent: &str, session: &str, parent: Option<&Context>) -> OpenSpan {
-        let current;
-        let parent = match parent {
-            Some(parent) => parent,
-            None => {
-                current = Context::current();
-                &current
-            }
-        };
+        let parent = &parent_or_current(parent);
         let tracer = self.tracer();
         let span = tracer
             .span_builder(format!("{} {agent}", sc::OP_INVOKE_AGENT))
@@ -309,14 +288,7 @@ impl Telemetry {
         mcp_session: Option<&str>,
         parent: Option<&Context>,
     ) -> OpenSpan {
-        let current;
-        let parent = match parent {
-            Some(parent) => parent,
-            None => {
-                current = Context::current();
-                &current
-            }
-        };
+        let parent = &parent_or_current(parent);
         let mut attributes = vec![
             KeyValue::new(sc::MCP_METHOD_NAME, method.to_owned()),
             KeyValue::new(sc::GEN_AI_TOOL_NAME, target.to_owned()),
@@ -355,4 +327,9 @@ impl OpenSpan {
         }
         span.end();
     }
+}
+
+/// `parent`, or the caller's current context when there is none.
+fn parent_or_current(parent: Option<&Context>) -> Context {
+    parent.cloned().unwrap_or_else(Context::current)
 }
