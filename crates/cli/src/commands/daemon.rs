@@ -127,9 +127,35 @@ pub(crate) fn serve_command_args(
     config: &BridgeConfig,
     trust_project_providers: bool,
 ) -> Vec<OsString> {
-    let mut args: Vec<OsString> = vec!["--home".into(), config.home.clone().into()];
-    if let Some(file) = &global.config {
-        args.extend(["--config".into(), file.clone().into()]);
+    serve_arguments(
+        global,
+        &config.home,
+        global.config.as_deref(),
+        Serve::Detached,
+        trust_project_providers,
+    )
+}
+
+/// How `serve` is to run: detached (exits when idle) or kept running.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Serve {
+    Detached,
+    Kept,
+}
+
+/// The arguments of a `serve` with this invocation's state directory,
+/// config file, log level, port and flags (the one list `daemon start` and
+/// the user service both run).
+pub(crate) fn serve_arguments(
+    global: &GlobalArgs,
+    home: &std::path::Path,
+    config_file: Option<&std::path::Path>,
+    serve: Serve,
+    trust_project_providers: bool,
+) -> Vec<OsString> {
+    let mut args: Vec<OsString> = vec!["--home".into(), home.into()];
+    if let Some(file) = config_file {
+        args.extend(["--config".into(), file.into()]);
     }
     if let Some(level) = &global.log_level {
         args.extend(["--log-level".into(), level.into()]);
@@ -140,7 +166,10 @@ pub(crate) fn serve_command_args(
     if global.writable {
         args.push("--writable".into());
     }
-    args.extend(["serve".into(), "--detached".into()]);
+    args.push("serve".into());
+    if serve == Serve::Detached {
+        args.push("--detached".into());
+    }
     if trust_project_providers {
         args.push("--trust-project-providers".into());
     }

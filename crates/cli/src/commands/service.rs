@@ -136,23 +136,16 @@ fn spec(
             Failure::internal(format!("cannot make {} absolute: {err}", path.display()))
         })
     };
-    let mut args: Vec<OsString> = vec!["--home".into(), absolute(&config.home)?.into()];
-    if let Some(file) = &global.config {
-        args.extend(["--config".into(), absolute(file)?.into()]);
-    }
-    if let Some(level) = &global.log_level {
-        args.extend(["--log-level".into(), level.into()]);
-    }
-    if let Some(port) = &global.port {
-        args.extend(["--port".into(), port.into()]);
-    }
-    if global.writable {
-        args.push("--writable".into());
-    }
-    args.push("serve".into());
-    if trust_project_providers {
-        args.push("--trust-project-providers".into());
-    }
+    let home = absolute(&config.home)?;
+    let config_file = global.config.as_deref().map(absolute).transpose()?;
+    // Kept running (not `--detached`): the service manager restarts it.
+    let args = super::daemon::serve_arguments(
+        global,
+        &home,
+        config_file.as_deref(),
+        super::daemon::Serve::Kept,
+        trust_project_providers,
+    );
     let text = |word: OsString| {
         word.into_string().map_err(|word| {
             Failure::usage(format!(
