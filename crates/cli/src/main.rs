@@ -120,11 +120,19 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
             runtime.block_on(commands::remote::provider_token(&config, cmd))
         }
         Command::Pair => runtime.block_on(commands::remote::pair(&config)),
-        Command::Run(cmd) => runtime.block_on(commands::run::run(&config, cmd)),
-        Command::Orchestrate(cmd) => {
-            runtime.block_on(commands::orchestrate::run(&config, cmd, &agent_env))
+        // The commands that run the hub's agent export their spans when
+        // telemetry is on (docs/telemetry.md), flushed before they exit.
+        Command::Run(cmd) => {
+            runtime.block_on(with_telemetry(&config, commands::run::run(&config, cmd)))
         }
-        Command::Sessions(cmd) => runtime.block_on(commands::sessions::run(&config, cmd)),
+        Command::Orchestrate(cmd) => runtime.block_on(with_telemetry(
+            &config,
+            commands::orchestrate::run(&config, cmd, &agent_env),
+        )),
+        Command::Sessions(cmd) => runtime.block_on(with_telemetry(
+            &config,
+            commands::sessions::run(&config, cmd),
+        )),
         Command::Audit(cmd) => runtime.block_on(commands::audit::run(&config, cmd)),
         Command::Chat(cmd) => runtime.block_on(commands::chat::run(&cli.global, &config, cmd)),
         Command::Ui(cmd) => {
@@ -167,4 +175,26 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
             runtime.block_on(commands::doctor::run(&cli.global, &config, cmd, &agent_env))
         }
     }
+}
+
+/// `command` with the process's telemetry export started first (when
+/// configured) and flushed after it, so a short-lived command's spans are
+/// not lost at exit.
+async fn with_telemetry<T>(
+    config: &bridge_config::BridgeConfig,
+    command: impl std::future::Future<Output = T>,
+) -> T {
+    match bridge_telemetry::Telemetry::start(
+        &config.telemetry,
+        env!("CARGO_PKG_VERSION"),
+        tokio::runtime::Handle::current(),
+    ) {
+        Ok(_) => {}
+        Err(err) => tracing::warn!(error = %err, "telemetry is not exported"),
+    }
+    let answer = command.await;
+    if let Some(telemetry) = bridge_telemetry::active() {
+        let _ = tokio::task::spawn_blocking(|| telemetry.flush()).await;
+    }
+    answer
 }

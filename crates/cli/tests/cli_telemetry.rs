@@ -624,3 +624,58 @@ async fn an_mcp_call_continues_the_trace_of_its_meta_traceparent() {
     );
     assert_eq!(tool.attributes["copilot_bridge.door"], "mcp");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_orchestration_is_one_trace_with_a_span_per_sub_task() {
+    use crate::cli_orchestrate::{marker, orchestrate, output, plan_file};
+    let receiver = OtlpReceiver::start().await;
+    let mock = MockLlm::start(vec![]).await;
+    for id in ["t1", "t2"] {
+        mock.route(marker(id), MockReply::text(format!("{id} done")));
+    }
+    let ws = TempWorkspace::new();
+    let plan = plan_file(
+        &ws,
+        "plan.json",
+        &json!({"tasks": [{"id": "t1", "description": "first"}, {"id": "t2", "description": "after t1"}],
+                "dependencies": {"t2": ["t1"]}}),
+    );
+    let bridge = crate::support::Bridge::new();
+    let mut command = orchestrate(
+        &bridge,
+        &mock,
+        ws.path(),
+        &["--plan", plan.to_str().unwrap(), "--json"],
+    );
+    command
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.endpoint())
+        .env("OTEL_BSP_SCHEDULE_DELAY", "100");
+    let out = output(command).await;
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    // The command flushed its spans before it exited.
+    let spans = receiver.spans();
+    let whole = spans
+        .iter()
+        .find(|span| span.name == "invoke_agent orchestrator")
+        .unwrap_or_else(|| panic!("{:?}", spans.iter().map(|s| &s.name).collect::<Vec<_>>()));
+    let runs: Vec<_> = spans
+        .iter()
+        .filter(|span| span.name == "invoke_agent native")
+        .collect();
+    assert_eq!(runs.len(), 2, "a span per sub-task");
+    for run in &runs {
+        assert_eq!(run.trace_id, whole.trace_id, "one trace");
+        assert_eq!(run.parent_span_id, whole.span_id, "under the orchestration");
+        assert!(
+            spans
+                .iter()
+                .any(|span| span.name.starts_with("chat ") && span.parent_span_id == run.span_id),
+            "the sub-task's model call under it"
+        );
+    }
+}

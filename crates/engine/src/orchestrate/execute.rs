@@ -46,6 +46,32 @@ impl Orchestrator {
         cancel: CancellationToken,
         timeout: Option<Duration>,
     ) -> OrchestratedResult {
+        // One span over the orchestration: every sub-task's run (its own
+        // `invoke_agent`) records under it, so the whole is one trace.
+        let traced = bridge_telemetry::active()
+            .map(|telemetry| telemetry.start_agent("orchestrator", &opened.id, None));
+        let parent = traced.as_ref().map(|run| run.context().clone());
+        let result = bridge_telemetry::propagation::traced(
+            parent,
+            self.execute_in_trace(opened, cancel, timeout),
+        )
+        .await;
+        if let Some(run) = traced {
+            let status = serde_json::to_value(result.status)
+                .ok()
+                .and_then(|status| status.as_str().map(str::to_owned))
+                .unwrap_or_default();
+            run.end(&status, None);
+        }
+        result
+    }
+
+    async fn execute_in_trace(
+        &self,
+        opened: Opened,
+        cancel: CancellationToken,
+        timeout: Option<Duration>,
+    ) -> OrchestratedResult {
         let started = Instant::now();
         let stop = CancellationToken::new();
         let why = Arc::new(OnceLock::new());
