@@ -249,6 +249,46 @@ async fn with_capture_on_spans_carry_content_redacted() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_capture_on_the_agent_s_model_calls_carry_prompt_and_answer_redacted() {
+    let receiver = OtlpReceiver::start().await;
+    let mock = MockLlm::start(vec![MockReply::text(
+        "Your key ghp_abcdefghijklmnopqrstuvwxyz0123456789 is noted.",
+    )])
+    .await;
+    let endpoint = receiver.endpoint();
+    let served = crate::agents::serve_with_env(
+        &mock,
+        TempWorkspace::new(),
+        &with_telemetry(
+            &endpoint,
+            &[("COPILOT_BRIDGE_OTEL_CAPTURE_CONTENT", "true")],
+        ),
+    );
+    let (code, stdout, stderr) = crate::cli_chat::chat(
+        &served,
+        &[
+            "-p",
+            "Remember sk-proj-abcdefghijklmnopqrstuvwxyz012345 for me",
+        ],
+        None,
+    )
+    .await;
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    let chat = receiver
+        .wait_for_span(EXPORTED, |span| {
+            span.name.starts_with("chat ") && span.attributes.contains_key("gen_ai.input.messages")
+        })
+        .await
+        .unwrap_or_else(|| panic!("{:?}", receiver.spans()));
+    let input = chat.attributes["gen_ai.input.messages"].as_str().unwrap();
+    assert!(input.contains("Remember"), "{input}");
+    assert!(!input.contains("sk-proj-abcdef"), "redacted: {input}");
+    let output = chat.attributes["gen_ai.output.messages"].as_str().unwrap();
+    assert!(output.contains("is noted"), "{output}");
+    assert!(!output.contains("ghp_abcdef"), "redacted: {output}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_collector_that_hangs_costs_no_call_its_time() {
     let receiver = OtlpReceiver::start().await;
     receiver.set_behaviour(Behaviour::Hang);

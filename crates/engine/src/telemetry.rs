@@ -105,6 +105,12 @@ pub(crate) fn record_model_call(
             duration: elapsed,
             first_chunk,
             error: error.as_deref().map(|_| "model_error"),
+            input: telemetry
+                .captures_content()
+                .then(|| cut(&serde_json::to_string(&request.messages).unwrap_or_default())),
+            output: answer
+                .filter(|_| telemetry.captures_content())
+                .map(|answer| cut(&answer.text)),
             ..Default::default()
         },
         None,
