@@ -325,19 +325,10 @@ async fn the_real_copilot_cli_gets_openclaw_memory_as_an_mcp_server() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_orchestrated_sub_task_is_offered_openclaw_memory() {
-    use crate::cli_orchestrate::{marker, orchestrate, output, plan_file, requests_of};
+    use crate::cli_orchestrate::{orchestrate, output, requests_of, two_task_plan};
     let memory = openclaw_workspace();
-    let mock = MockLlm::start(vec![]).await;
-    for id in ["t1", "t2"] {
-        mock.route(marker(id), MockReply::text(format!("{id} done")));
-    }
     let ws = TempWorkspace::new();
-    let plan = plan_file(
-        &ws,
-        "plan.json",
-        &json!({"tasks": [{"id": "t1", "description": "first"}, {"id": "t2", "description": "after t1"}],
-                "dependencies": {"t2": ["t1"]}}),
-    );
+    let (mock, plan) = two_task_plan(&ws).await;
     let bridge = Bridge::new();
     let mut command = orchestrate(
         &bridge,

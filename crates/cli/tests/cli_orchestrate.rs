@@ -68,6 +68,22 @@ pub(crate) fn requests_of<'a>(
         .collect()
 }
 
+/// A mock answering sub-tasks `t1` and `t2` ("t1 done", "t2 done") and a
+/// plan file of them, `t2` after `t1`.
+pub(crate) async fn two_task_plan(ws: &TempWorkspace) -> (MockLlm, std::path::PathBuf) {
+    let mock = MockLlm::start(vec![]).await;
+    for id in ["t1", "t2"] {
+        mock.route(marker(id), MockReply::text(format!("{id} done")));
+    }
+    let plan = plan_file(
+        ws,
+        "plan.json",
+        &json!({"tasks": [{"id": "t1", "description": "first"}, {"id": "t2", "description": "after t1"}],
+                "dependencies": {"t2": ["t1"]}}),
+    );
+    (mock, plan)
+}
+
 pub(crate) fn plan_file(ws: &TempWorkspace, name: &str, plan: &Value) -> std::path::PathBuf {
     let dir = tempfile::tempdir().unwrap().keep();
     let file = dir.join(name);

@@ -449,19 +449,10 @@ async fn an_mcp_call_continues_the_trace_of_its_meta_traceparent() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_orchestration_is_one_trace_with_a_span_per_sub_task() {
-    use crate::cli_orchestrate::{marker, orchestrate, output, plan_file};
+    use crate::cli_orchestrate::{orchestrate, output, two_task_plan};
     let receiver = OtlpReceiver::start().await;
-    let mock = MockLlm::start(vec![]).await;
-    for id in ["t1", "t2"] {
-        mock.route(marker(id), MockReply::text(format!("{id} done")));
-    }
     let ws = TempWorkspace::new();
-    let plan = plan_file(
-        &ws,
-        "plan.json",
-        &json!({"tasks": [{"id": "t1", "description": "first"}, {"id": "t2", "description": "after t1"}],
-                "dependencies": {"t2": ["t1"]}}),
-    );
+    let (mock, plan) = two_task_plan(&ws).await;
     let bridge = crate::support::Bridge::new();
     let mut command = orchestrate(
         &bridge,

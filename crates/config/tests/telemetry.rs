@@ -1,27 +1,10 @@
 //! `[telemetry]` and the standard `OTEL_*` variables (docs/telemetry.md).
 
-use std::fs;
+use bridge_config::{OtlpProtocol, Signal};
 
-use bridge_config::{ConfigLoader, OtlpProtocol, Signal};
-use tempfile::TempDir;
-
+/// The configuration `env` and `toml` make, or its error's text.
 fn load(env: &[(&str, &str)], toml: Option<&str>) -> Result<bridge_config::BridgeConfig, String> {
-    let home = TempDir::new().unwrap();
-    if let Some(text) = toml {
-        fs::write(home.path().join("config.toml"), text).unwrap();
-    }
-    let mut vars: Vec<(String, String)> = env
-        .iter()
-        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-        .collect();
-    vars.push((
-        "COPILOT_BRIDGE_HOME".into(),
-        home.path().display().to_string(),
-    ));
-    ConfigLoader::with_env(vars)
-        .cwd(home.path())
-        .load()
-        .map_err(|err| err.to_string())
+    crate::validation::load(env, toml).map_err(|err| err.to_string())
 }
 
 #[test]

@@ -3,7 +3,7 @@ use std::fs;
 use bridge_config::{ConfigError, ConfigLoader};
 use tempfile::TempDir;
 
-fn load(
+pub(crate) fn load(
     env: &[(&str, &str)],
     config_toml: Option<&str>,
 ) -> Result<bridge_config::BridgeConfig, ConfigError> {
