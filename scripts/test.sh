@@ -8,6 +8,10 @@ cd "$(dirname "$0")/.."
 # peers here; everything is installed by this script, nothing by hand.
 scripts/install-test-deps.sh
 
+# A clean build gains nothing from incremental caches, and they more than double
+# the target directory (CI's disk ran out with them).
+export CARGO_INCREMENTAL=0
+
 echo "== cargo fmt --check"
 cargo fmt --all -- --check
 
