@@ -184,8 +184,11 @@ async fn with_telemetry<T>(
     config: &bridge_config::BridgeConfig,
     command: impl std::future::Future<Output = T>,
 ) -> T {
+    // Only the daemon serves `GET /metrics`: a command's process pushes.
+    let mut telemetry = config.telemetry.clone();
+    telemetry.metrics_exporter.prometheus = false;
     match bridge_telemetry::Telemetry::start(
-        &config.telemetry,
+        &telemetry,
         env!("CARGO_PKG_VERSION"),
         tokio::runtime::Handle::current(),
     ) {

@@ -23,6 +23,7 @@ mod cli_mcp_code;
 mod cli_mcp_delegate;
 mod cli_mcp_memory;
 mod cli_mcp_session;
+mod cli_metrics;
 mod cli_openclaw;
 mod cli_openclaw_memory;
 mod cli_orchestrate;

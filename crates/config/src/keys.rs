@@ -114,6 +114,7 @@ pub const OTEL_SDK_DISABLED: &str = "telemetry.disabled";
 pub const OTEL_BATCH_DELAY_MS: &str = "telemetry.batch_delay_ms";
 pub const OTEL_METRIC_INTERVAL_MS: &str = "telemetry.metric_interval_ms";
 pub const OTEL_CAPTURE_CONTENT: &str = "telemetry.capture_content";
+pub const OTEL_METRICS_EXPORTER: &str = "telemetry.metrics_exporter";
 
 /// A secret only the environment (or `.env`) may hold: keys are never kept
 /// in config files.
@@ -437,6 +438,12 @@ pub const KEYS: &[KeySpec] = &[
         "OTEL_METRIC_EXPORT_INTERVAL",
         "60000",
         "Milliseconds between metric exports",
+    ),
+    key(
+        OTEL_METRICS_EXPORTER,
+        "OTEL_METRICS_EXPORTER",
+        "otlp",
+        "Where the hub's metrics go: otlp, prometheus (GET /metrics), both (otlp,prometheus) or none",
     ),
     key(
         OTEL_CAPTURE_CONTENT,

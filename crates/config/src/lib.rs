@@ -39,7 +39,7 @@ pub use mcp::{McpServerConfig, McpSettings, McpTransport};
 pub use models::{ModelMapping, ModelRoutes, ModelTarget};
 pub use openclaw::{AutoSwitch, OpenClawAgent, OpenClawConfig, WorkspaceRank};
 pub use show::ShownValue;
-pub use telemetry::{OtlpProtocol, Signal, TelemetryConfig};
+pub use telemetry::{MetricsExporter, OtlpProtocol, Signal, TelemetryConfig};
 pub use value::LogLevel;
 
 /// The daemon's connection limits as configured; `None` keeps the

@@ -104,6 +104,7 @@ impl BridgeConfig {
             keys::OTEL_BATCH_DELAY_MS => Some(self.telemetry.batch_delay_ms.to_string()),
             keys::OTEL_METRIC_INTERVAL_MS => Some(self.telemetry.metric_interval_ms.to_string()),
             keys::OTEL_CAPTURE_CONTENT => Some(self.telemetry.capture_content.to_string()),
+            keys::OTEL_METRICS_EXPORTER => Some(self.telemetry.metrics_exporter_names()),
             _ => None,
         }
     }

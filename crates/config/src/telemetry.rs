@@ -5,8 +5,9 @@
 //! and the SDK's builders are given the values rather than reading them.
 //!
 //! Export is off unless an endpoint is set (`OTEL_EXPORTER_OTLP_ENDPOINT`
-//! or a per-signal one); `OTEL_SDK_DISABLED=true` turns it off whatever is
-//! set.
+//! or a per-signal one) or `OTEL_METRICS_EXPORTER` names `prometheus` (the
+//! daemon's `GET /metrics`); `OTEL_SDK_DISABLED=true` turns it off whatever
+//! is set.
 
 use bridge_util::Secret;
 
@@ -101,17 +102,96 @@ pub struct TelemetryConfig {
     /// `telemetry.capture_content`: prompts, answers, tool arguments and
     /// results on spans, redacted and bounded (off by default).
     pub capture_content: bool,
+    /// `OTEL_METRICS_EXPORTER`: where the hub's own metrics go.
+    pub metrics_exporter: MetricsExporter,
+}
+
+/// `OTEL_METRICS_EXPORTER`: a comma-separated list of `otlp`, `prometheus`
+/// and `none` (the OpenTelemetry SDK's variable; `console` and the others
+/// are refused by name rather than ignored).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MetricsExporter {
+    /// Pushed to the OTLP metrics endpoint, when one is set (the default).
+    pub otlp: bool,
+    /// Served in Prometheus text format at the daemon's `GET /metrics`.
+    pub prometheus: bool,
+}
+
+impl Default for MetricsExporter {
+    fn default() -> Self {
+        Self {
+            otlp: true,
+            prometheus: false,
+        }
+    }
+}
+
+impl MetricsExporter {
+    fn parse(text: &str) -> Result<Self, &'static str> {
+        const EXPECTED: &str = "otlp, prometheus, otlp,prometheus or none";
+        let mut exporter = Self {
+            otlp: false,
+            prometheus: false,
+        };
+        let mut named = false;
+        for name in text.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+            match name {
+                "otlp" => exporter.otlp = true,
+                "prometheus" => exporter.prometheus = true,
+                "none" => {}
+                _ => return Err(EXPECTED),
+            }
+            named = true;
+        }
+        if named { Ok(exporter) } else { Err(EXPECTED) }
+    }
+
+    /// The names, as `OTEL_METRICS_EXPORTER` would say them.
+    fn names(self) -> String {
+        match (self.otlp, self.prometheus) {
+            (true, true) => "otlp,prometheus",
+            (true, false) => "otlp",
+            (false, true) => "prometheus",
+            (false, false) => "none",
+        }
+        .to_owned()
+    }
 }
 
 impl TelemetryConfig {
-    /// Whether anything is exported: an endpoint is set and the SDK is not
-    /// disabled.
+    /// Whether telemetry runs at all: it is exported to a collector or
+    /// served at `GET /metrics`, and the SDK is not disabled.
     pub fn enabled(&self) -> bool {
+        self.exports_otlp() || self.serves_prometheus()
+    }
+
+    /// Whether an OTLP endpoint is set (and the SDK is not disabled): where
+    /// the hub's spans go and the agents' own telemetry is forwarded.
+    pub fn exports_otlp(&self) -> bool {
         !self.disabled
             && (self.endpoint.is_some()
                 || self.traces_endpoint.is_some()
                 || self.metrics_endpoint.is_some()
                 || self.logs_endpoint.is_some())
+    }
+
+    /// Whether the daemon serves its metrics at `GET /metrics`.
+    pub fn serves_prometheus(&self) -> bool {
+        !self.disabled && self.metrics_exporter.prometheus
+    }
+
+    /// Where the hub's own metrics are pushed: the metrics endpoint, unless
+    /// `OTEL_METRICS_EXPORTER` leaves `otlp` out.
+    pub fn metrics_url(&self) -> Option<String> {
+        self.metrics_exporter
+            .otlp
+            .then(|| self.url(Signal::Metrics))
+            .flatten()
+    }
+
+    /// `OTEL_METRICS_EXPORTER` as it would be written.
+    pub fn metrics_exporter_names(&self) -> String {
+        self.metrics_exporter.names()
     }
 
     /// Where `signal` goes: its own endpoint as it is, else the base
@@ -180,6 +260,9 @@ impl crate::loader::ConfigLoader {
             capture_content: builder
                 .parse(keys::OTEL_CAPTURE_CONTENT, value::parse_bool)
                 .unwrap_or(false),
+            metrics_exporter: builder
+                .parse(keys::OTEL_METRICS_EXPORTER, MetricsExporter::parse)
+                .unwrap_or_default(),
         }
     }
 }
@@ -268,5 +351,37 @@ mod tests {
         config.disabled = true;
         assert!(!config.enabled());
         assert_eq!(config.url(Signal::Logs), None);
+    }
+
+    #[test]
+    fn metrics_go_where_the_exporter_list_says() {
+        let parse = MetricsExporter::parse;
+        assert_eq!(parse("otlp").unwrap(), MetricsExporter::default());
+        let both = parse(" otlp , prometheus ").unwrap();
+        assert!(both.otlp && both.prometheus);
+        let none = parse("none").unwrap();
+        assert!(!none.otlp && !none.prometheus);
+        assert!(parse("console").is_err(), "refused by name, not ignored");
+        assert!(parse(" , ").is_err());
+
+        let mut config = TelemetryConfig {
+            metrics_exporter: parse("prometheus").unwrap(),
+            ..TelemetryConfig::default()
+        };
+        assert!(config.enabled(), "/metrics alone turns telemetry on");
+        assert!(!config.exports_otlp());
+        config.endpoint = Some("http://collector:4318".to_owned());
+        assert_eq!(config.metrics_url(), None, "otlp left out of the list");
+        assert!(
+            config.url(Signal::Metrics).is_some(),
+            "still forwarded there"
+        );
+        config.metrics_exporter.otlp = true;
+        assert_eq!(
+            config.metrics_url().as_deref(),
+            Some("http://collector:4318/v1/metrics")
+        );
+        config.disabled = true;
+        assert!(!config.serves_prometheus() && !config.enabled());
     }
 }

@@ -95,6 +95,9 @@ pub struct ServerParts {
     /// Forwards the agents' own OTLP telemetry to the hub's exporter
     /// (`/v1/traces`, `/v1/metrics`, `/v1/logs`), when it exports.
     pub otlp: Option<Arc<bridge_telemetry::forward::Forwarder>>,
+    /// The token of `GET /metrics` alone, when the daemon serves it
+    /// (`metrics-token` in the state directory).
+    pub metrics_token: Option<Arc<str>>,
     /// Why `request_log` is on but no journal is written (`status` shows it).
     pub request_log_refused: Option<String>,
     /// Which directories a client may name as a workspace.
@@ -158,7 +161,8 @@ impl ServerContext {
     }
 }
 
-/// The whole application: `/` (provider gateway), `/rpc`, `/healthz`, the
+/// The whole application: `/` (provider gateway), `/rpc`, `/healthz`,
+/// `/metrics`, the
 /// dashboard (`/ui`), all behind the `Host` check; `/rpc` and `/healthz`
 /// also behind the `Origin` check, `/ui` behind its own stricter one.
 /// `methods` is the JSON-RPC method table (see
@@ -174,6 +178,10 @@ pub fn router(ctx: ServerContext, methods: MethodTable) -> Router {
         )
         .with_state(rpc_state)
         .route("/healthz", get(health::healthz).with_state(ctx.clone()))
+        .route(
+            "/metrics",
+            get(crate::telemetry::metrics).with_state(ctx.clone()),
+        )
         .merge(crate::otlp::routes(ctx.clone()))
         .merge(facade::routes(ctx.clone()))
         .merge(mcp_http::routes(ctx.clone()))

@@ -359,6 +359,22 @@ impl Daemon {
                     )
                 })?
         };
+        let metrics_token = if config.telemetry.serves_prometheus() {
+            let home = home.clone();
+            let token =
+                tokio::task::spawn_blocking(move || crate::state_file::keep_metrics_token(&home))
+                    .await
+                    .map_err(|err| state_dir_error(&config.home, err))?
+                    .map_err(|err| {
+                        state_dir_error(
+                            &config.home,
+                            format!("cannot keep the metrics token: {err}"),
+                        )
+                    })?;
+            Some(Arc::from(token.as_str()))
+        } else {
+            None
+        };
         let (request_journal, request_log_refused) = open_request_journal(config, &home).await;
         let ctx = ServerContext::new(ServerParts {
             gateway,
@@ -388,6 +404,7 @@ impl Daemon {
             request_journal,
             otlp: bridge_telemetry::forward::Forwarder::new(&config.telemetry, crate::VERSION)
                 .map(Arc::new),
+            metrics_token,
             request_log_refused,
             responses: Arc::new(crate::facade::store::ResponseStore::new(
                 home.join("responses"),

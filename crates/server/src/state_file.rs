@@ -142,6 +142,17 @@ pub fn kept_approver_token(home: &Path) -> std::io::Result<Option<String>> {
     kept_secret(home, APPROVER_TOKEN_FILE)
 }
 
+/// The token a Prometheus scraper presents at `GET /metrics`
+/// (docs/telemetry.md): it opens nothing else, and is kept across restarts
+/// so a scrape configuration's `credentials_file` stays valid.
+pub const METRICS_TOKEN_FILE: &str = "metrics-token";
+
+/// The scrape token, made (mode 0600, kept across restarts) when there is
+/// none yet.
+pub fn keep_metrics_token(home: &Path) -> std::io::Result<String> {
+    keep_secret(home, METRICS_TOKEN_FILE, None, "bmt")
+}
+
 fn kept_secret(home: &Path, name: &str) -> std::io::Result<Option<String>> {
     let path = home.join(name);
     let bytes = match owner_only::read(&path, MAX_FILE_BYTES) {

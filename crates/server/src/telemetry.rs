@@ -1,13 +1,77 @@
 //! The daemon's OpenTelemetry export (docs/telemetry.md): started from
 //! `[telemetry]` once the port is known, refused when an endpoint is the
 //! daemon itself (its own spans would be exported to it, and forwarded on,
-//! for ever), flushed at shutdown.
+//! for ever), flushed at shutdown; and `GET /metrics` for those who scrape.
 
 use std::net::{IpAddr, SocketAddr};
 
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
 use bridge_config::{BridgeConfig, Signal};
+use bridge_util::ids::constant_time_eq;
 
+use crate::app::ServerContext;
 use crate::daemon::DaemonError;
+use crate::guard::{presented_token, refusal, unauthorized};
+
+/// `GET /metrics`: the hub's metrics in Prometheus's text format, for the
+/// daemon's token (as `/rpc` takes it, or the approver's) or the scrape
+/// token of `metrics-token`; 404 unless `OTEL_METRICS_EXPORTER` names
+/// `prometheus`.
+pub(crate) async fn metrics(State(ctx): State<ServerContext>, headers: HeaderMap) -> Response {
+    let Some(presented) = presented_token(&headers, None) else {
+        return unauthorized();
+    };
+    let accepted = [
+        Some(&ctx.token),
+        Some(&ctx.approver_token),
+        ctx.metrics_token.as_ref(),
+    ];
+    if !accepted
+        .into_iter()
+        .flatten()
+        .any(|token| constant_time_eq(presented, token))
+    {
+        return unauthorized();
+    }
+    let not_served = || {
+        refusal(
+            StatusCode::NOT_FOUND,
+            "not_found",
+            "the daemon serves no metrics: start it with OTEL_METRICS_EXPORTER=prometheus (or \
+             [telemetry] metrics_exporter = \"otlp,prometheus\") to scrape GET /metrics",
+        )
+    };
+    if ctx.metrics_token.is_none() {
+        return not_served();
+    }
+    let Some(telemetry) = bridge_telemetry::active() else {
+        return not_served();
+    };
+    // Collecting runs the gauges' callbacks: off the async workers.
+    match tokio::task::spawn_blocking(|| telemetry.prometheus_text()).await {
+        Ok(Some(Ok(text))) => (
+            [(
+                header::CONTENT_TYPE,
+                "text/plain; version=0.0.4; charset=utf-8",
+            )],
+            text,
+        )
+            .into_response(),
+        Ok(None) => not_served(),
+        Ok(Some(Err(err))) => refusal(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "internal",
+            err.to_string(),
+        ),
+        Err(err) => refusal(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "internal",
+            format!("collecting the metrics failed: {err}"),
+        ),
+    }
+}
 
 /// Starts the export `config` asks for; nothing when it asks for none.
 pub(crate) fn start(config: &BridgeConfig, port: u16) -> Result<(), DaemonError> {
@@ -33,7 +97,8 @@ pub(crate) fn start(config: &BridgeConfig, port: u16) -> Result<(), DaemonError>
         Ok(Some(_)) => {
             tracing::info!(
                 traces = telemetry.url(Signal::Traces).as_deref().unwrap_or("-"),
-                metrics = telemetry.url(Signal::Metrics).as_deref().unwrap_or("-"),
+                metrics = telemetry.metrics_url().as_deref().unwrap_or("-"),
+                prometheus = telemetry.serves_prometheus(),
                 protocol = telemetry.protocol.as_str(),
                 "telemetry: exporting"
             );

@@ -39,6 +39,8 @@ pub struct Telemetry {
     meter: Meter,
     tracer_provider: Option<SdkTracerProvider>,
     meter_provider: Option<SdkMeterProvider>,
+    /// What `GET /metrics` reads, when it is served.
+    prometheus: Option<prometheus::Registry>,
     pub(crate) instruments: Instruments,
     capture_content: bool,
 }
@@ -112,10 +114,14 @@ impl Telemetry {
             .url(Signal::Traces)
             .map(|url| tracer_provider(config, &url, client.clone(), resource.clone()))
             .transpose()?;
-        let meter_provider = config
-            .url(Signal::Metrics)
-            .map(|url| meter_provider(config, &url, client.clone(), resource.clone()))
-            .transpose()?;
+        let prometheus = config.serves_prometheus().then(prometheus::Registry::new);
+        let meter_provider = meter_provider(
+            config,
+            config.metrics_url().as_deref(),
+            prometheus.as_ref(),
+            client.clone(),
+            resource.clone(),
+        )?;
         let tracer = match &tracer_provider {
             Some(provider) => provider.tracer("copilot-bridge"),
             // Metrics only: spans go nowhere.
@@ -132,6 +138,7 @@ impl Telemetry {
             meter: meter.clone(),
             tracer_provider,
             meter_provider,
+            prometheus,
             instruments: Instruments::new(&meter),
             capture_content: config.capture_content,
         };
@@ -162,6 +169,22 @@ impl Telemetry {
             .with_description(description)
             .with_callback(move |observer| observer.observe(read(), &[]))
             .build();
+    }
+
+    /// The metrics in Prometheus's text format (version 0.0.4), read now;
+    /// `None` when `GET /metrics` is not served.
+    pub fn prometheus_text(&self) -> Option<Result<String, StartError>> {
+        use prometheus::Encoder as _;
+        let registry = self.prometheus.as_ref()?;
+        let mut text = Vec::new();
+        let encoded = prometheus::TextEncoder::new()
+            .encode(&registry.gather(), &mut text)
+            .map_err(|err| StartError::Build(format!("cannot encode the metrics: {err}")))
+            .and_then(|()| {
+                String::from_utf8(text)
+                    .map_err(|_| StartError::Build("the metrics are not UTF-8".to_owned()))
+            });
+        Some(encoded)
     }
 
     /// Whether spans carry prompts, answers, arguments and results.
@@ -246,26 +269,41 @@ fn tracer_provider(
         .build())
 }
 
+/// The meter provider with a reader for each place metrics go: pushed to
+/// `url`, read by `GET /metrics` through `prometheus`; `None` for neither.
 fn meter_provider(
     config: &TelemetryConfig,
-    url: &str,
+    url: Option<&str>,
+    prometheus: Option<&prometheus::Registry>,
     client: RuntimeClient,
     resource: Resource,
-) -> Result<SdkMeterProvider, StartError> {
-    let exporter = opentelemetry_otlp::MetricExporter::builder()
-        .with_http()
-        .with_http_client(client)
-        .with_endpoint(url)
-        .with_protocol(protocol(config))
-        .with_headers(headers(config))
-        .with_timeout(EXPORT_TIMEOUT)
-        .build()
-        .map_err(|err| StartError::Build(format!("the metric exporter for {url}: {err}")))?;
-    let reader = PeriodicReader::builder(exporter)
-        .with_interval(Duration::from_millis(config.metric_interval_ms))
-        .build();
-    Ok(SdkMeterProvider::builder()
-        .with_reader(reader)
-        .with_resource(resource)
-        .build())
+) -> Result<Option<SdkMeterProvider>, StartError> {
+    if url.is_none() && prometheus.is_none() {
+        return Ok(None);
+    }
+    let mut builder = SdkMeterProvider::builder().with_resource(resource);
+    if let Some(url) = url {
+        let exporter = opentelemetry_otlp::MetricExporter::builder()
+            .with_http()
+            .with_http_client(client)
+            .with_endpoint(url)
+            .with_protocol(protocol(config))
+            .with_headers(headers(config))
+            .with_timeout(EXPORT_TIMEOUT)
+            .build()
+            .map_err(|err| StartError::Build(format!("the metric exporter for {url}: {err}")))?;
+        builder = builder.with_reader(
+            PeriodicReader::builder(exporter)
+                .with_interval(Duration::from_millis(config.metric_interval_ms))
+                .build(),
+        );
+    }
+    if let Some(registry) = prometheus {
+        let reader = opentelemetry_prometheus::exporter()
+            .with_registry(registry.clone())
+            .build()
+            .map_err(|err| StartError::Build(format!("the Prometheus reader: {err}")))?;
+        builder = builder.with_reader(reader);
+    }
+    Ok(Some(builder.build()))
 }

@@ -132,9 +132,9 @@ pub struct Forwarder {
 }
 
 impl Forwarder {
-    /// The forwarder of `config`, when it exports anything.
+    /// The forwarder of `config`, when it exports to a collector.
     pub fn new(config: &TelemetryConfig, version: &str) -> Option<Self> {
-        if !config.enabled() {
+        if !config.exports_otlp() {
             return None;
         }
         let client = reqwest::Client::builder()

@@ -98,7 +98,7 @@ pub(crate) async fn bridge_status(ctx: ServerContext, params: Params) -> RpcResu
         },
         "policy": policy,
         "requestLog": request_log(&ctx),
-        "telemetry": {"exporting": ctx.otlp.is_some()},
+        "telemetry": {"exporting": ctx.otlp.is_some(), "metricsServed": ctx.metrics_token.is_some()},
         "openclaw": crate::openclaw::status(&ctx),
         "openclawMemory": {
             "offered": ctx.openclaw_memory.offered(),
