@@ -3,7 +3,8 @@
 //! chat completion carrying `traceparent` is a `chat` span in that trace
 //! with its token counts; tool calls over `/rpc` are `execute_tool` spans
 //! with the policy's decision; content is attached only when asked for,
-//! and redacted; a collector that hangs costs no call its time.
+//! and redacted; a collector that hangs costs no call its time; the trace
+//! goes on to the MCP servers the hub calls.
 
 use std::time::Duration;
 
@@ -445,6 +446,53 @@ async fn an_mcp_call_continues_the_trace_of_its_meta_traceparent() {
         "the tool call under the MCP request"
     );
     assert_eq!(tool.attributes["copilot_bridge.door"], "mcp");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_trace_is_passed_on_to_the_mcp_servers_the_hub_calls() {
+    let receiver = OtlpReceiver::start().await;
+    let mock = MockLlm::start(vec![]).await;
+    let endpoint = receiver.endpoint();
+    let bridge = crate::support::Bridge::new();
+    std::fs::write(
+        bridge.state.path().join("config.toml"),
+        format!(
+            "[mcp.servers.test]\ncommand = {:?}\n",
+            bridge_testkit::built_binary("mcp-test-server")
+                .display()
+                .to_string()
+        ),
+    )
+    .unwrap();
+    let served = crate::agents::serve_in(
+        &mock,
+        bridge,
+        TempWorkspace::new(),
+        &with_telemetry(&endpoint, &[]),
+    );
+    // The server's answer: the `_meta` it was sent, as JSON (the hub
+    // redacts parts of it, so it is read as text).
+    let meta_seen = |answer: &Value| -> String {
+        answer["result"]["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{answer}"))
+            .to_owned()
+    };
+    let call = json!({"session": "default", "name": "test__meta", "arguments": {}});
+
+    let traced = traced_rpc(&served, "session.tools.call", call.clone()).await;
+    let meta = meta_seen(&traced);
+    assert!(
+        meta.contains(&format!("\"traceparent\":\"00-{TRACE_ID}-")),
+        "the server is in the caller's trace: {meta}"
+    );
+    assert!(!meta.contains("tracestate"), "none was sent: {meta}");
+    span_named(&receiver, &served, "execute_tool test__meta").await;
+
+    // Nothing traced, nothing passed.
+    let untraced = served.rpc_raw("session.tools.call", call).await;
+    let meta = meta_seen(&untraced);
+    assert!(!meta.contains("traceparent"), "{meta}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -60,6 +60,21 @@ pub fn inject(context: &Context, headers: &mut http::HeaderMap) {
     }
 }
 
+/// The current context as W3C fields (`traceparent`, and `tracestate` when
+/// it has one), for a request that carries them in its body — MCP's
+/// `params._meta`; empty when telemetry is off or nothing is traced.
+pub fn current_fields() -> std::collections::HashMap<String, String> {
+    let mut fields = std::collections::HashMap::new();
+    if crate::active().is_some() {
+        let context = Context::current();
+        if context.span().span_context().is_valid() {
+            TraceContextPropagator::new().inject_context(&context, &mut fields);
+            fields.retain(|_, value| !value.is_empty());
+        }
+    }
+    fields
+}
+
 /// The parent a request's headers name, when telemetry is on (nothing is
 /// read otherwise).
 pub fn parent_of(headers: &http::HeaderMap) -> Option<Context> {

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use rmcp::model::{CallToolRequestParams, CallToolResponse, CallToolResult};
+use rmcp::model::{CallToolRequestParams, CallToolResponse, CallToolResult, RequestMetaObject};
 use rmcp::service::ServiceError;
 use serde_json::{Value, json};
 
@@ -49,7 +49,8 @@ impl ToolHandler for McpToolHandler {
                 ));
             }
         };
-        let params = CallToolRequestParams::new(self.tool.clone()).with_arguments(arguments);
+        let mut params = CallToolRequestParams::new(self.tool.clone()).with_arguments(arguments);
+        params.meta = trace_meta();
         let timeout = server.call_timeout();
         let call = tokio::time::timeout(timeout, live.peer.call_tool_once(params));
         let outcome = tokio::select! {
@@ -104,6 +105,21 @@ impl ToolHandler for McpToolHandler {
             )),
         }
     }
+}
+
+/// The trace the call runs in, as MCP passes it on (`params._meta.
+/// traceparent`, docs/telemetry.md), so the server's spans join it; `None`
+/// when telemetry is off or nothing is traced.
+fn trace_meta() -> Option<RequestMetaObject> {
+    let fields = bridge_telemetry::propagation::current_fields();
+    if fields.is_empty() {
+        return None;
+    }
+    let mut meta = RequestMetaObject::new();
+    for (key, value) in fields {
+        meta.insert(key, Value::String(value));
+    }
+    Some(meta)
 }
 
 /// `{content: [...], structuredContent?}` as the server sent them; an

@@ -1,5 +1,6 @@
 //! An MCP server for tests, built on the official SDK: well-behaved tools
-//! (`echo`, `add`, `big`, `env`, `image`, a tool with a dotted name) and
+//! (`echo`, `add`, `big`, `env`, `image`, `meta` (the request's `_meta`),
+//! a tool with a dotted name) and
 //! misbehaving ones (`slow`, `fail`, `crash`, `garbage`).
 //!
 //! Usage: `mcp-test-server [--http] [--exit-on-start CODE]
@@ -12,7 +13,9 @@ use std::time::Duration;
 
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::Parameters;
-use rmcp::model::{CallToolResult, ContentBlock, ServerCapabilities, ServerConfig};
+use rmcp::model::{
+    CallToolResult, ContentBlock, RequestMetaObject, ServerCapabilities, ServerConfig,
+};
 use rmcp::{ErrorData, ServerHandler, ServiceExt, schemars, tool, tool_handler, tool_router};
 
 #[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
@@ -123,6 +126,11 @@ impl TestServer {
     #[tool(description = "Read an environment variable of the server")]
     fn env(&self, Parameters(EnvArgs { name }): Parameters<EnvArgs>) -> String {
         std::env::var(&name).unwrap_or_else(|_| "(unset)".to_owned())
+    }
+
+    #[tool(description = "Return the request's _meta as JSON")]
+    fn meta(&self, meta: RequestMetaObject) -> String {
+        serde_json::Value::Object(meta.0.0).to_string()
     }
 
     #[tool(description = "Return a tiny PNG image and some text")]
