@@ -29,7 +29,7 @@ mod registry;
 pub mod runner;
 mod session;
 pub mod task;
-mod telemetry;
+pub mod telemetry;
 mod tools;
 mod transforms;
 mod workspace;

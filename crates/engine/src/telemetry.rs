@@ -2,7 +2,9 @@
 //! recorded by `Session::call_tool` after the call, only when telemetry is
 //! on: the door, the decision and its reason, the failure's code, the wait
 //! for a person as a child span, and — with `capture_content` — the
-//! redacted arguments and result, cut.
+//! redacted arguments and result, cut. Also the one way a model call's
+//! content is captured ([`captured_input`], [`captured_output`]), for the
+//! native loop here and the facade's requests.
 
 use std::time::{Duration, SystemTime};
 
@@ -107,14 +109,26 @@ pub(crate) fn record_model_call(
             error: error.as_deref().map(|_| "model_error"),
             input: telemetry
                 .captures_content()
-                .then(|| cut(&serde_json::to_string(&request.messages).unwrap_or_default())),
+                .then(|| captured_input(request)),
             output: answer
                 .filter(|_| telemetry.captures_content())
-                .map(|answer| cut(&answer.text)),
+                .map(captured_output),
             ..Default::default()
         },
         None,
     );
+}
+
+/// The conversation a model call sends, as a span carries it with
+/// `capture_content` on (`gen_ai.input.messages`): redacted, cut.
+pub fn captured_input(request: &bridge_llm::ChatRequest) -> String {
+    cut(&serde_json::to_string(&request.messages).unwrap_or_default())
+}
+
+/// An answer's text, as a span carries it (`gen_ai.output.messages`):
+/// redacted, cut.
+pub fn captured_output(answer: &bridge_llm::ChatResponse) -> String {
+    cut(&answer.text)
 }
 
 fn finish_reason(finish: &bridge_llm::FinishReason) -> String {

@@ -35,6 +35,10 @@ struct Noted {
     rule: Option<String>,
     usage: Option<Usage>,
     reason: Option<String>,
+    /// The conversation sent and the answer, redacted and cut: only with
+    /// telemetry's `capture_content` on, for the request's span.
+    input: Option<String>,
+    output: Option<String>,
 }
 
 impl RequestNote {
@@ -50,6 +54,16 @@ impl RequestNote {
 
     pub fn usage(&self, usage: Usage) {
         bridge_util::sync::lock(&self.0).usage = Some(usage);
+    }
+
+    /// The conversation sent, as the request's span carries it.
+    pub fn capture_input(&self, input: String) {
+        bridge_util::sync::lock(&self.0).input = Some(input);
+    }
+
+    /// The answer, as the request's span carries it.
+    pub fn capture_output(&self, output: String) {
+        bridge_util::sync::lock(&self.0).output = Some(output);
     }
 
     /// Why the request failed (an error answer, or a stream that broke).
@@ -271,6 +285,8 @@ impl Line {
                 started: std::time::SystemTime::now().checked_sub(total),
                 duration: total,
                 error: error.as_deref(),
+                input: noted.input.clone(),
+                output: noted.output.clone(),
                 ..Default::default()
             },
             self.trace_parent.as_ref(),

@@ -20,6 +20,7 @@ pub(super) async fn answer_whole(
 ) -> Result<ChatResponse, FacadeError> {
     let backends = &call.ctx.backends;
     let shown = shown_in_transcript(call, entry, &request);
+    let capturing = captures_content(call, &request);
     // The client's trace goes on to the backend (its `traceparent`).
     let parent = bridge_telemetry::propagation::parent_of(&call.headers);
     let answered = clock
@@ -38,6 +39,10 @@ pub(super) async fn answer_whole(
         shown.note_usage(None, usage.prompt_tokens, usage.completion_tokens);
     }
     transcript::record_answer(&shown, &whole);
+    if capturing {
+        call.note
+            .capture_output(bridge_engine::telemetry::captured_output(&whole));
+    }
     Ok(whole)
 }
 
@@ -51,6 +56,12 @@ pub(super) async fn open_stream(
 ) -> Result<ChatStream, FacadeError> {
     let backends = &call.ctx.backends;
     let shown = shown_in_transcript(call, entry, &request);
+    let on_answer = captures_content(call, &request).then(|| {
+        let note = call.note.clone();
+        Box::new(move |answer: &ChatResponse| {
+            note.capture_output(bridge_engine::telemetry::captured_output(answer));
+        }) as transcript::OnAnswer
+    });
     let parent = bridge_telemetry::propagation::parent_of(&call.headers);
     let started = clock
         .upstream(bridge_telemetry::propagation::traced(
@@ -63,7 +74,18 @@ pub(super) async fn open_stream(
         failure(backends, entry, &err)
     })?;
     backends.record(&entry.name, Availability::Ok);
-    Ok(transcript::tap(events, shown))
+    Ok(transcript::tap(events, shown, on_answer))
+}
+
+/// Whether the request's span carries its content (`capture_content` on);
+/// when it does, the conversation sent is noted now.
+fn captures_content(call: &FacadeCall, request: &ChatRequest) -> bool {
+    let capturing = bridge_telemetry::active().is_some_and(|t| t.captures_content());
+    if capturing {
+        call.note
+            .capture_input(bridge_engine::telemetry::captured_input(request));
+    }
+    capturing
 }
 
 /// The transcript of the conversation `request` belongs to, told what it

@@ -143,14 +143,24 @@ pub fn record_failure(transcript: &Transcript, error: &LlmError) {
     transcript.push("model.error", json!({"message": error.to_string()}));
 }
 
+/// What else hears the whole answer of a stream when it ends (the
+/// request's telemetry, with content capture on).
+pub type OnAnswer = Box<dyn FnOnce(&ChatResponse) + Send>;
+
 /// `upstream`'s events, passed on unchanged, shown in `transcript` as they
 /// come: the text as it streams (to live viewers), the whole answer at its
-/// end, or what came of it when the stream broke or the client left.
-pub fn tap(upstream: ChatStream, transcript: Arc<Transcript>) -> ChatStream {
+/// end (also to `on_answer`), or what came of it when the stream broke or
+/// the client left.
+pub fn tap(
+    upstream: ChatStream,
+    transcript: Arc<Transcript>,
+    on_answer: Option<OnAnswer>,
+) -> ChatStream {
     Box::pin(Tapped {
         upstream,
         transcript,
         answer: Some(ResponseBuilder::default()),
+        on_answer,
     })
 }
 
@@ -159,6 +169,7 @@ struct Tapped {
     transcript: Arc<Transcript>,
     /// `None` once the answer is recorded.
     answer: Option<ResponseBuilder>,
+    on_answer: Option<OnAnswer>,
 }
 
 impl Tapped {
@@ -167,6 +178,9 @@ impl Tapped {
             return;
         };
         let answer = answer.finish();
+        if let Some(on_answer) = self.on_answer.take() {
+            on_answer(&answer);
+        }
         if !answer.text.is_empty() || !answer.tool_calls.is_empty() || error.is_none() {
             record_answer(&self.transcript, &answer);
         }
