@@ -340,8 +340,11 @@ async fn copilot_code_verbose_streams_its_steps_and_works_in_the_agents_workspac
     let created = first_with("✓ create_file");
     let read = first_with("✓ read_file");
     assert!(created <= read, "{texts:?}");
+    // Streamed, not sent at the end: the update arrived well before the
+    // result (the last turn's update races the start of that turn's
+    // request by a few ms, so half the turn's delay is the margin).
     assert!(
-        read + LAST_TURN_MS <= elapsed,
+        read + LAST_TURN_MS / 2 <= elapsed,
         "the steps were streamed before the model's last turn ended: read at {read} ms, result at {elapsed} ms"
     );
     // The result: the numbered step log, then the daemon's report.
