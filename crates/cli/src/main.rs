@@ -109,7 +109,9 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
         .map_err(|err| Failure::internal(format!("cannot start the async runtime: {err}")))?;
     match cli.command {
         Command::Config(cmd) => commands::config::run(&config, cmd),
-        Command::Tool(cmd) => runtime.block_on(commands::tool::run(&config, cmd)),
+        Command::Tool(cmd) => {
+            runtime.block_on(with_telemetry(&config, commands::tool::run(&config, cmd)))
+        }
         Command::Tools(cmd) => commands::tool::list(cmd),
         Command::Validate => runtime.block_on(commands::validate::run(&config)),
         Command::Serve(cmd) => runtime.block_on(commands::serve::run(&cli.global, config, cmd)),
@@ -120,8 +122,9 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
             runtime.block_on(commands::remote::provider_token(&config, cmd))
         }
         Command::Pair => runtime.block_on(commands::remote::pair(&config)),
-        // The commands that run the hub's agent export their spans when
-        // telemetry is on (docs/telemetry.md), flushed before they exit.
+        // The commands that run the hub's agent or its tools in their own
+        // process export their spans when telemetry is on
+        // (docs/telemetry.md), flushed before they exit.
         Command::Run(cmd) => {
             runtime.block_on(with_telemetry(&config, commands::run::run(&config, cmd)))
         }
@@ -141,9 +144,12 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
         Command::Approvals(cmd) => {
             runtime.block_on(commands::approvals::run(&config, cmd, &agent_env))
         }
+        // MCP servers over stdio export their `tools/call` spans too.
         Command::Mcp(cmd) => {
-            let outcome =
-                runtime.block_on(commands::mcp::run(&cli.global, &config, cmd, &agent_env));
+            let outcome = runtime.block_on(with_telemetry(
+                &config,
+                commands::mcp::run(&cli.global, &config, cmd, &agent_env),
+            ));
             // A stdio server's stdin reader is a blocking thread that never
             // returns once the server stopped for a signal; waiting for it
             // would hang the exit.
@@ -196,8 +202,14 @@ async fn with_telemetry<T>(
         Err(err) => tracing::warn!(error = %err, "telemetry is not exported"),
     }
     let answer = command.await;
+    flush_telemetry().await;
+    answer
+}
+
+/// Exports the spans and metrics still queued (bounded by the export
+/// timeout); for a command that ends its process without returning, too.
+pub(crate) async fn flush_telemetry() {
     if let Some(telemetry) = bridge_telemetry::active() {
         let _ = tokio::task::spawn_blocking(|| telemetry.flush()).await;
     }
-    answer
 }

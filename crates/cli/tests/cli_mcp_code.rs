@@ -291,9 +291,14 @@ struct Raw {
 
 impl Raw {
     fn start(bridge: &Bridge, ws: &TempWorkspace) -> Self {
+        Self::start_with(bridge, ws, &[])
+    }
+
+    fn start_with(bridge: &Bridge, ws: &TempWorkspace, env: &[(&str, &str)]) -> Self {
         let mut child = crate::cli_serve::command(bridge.state.path())
             .args(["mcp", "code", "--cwd"])
             .arg(ws.path())
+            .envs(env.iter().copied())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -381,6 +386,47 @@ fn sigterm_stops_the_server_cleanly() {
     let pid = rustix::process::Pid::from_raw(raw.child.0.id() as i32).unwrap();
     rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
     assert_eq!(raw.exit_code_within(Duration::from_secs(3)), Some(0));
+}
+
+/// `mcp code` over stdio exports its spans (docs/telemetry.md): the
+/// `tools/call` continuing the client's `_meta.traceparent`, the tool call
+/// under it — flushed when stdin closes and the process exits.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn over_stdio_it_exports_its_spans_before_it_exits() {
+    use bridge_testkit::otlp::OtlpReceiver;
+    const TRACE_ID: &str = "5bf92f3577b34da6a3ce929d0e0e4737";
+    let receiver = OtlpReceiver::start().await;
+    let endpoint = receiver.endpoint();
+    let (bridge, ws) = (Bridge::new(), workspace());
+    // A batch delay far longer than the test: only the flush at exit sends.
+    let env = [
+        ("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint.as_str()),
+        ("OTEL_BSP_SCHEDULE_DELAY", "600000"),
+    ];
+    let mut raw = Raw::start_with(&bridge, &ws, &env);
+    raw.initialize();
+    raw.send(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": "copilot_read_file", "arguments": {"path": "src/greeting.txt"},
+                   "_meta": {"traceparent": format!("00-{TRACE_ID}-00f067aa0ba902b7-01")}}}));
+    assert_eq!(
+        raw.answer(1)["result"]["content"][0]["text"],
+        "hello world\n"
+    );
+    drop(raw.child.0.stdin.take());
+    assert_eq!(raw.exit_code_within(Duration::from_secs(15)), Some(0));
+
+    let spans = receiver.spans();
+    let request = spans
+        .iter()
+        .find(|span| span.name == "tools/call copilot_read_file")
+        .unwrap_or_else(|| panic!("exported at exit: {spans:#?}"));
+    assert_eq!(request.trace_id, TRACE_ID);
+    let tool = spans
+        .iter()
+        .find(|span| span.name == "execute_tool read_file")
+        .unwrap_or_else(|| panic!("{spans:#?}"));
+    assert_eq!(tool.parent_span_id, request.span_id);
+    assert_eq!(tool.attributes["copilot_bridge.decision"], "allow");
 }
 
 /// Every door that runs a task runs it with the settings of the

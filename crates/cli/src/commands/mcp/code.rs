@@ -56,6 +56,8 @@ pub async fn run(
     bridge_mcp::serve::serve_stdio(server, CancellationToken::new())
         .await
         .map_err(|err| Failure::internal(err.to_string()))?;
+    // `exit_now` skips the flush the command's wrapper would do.
+    crate::flush_telemetry().await;
     exit_now()
 }
 
