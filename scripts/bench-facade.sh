@@ -15,7 +15,10 @@
 #   CONNECTIONS=64    open-loop keep-alive connections
 #   TARGETS="mock floor bridge litellm"   MODES="plain stream"
 #                     (also: messages, responses — the bridge's /v1/messages
-#                     and /v1/responses, after `bridge` in the list)
+#                     and /v1/responses, after `bridge` in the list; otel —
+#                     a second bridge exporting its telemetry to `otlp-sink`
+#                     (crate bridge-testkit), a collector that counts spans:
+#                     the cost of export on against `bridge`'s off)
 #                     floor: `floor-proxy` (crate bridge-loadgen), a proxy that
 #                     only forwards bytes on the bridge's own HTTP stack — the
 #                     least any proxy hop costs on this machine
@@ -89,7 +92,7 @@ fi
 
 # --- build and install ------------------------------------------------------------
 log "building copilot-bridge, mock-llm and loadgen (release)"
-cargo build --release --quiet --bin copilot-bridge --bin mock-llm --bin loadgen --bin floor-proxy
+cargo build --release --quiet --bin copilot-bridge --bin mock-llm --bin loadgen --bin floor-proxy --bin otlp-sink
 
 installed_litellm() {
   "$VENV/bin/python" -c 'import importlib.metadata as m; print(m.version("litellm"))' 2>/dev/null || true
@@ -152,6 +155,35 @@ MOCK_URL="http://127.0.0.1:$MOCK_PORT"
 wait_for 10 grep -q listening "$WORK/mock.log" || die "mock-llm did not start: $(cat "$WORK/mock.log")"
 log "mock upstream on $MOCK_URL (echo mode)"
 
+# start_bridge NAME [VAR=value...]: `copilot-bridge serve` in a clean
+# environment (no user configuration or key leaks in) with the mock as its
+# backend and VAR=value added; target NAME once its facade answers.
+start_bridge() {
+  local name=$1 port token message
+  shift
+  mkdir -p "$WORK/$name-home" "$WORK/$name-workspace"
+  (cd "$WORK/$name-workspace" && exec env -i PATH="$PATH" HOME="$WORK/home" \
+    COPILOT_BRIDGE_HOME="$WORK/$name-home" \
+    COPILOT_BYOK_PROVIDER=openai COPILOT_BYOK_BASE_URL="$MOCK_URL/v1" \
+    COPILOT_BYOK_API_KEY=bench-dummy-key COPILOT_BYOK_MODEL="$MODEL" "$@" \
+    "${PROXY_PIN[@]}" "$BIN/copilot-bridge" serve --port 0) >"$WORK/$name.log" 2>&1 &
+  PID[$name]=$!
+  PIDS+=("${PID[$name]}")
+  wait_for 20 test -s "$WORK/$name-home/gateway.json" \
+    || die "copilot-bridge serve ($name) did not start: $(cat "$WORK/$name.log")"
+  read -r port token < <(python3 -c 'import json, sys; g = json.load(open(sys.argv[1])); print(g["port"], g["token"])' \
+    "$WORK/$name-home/gateway.json")
+  URL[$name]="http://127.0.0.1:$port/v1/chat/completions" KEY[$name]="$token"
+  if answers_ok "${URL[$name]}" "${KEY[$name]}"; then
+    ACTIVE+=("$name")
+    log "copilot-bridge ($name) facade on ${URL[$name]}"
+  else
+    message="the bridge's facade ($name) does not answer yet: HTTP $(post "${URL[$name]}" "${KEY[$name]}") $(head -c 300 "$WORK/probe.out")"
+    [ "$REQUIRE_BRIDGE" = 1 ] && die "$message"
+    log "SKIPPING $name: $message"
+  fi
+}
+
 declare -A URL KEY PID
 ACTIVE=()
 for target in $TARGETS; do
@@ -172,28 +204,15 @@ for target in $TARGETS; do
       log "floor proxy on ${URL[floor]}"
       ;;
     bridge)
-      mkdir -p "$WORK/bridge-home" "$WORK/bridge-workspace"
-      # A clean environment: no user configuration or key leaks in.
-      (cd "$WORK/bridge-workspace" && exec env -i PATH="$PATH" HOME="$WORK/home" \
-        COPILOT_BRIDGE_HOME="$WORK/bridge-home" \
-        COPILOT_BYOK_PROVIDER=openai COPILOT_BYOK_BASE_URL="$MOCK_URL/v1" \
-        COPILOT_BYOK_API_KEY=bench-dummy-key COPILOT_BYOK_MODEL="$MODEL" \
-        "${PROXY_PIN[@]}" "$BIN/copilot-bridge" serve --port 0) >"$WORK/bridge.log" 2>&1 &
-      PID[bridge]=$!
-      PIDS+=("${PID[bridge]}")
-      wait_for 20 test -s "$WORK/bridge-home/gateway.json" \
-        || die "copilot-bridge serve did not start: $(cat "$WORK/bridge.log")"
-      read -r port token < <(python3 -c 'import json, sys; g = json.load(open(sys.argv[1])); print(g["port"], g["token"])' \
-        "$WORK/bridge-home/gateway.json")
-      URL[bridge]="http://127.0.0.1:$port/v1/chat/completions" KEY[bridge]="$token"
-      if answers_ok "${URL[bridge]}" "${KEY[bridge]}"; then
-        ACTIVE+=(bridge)
-        log "copilot-bridge facade on ${URL[bridge]}"
-      else
-        message="the bridge's facade does not answer yet: HTTP $(post "${URL[bridge]}" "${KEY[bridge]}") $(head -c 300 "$WORK/probe.out")"
-        [ "$REQUIRE_BRIDGE" = 1 ] && die "$message"
-        log "SKIPPING the bridge: $message"
-      fi
+      start_bridge bridge
+      ;;
+    otel)
+      "${LOAD_PIN[@]}" "$BIN/otlp-sink" >"$WORK/otlp-sink.log" 2>&1 &
+      PIDS+=("$!")
+      wait_for 10 grep -q listening "$WORK/otlp-sink.log" || die "otlp-sink did not start: $(cat "$WORK/otlp-sink.log")"
+      SINK_URL="http://$(sed -n 's/^listening on //p' "$WORK/otlp-sink.log")"
+      # Spans exported every 200 ms, as a busy collector would see them.
+      start_bridge otel OTEL_EXPORTER_OTLP_ENDPOINT="$SINK_URL" OTEL_BSP_SCHEDULE_DELAY=200
       ;;
     messages | responses)
       [ -n "${URL[bridge]:-}" ] || die "$target needs the bridge target before it in TARGETS"
@@ -236,7 +255,7 @@ YAML
       ACTIVE+=(litellm)
       log "LiteLLM $LITELLM_VERSION on ${URL[litellm]} ($LITELLM_WORKERS uvicorn worker(s))"
       ;;
-    *) die "unknown target $target (mock, floor, bridge, messages, responses, litellm)" ;;
+    *) die "unknown target $target (mock, floor, bridge, messages, responses, otel, litellm)" ;;
   esac
 done
 
@@ -315,7 +334,7 @@ for mode in $MODES; do
 done
 
 # --- report -----------------------------------------------------------------------
-python3 - "$RESULTS" "$OUT_DIR" "$STAMP" <<PY
+WORK="$WORK" python3 - "$RESULTS" "$OUT_DIR" "$STAMP" <<PY
 import json, os, platform, sys
 results, out_dir, stamp = sys.argv[1:4]
 meta = {
@@ -330,6 +349,7 @@ json.dump(meta, open(os.path.join(out_dir, f"meta-{stamp}.json"), "w"), indent=1
 rows = [json.loads(line) for line in open(results)]
 by = {(r["target"], r["mode_name"], r["load"]): r for r in rows}
 names = {"mock": "mock (direct)", "floor": "floor proxy", "bridge": "copilot-bridge", "litellm": f"LiteLLM {meta['litellm']}",
+         "otel": "copilot-bridge, telemetry exported",
          "messages": "copilot-bridge /v1/messages", "responses": "copilot-bridge /v1/responses"}
 ms = lambda us: f"{us / 1000:.3f}"
 lines = [
@@ -387,6 +407,10 @@ for mode in ("plain", "stream"):
             verdicts.append(f"- {mode}: the floor proxy (bytes forwarded, nothing else) costs {cpu_us(floor):.0f} us per request "
                             f"at 3000/s: the bridge is {cpu_us(chat) / cpu_us(floor):.2f}x the floor, "
                             f"{cpu_us(chat) - cpu_us(floor):.0f} us of its own work")
+        otel = by.get(("otel", mode, "3000"))
+        if otel and cpu_us(otel) is not None:
+            verdicts.append(f"- {mode}: with telemetry exported (a chat span and its metrics per request) the bridge costs "
+                            f"{cpu_us(otel):.0f} us per request at 3000/s, {cpu_us(otel) - cpu_us(chat):+.1f} us against export off")
         for other in ("messages", "responses"):
             r = by.get((other, mode, "3000"))
             if r and cpu_us(r) is not None:
@@ -394,6 +418,10 @@ for mode in ("plain", "stream"):
                 met = "met" if ratio <= 1.5 else "NOT met"
                 verdicts.append(f"- {mode}: CPU per /v1/{other} request {cpu_us(r):.0f} us = {ratio:.2f}x chat completions (target <= 1.5x): {met}")
 text = "\n".join(lines) + "\n\n" + "\n".join(verdicts) + "\n"
+sink = os.path.join(os.environ.get("WORK", ""), "otlp-sink.log")
+if os.path.exists(sink):
+    counts = [l.split()[1] for l in open(sink) if l.startswith("spans ")]
+    text += f"\nspans the collector received from the otel bridge: {counts[-1] if counts else 0}\n"
 text += f"\n{meta['cpus']} CPUs ({meta['cpu_model']}), pinning: {meta['pinning']}; load average {meta['loadavg_start']} at the start, {meta['loadavg_end']} at the end\n"
 print(text)
 open(os.path.join(out_dir, f"table-{stamp}.md"), "w").write(text)

@@ -3,10 +3,11 @@
 //! gzipped or not, as a collector does, and keeps what it received — spans
 //! with their ids in hex and attributes as JSON, metric names, log records —
 //! for a test to assert on. It can be told to answer 503 (a collector that
-//! is down) or to hold every request (one that hangs).
+//! is down), to hold every request (one that hangs), or only to count the
+//! spans it decodes (a benchmark's collector, `otlp-sink`).
 
 use std::io::Read as _;
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -64,6 +65,8 @@ pub enum Behaviour {
     Unavailable = 1,
     /// Never answers (until the test ends).
     Hang = 2,
+    /// Decodes and counts spans, keeps nothing: a collector under load.
+    Count = 3,
 }
 
 #[derive(Default)]
@@ -78,6 +81,8 @@ struct Received {
 struct Shared {
     received: Arc<Mutex<Received>>,
     behaviour: Arc<AtomicU8>,
+    /// Spans decoded, kept or not.
+    span_count: Arc<AtomicU64>,
 }
 
 /// The receiver; stops when dropped.
@@ -105,6 +110,7 @@ impl OtlpReceiver {
         let shared = Shared {
             received: Arc::default(),
             behaviour: Arc::new(AtomicU8::new(Behaviour::Accept as u8)),
+            span_count: Arc::default(),
         };
         let app = Router::new()
             .route("/v1/traces", post(traces))
@@ -132,6 +138,11 @@ impl OtlpReceiver {
         self.shared
             .behaviour
             .store(behaviour as u8, Ordering::SeqCst);
+    }
+
+    /// Spans received so far (also when [`Behaviour::Count`] keeps none).
+    pub fn span_count(&self) -> u64 {
+        self.shared.span_count.load(Ordering::Relaxed)
     }
 
     pub fn spans(&self) -> Vec<ReceivedSpan> {
@@ -184,6 +195,10 @@ impl OtlpReceiver {
     }
 }
 
+fn counting(shared: &Shared) -> bool {
+    shared.behaviour.load(Ordering::SeqCst) == Behaviour::Count as u8
+}
+
 fn lock(received: &Mutex<Received>) -> std::sync::MutexGuard<'_, Received> {
     received
         .lock()
@@ -213,12 +228,14 @@ async fn accept(
     };
     let content_type = header("content-type");
     let gzip = header("content-encoding") == "gzip";
-    lock(&shared.received).requests.push(ReceivedRequest {
-        path: path.to_owned(),
-        content_type: content_type.clone(),
-        gzip,
-        headers: headers.clone(),
-    });
+    if !counting(shared) {
+        lock(&shared.received).requests.push(ReceivedRequest {
+            path: path.to_owned(),
+            content_type: content_type.clone(),
+            gzip,
+            headers: headers.clone(),
+        });
+    }
     let bytes = if gzip {
         let mut plain = Vec::new();
         flate2::read::GzDecoder::new(&body[..])
@@ -250,6 +267,16 @@ async fn traces(
 ) -> Result<StatusCode, (StatusCode, String)> {
     let (bytes, json) = accept(&shared, "/v1/traces", &headers, &body).await?;
     let request: ExportTraceServiceRequest = decode(&bytes, json)?;
+    let spans = request
+        .resource_spans
+        .iter()
+        .flat_map(|r| &r.scope_spans)
+        .map(|scope| scope.spans.len() as u64)
+        .sum();
+    shared.span_count.fetch_add(spans, Ordering::Relaxed);
+    if counting(&shared) {
+        return Ok(StatusCode::OK);
+    }
     let mut received = lock(&shared.received);
     for resource_spans in request.resource_spans {
         let resource = attributes(
@@ -286,6 +313,9 @@ async fn metrics(
 ) -> Result<StatusCode, (StatusCode, String)> {
     let (bytes, json) = accept(&shared, "/v1/metrics", &headers, &body).await?;
     let request: ExportMetricsServiceRequest = decode(&bytes, json)?;
+    if counting(&shared) {
+        return Ok(StatusCode::OK);
+    }
     let mut received = lock(&shared.received);
     for resource_metrics in request.resource_metrics {
         let resource = attributes(
@@ -311,6 +341,9 @@ async fn logs(
 ) -> Result<StatusCode, (StatusCode, String)> {
     let (bytes, json) = accept(&shared, "/v1/logs", &headers, &body).await?;
     let request: ExportLogsServiceRequest = decode(&bytes, json)?;
+    if counting(&shared) {
+        return Ok(StatusCode::OK);
+    }
     let mut received = lock(&shared.received);
     for resource_logs in request.resource_logs {
         let resource = attributes(
