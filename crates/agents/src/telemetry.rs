@@ -9,9 +9,10 @@
 //! Codex (0.169.0, pinned in scripts/install-test-deps.sh) takes its
 //! exporters from `[otel]` in config.toml — `exporter` (its log events),
 //! `trace_exporter`, `metrics_exporter`, each `{ otlp-http = { endpoint,
-//! headers, protocol } }` (`OtelExporterKind` in Codex's
-//! codex-rs/config/src/types.rs) — and `headers` there are literal strings:
-//! no variable, no helper. Its OTLP/HTTP exporters are built by
+//! headers, protocol, tls } }` (`OtelExporterKind` in Codex's
+//! codex-rs/config/src/types.rs; those four fields and no other in the
+//! 0.169.0 binary) — and `headers` there are literal strings: no variable,
+//! no helper (Codex has `http_headers_helper` for MCP servers only). Its OTLP/HTTP exporters are built by
 //! opentelemetry-otlp 0.31's `with_headers` (codex-rs/otel/src/provider.rs),
 //! and that builder adds `OTEL_EXPORTER_OTLP_HEADERS` from the environment
 //! when Codex starts, over the configured headers. So the endpoints go in
