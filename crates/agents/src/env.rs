@@ -25,6 +25,13 @@
 //! `COPILOT_PROJECT_DIR`. The Copilot CLI takes its model from
 //! `COPILOT_MODEL`.
 //!
+//! Where the user already sends an agent's own telemetry (OpenTelemetry):
+//! `CLAUDE_CODE_ENABLE_TELEMETRY`, `OTEL_SDK_DISABLED`,
+//! `OTEL_{METRICS,LOGS,TRACES}_EXPORTER` and the OTLP exporter's endpoint,
+//! headers and protocol (`OTEL_EXPORTER_OTLP_{ENDPOINT,HEADERS,PROTOCOL}`
+//! and their per-signal forms): `launch` leaves an agent's telemetry to
+//! them ([`AgentEnv::telemetry_settings`], `crate::telemetry`).
+//!
 //! Ours: `COPILOT_BRIDGE_AGENT_BINARY` names the agent `launch` runs,
 //! `COPILOT_BRIDGE_CLAUDE_BINARY` the orchestrator's Claude Code
 //! (docs/orchestrator.md); a nested agent gets its own settings from our
@@ -82,6 +89,7 @@ pub struct AgentEnv {
     agent_binary: Option<PathBuf>,
     claude_binary: Option<PathBuf>,
     agent_settings: Vec<(OsString, OsString)>,
+    telemetry_settings: Vec<String>,
     desktop_session: Vec<(OsString, OsString)>,
     search_path: Option<OsString>,
 }
@@ -121,6 +129,16 @@ impl AgentEnv {
                 .filter(|value| !value.is_empty())
         };
         let path = |name: &str| get(name).map(PathBuf::from);
+        // Each name once, as its last assignment says.
+        let mut telemetry_settings: Vec<String> = Vec::new();
+        for name in vars.iter().filter_map(|(name, _)| name.to_str()) {
+            if is_telemetry_setting(name)
+                && get(name).is_some()
+                && !telemetry_settings.iter().any(|seen| seen == name)
+            {
+                telemetry_settings.push(name.to_owned());
+            }
+        }
         let home = path("HOME").or_else(|| path("USERPROFILE"));
         let under_home = |variable: &str, dir: &str| {
             path(variable).or_else(|| home.as_ref().map(|home| home.join(dir)))
@@ -137,6 +155,7 @@ impl AgentEnv {
             agent_binary: path(AGENT_BINARY_VARIABLE),
             claude_binary: path(CLAUDE_BINARY_VARIABLE),
             agent_settings: agent_settings(&vars),
+            telemetry_settings,
             desktop_session: DESKTOP_VARIABLES
                 .iter()
                 .filter_map(|name| get(name).map(|value| (OsString::from(name), value)))
@@ -245,6 +264,13 @@ impl AgentEnv {
         &self.agent_settings
     }
 
+    /// The names of the variables set (not empty) here that say where an
+    /// agent's own telemetry goes (see the module's documentation), in
+    /// the environment's order.
+    pub fn telemetry_settings(&self) -> &[String] {
+        &self.telemetry_settings
+    }
+
     /// Where a program named without a path is found (`PATH`).
     pub fn search_path(&self) -> Option<&OsStr> {
         self.search_path.as_deref()
@@ -269,6 +295,28 @@ fn agent_settings(vars: &[(OsString, OsString)]) -> Vec<(OsString, OsString)> {
         .filter(|(name, _)| is_agent_setting(name))
         .cloned()
         .collect()
+}
+
+/// Whether `name` says where or whether an agent exports its telemetry:
+/// what Claude Code's OpenTelemetry SDK reads, and the headers Codex's
+/// exporter takes from the environment (crate::telemetry). Not the
+/// variables that only tune an export (timeouts, compression, intervals).
+pub(crate) fn is_telemetry_setting(name: &str) -> bool {
+    const SWITCHES: &[&str] = &[
+        "CLAUDE_CODE_ENABLE_TELEMETRY",
+        "OTEL_SDK_DISABLED",
+        "OTEL_METRICS_EXPORTER",
+        "OTEL_LOGS_EXPORTER",
+        "OTEL_TRACES_EXPORTER",
+    ];
+    SWITCHES.contains(&name)
+        || name
+            .strip_prefix("OTEL_EXPORTER_OTLP_")
+            .is_some_and(|rest| {
+                ["ENDPOINT", "HEADERS", "PROTOCOL"]
+                    .iter()
+                    .any(|what| rest.ends_with(what))
+            })
 }
 
 fn is_agent_setting(name: &OsStr) -> bool {
@@ -306,5 +354,25 @@ mod tests {
             .map(|(name, _)| name.as_os_str())
             .collect();
         assert_eq!(names, ["ANTHROPIC_API_KEY", "COPILOT_MODEL", "GH_TOKEN"]);
+    }
+
+    #[test]
+    fn telemetry_settings_are_where_and_whether_not_how_fast() {
+        let env = AgentEnv::from_vars([
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://collector:4318"),
+            ("OTEL_EXPORTER_OTLP_LOGS_HEADERS", "x=1"),
+            ("OTEL_EXPORTER_OTLP_TIMEOUT", "100"),
+            ("OTEL_METRIC_EXPORT_INTERVAL", "500"),
+            ("CLAUDE_CODE_ENABLE_TELEMETRY", ""),
+            ("OTEL_SDK_DISABLED", "true"),
+        ]);
+        assert_eq!(
+            env.telemetry_settings(),
+            [
+                "OTEL_EXPORTER_OTLP_ENDPOINT",
+                "OTEL_EXPORTER_OTLP_LOGS_HEADERS",
+                "OTEL_SDK_DISABLED"
+            ]
+        );
     }
 }

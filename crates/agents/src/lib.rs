@@ -22,6 +22,7 @@ pub mod mcp_config;
 pub mod openclaw;
 pub mod program;
 pub mod setup;
+pub mod telemetry;
 pub mod vscode;
 
 pub use env::{AgentEnv, Scope};

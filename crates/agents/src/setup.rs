@@ -3,7 +3,9 @@
 //! `ANTHROPIC_BASE_URL` (without `/v1`), Codex's `[model_providers]` block
 //! (`wire_api = "responses"`), Copilot CLI's `COPILOT_PROVIDER_*`, OpenClaw's
 //! `models.providers` entry. With a daemon running, its address and token;
-//! otherwise the configured port and a command that reads the token.
+//! otherwise the configured port and a command that reads the token. With
+//! a daemon that exports telemetry, also what sends Claude Code's and
+//! Codex's own telemetry through it (`crate::telemetry`).
 
 use std::path::Path;
 
@@ -53,6 +55,10 @@ pub struct Facade {
     /// The configuration file OpenClaw reads (`OPENCLAW_CONFIG_PATH`, else
     /// `openclaw.json` in its state directory), named in its block.
     pub openclaw_config: std::path::PathBuf,
+    /// When the running daemon exports telemetry: its state file
+    /// (gateway.json), from which the agents' telemetry lines read the
+    /// token each time. `None`: no telemetry lines.
+    pub telemetry: Option<std::path::PathBuf>,
 }
 
 /// A shell expression that prints the token of the daemon whose state
@@ -75,16 +81,38 @@ pub fn claude_telemetry(origin: &str, gateway_file: &Path) -> String {
         shell_word(&gateway_file.display().to_string())
     );
     let setting = serde_json::json!({ "otelHeadersHelper": helper });
+    let exports: String = crate::telemetry::claude_variables(origin)
+        .iter()
+        .map(|(name, value)| format!("export {name}={value}\n"))
+        .collect();
     format!(
         "# Claude Code's own telemetry through the hub, which forwards it to its collector:\n\
-         export CLAUDE_CODE_ENABLE_TELEMETRY=1\n\
-         export OTEL_METRICS_EXPORTER=otlp\n\
-         export OTEL_LOGS_EXPORTER=otlp\n\
-         export OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf\n\
-         export OTEL_EXPORTER_OTLP_ENDPOINT={origin}\n\
+         {exports}\
          # and in ~/.claude/settings.json (the daemon's token changes when it restarts):\n\
-         #   {setting}\n\n"
+         #   {setting}\n"
     )
+}
+
+/// Codex's part of the same, in two pieces: the `[otel]` lines of its
+/// config.toml, and the shell function that gives it the header, read at
+/// each start (Codex's `[otel]` takes only literal headers:
+/// `crate::telemetry`).
+fn codex_telemetry(origin: &str, gateway_file: &Path) -> (String, String) {
+    let config = format!(
+        "\n# Codex's own telemetry through the hub, which forwards it to its collector: its log\n\
+         # events, traces and metrics (these replace its default metrics export to OpenAI).\n\
+         {}",
+        crate::telemetry::codex_config(origin)
+    );
+    let shell = format!(
+        "# Codex's [otel] takes its header only as literal text, but its exporter also reads\n\
+         # {} when Codex starts: for Codex alone, with the daemon's token\n\
+         # read at each start (it changes when the daemon restarts):\n\
+         {}",
+        crate::telemetry::HEADERS_VARIABLE,
+        crate::telemetry::codex_shell(gateway_file)
+    );
+    (config, shell)
 }
 
 /// What the running daemon serves, for the model names `setup` prints.
@@ -186,26 +214,45 @@ fn section(agent: &str, facade: &Facade, model: &str) -> String {
     let Facade { origin, token, .. } = facade;
     let v1 = format!("{origin}/v1");
     match agent {
-        "claude" => format!(
-            "# Claude Code (/v1/messages): in the shell that runs `claude`. No /v1: Claude Code adds it.\n\
-             export ANTHROPIC_BASE_URL={origin}\n\
-             export ANTHROPIC_AUTH_TOKEN={token}\n"
-        ),
-        "codex" => format!(
-            "# Codex (/v1/responses): in ~/.codex/config.toml\n\
-             model = {model:?}\n\
-             model_provider = \"copilot-bridge\"\n\n\
-             [model_providers.copilot-bridge]\n\
-             name = \"copilot-bridge\"\n\
-             base_url = {v1:?}\n\
-             env_key = \"{CODEX_KEY_VARIABLE}\"\n\
-             wire_api = \"responses\"\n\n\
-             # and in the shell that runs `codex`:\n\
-             export {CODEX_KEY_VARIABLE}={token}\n\
-             # So that Codex's own tools (its shell, apply_patch, MCP tools) pass the hub's policy:\n\
-             #   copilot-bridge hooks install --agent codex --scope user\n\
-             # (or run it as `copilot-bridge launch codex --via-hub`).\n"
-        ),
+        "claude" => {
+            let telemetry = facade
+                .telemetry
+                .as_deref()
+                .map(|file| claude_telemetry(origin, file))
+                .unwrap_or_default();
+            format!(
+                "# Claude Code (/v1/messages): in the shell that runs `claude`. No /v1: Claude Code adds it.\n\
+                 export ANTHROPIC_BASE_URL={origin}\n\
+                 export ANTHROPIC_AUTH_TOKEN={token}\n\
+                 {telemetry}"
+            )
+        }
+        "codex" => {
+            let (config, shell) = facade
+                .telemetry
+                .as_deref()
+                .map(|file| codex_telemetry(origin, file))
+                .unwrap_or_default();
+            // The config.toml lines first, all of them: a user pastes
+            // them as one block, and the tests split there too.
+            format!(
+                "# Codex (/v1/responses): in ~/.codex/config.toml\n\
+                 model = {model:?}\n\
+                 model_provider = \"copilot-bridge\"\n\n\
+                 [model_providers.copilot-bridge]\n\
+                 name = \"copilot-bridge\"\n\
+                 base_url = {v1:?}\n\
+                 env_key = \"{CODEX_KEY_VARIABLE}\"\n\
+                 wire_api = \"responses\"\n\
+                 {config}\n\
+                 # and in the shell that runs `codex`:\n\
+                 export {CODEX_KEY_VARIABLE}={token}\n\
+                 {shell}\
+                 # So that Codex's own tools (its shell, apply_patch, MCP tools) pass the hub's policy:\n\
+                 #   copilot-bridge hooks install --agent codex --scope user\n\
+                 # (or run it as `copilot-bridge launch codex --via-hub`).\n"
+            )
+        }
         "copilot" => format!(
             "# GitHub Copilot CLI (BYOK, /v1/chat/completions): in the shell that runs `copilot`.\n\
              # COPILOT_PROVIDER_TYPE=anthropic with COPILOT_PROVIDER_BASE_URL={origin} uses /v1/messages instead.\n\

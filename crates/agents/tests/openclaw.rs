@@ -192,6 +192,7 @@ fn setup_names_the_registered_token_and_reads_a_missing_one_from_the_state_file(
         live: true,
         openclaw_has_token: true,
         openclaw_config: "/srv/claw/openclaw.json".into(),
+        telemetry: None,
     };
     let text = setup::text(
         &["openclaw"],
@@ -217,6 +218,7 @@ fn setup_names_the_registered_token_and_reads_a_missing_one_from_the_state_file(
         live: false,
         openclaw_has_token: false,
         openclaw_config: "/home/u/.openclaw/openclaw.json".into(),
+        telemetry: None,
     };
     let text = setup::text(
         &["codex", "openclaw"],

@@ -8,6 +8,7 @@ mod claude_code;
 mod claude_code_telemetry;
 mod codex;
 mod codex_hooks;
+mod codex_telemetry;
 mod copilot_cli;
 mod copilot_extension;
 mod dashboard;

@@ -38,6 +38,7 @@ mod cli_setup;
 mod cli_status;
 mod cli_swap_race;
 mod cli_telemetry;
+mod cli_telemetry_agents;
 mod cli_telemetry_content;
 mod cli_telemetry_forward;
 mod cli_tool;

@@ -7,7 +7,10 @@
 //! (`bridge_agents::launch`: our hook for every event and the MCP
 //! servers; Codex's as `-c` flags, trusted through its app-server before
 //! it runs), and with `--via-hub` the daemon's facade as the agent's model
-//! endpoint (the daemon is started when none runs). A Copilot CLI command
+//! endpoint (the daemon is started when none runs). With a running daemon
+//! that exports telemetry, Claude Code's and Codex's own telemetry goes
+//! through it, unless the user's settings already send it somewhere
+//! (`bridge_agents::telemetry`). A Copilot CLI command
 //! line with a prompt is normalized like every nested launch
 //! (`runner::nested`).
 
@@ -16,6 +19,7 @@ use std::process::ExitCode;
 
 use bridge_agents::AgentEnv;
 use bridge_agents::hook::agent_from_flag;
+use bridge_agents::telemetry;
 use bridge_config::BridgeConfig;
 use bridge_engine::runner::nested;
 use bridge_policy::agent_tools::Agent;
@@ -46,21 +50,27 @@ pub async fn run(
     if agent == Agent::Codex {
         trust_codex_hooks(&binary, env, &program, &staged.args)?;
     }
-    // A daemon started for this run only: let go of it after the run.
+    // The daemon of this run: the one running, else with `--via-hub` one
+    // started for the run only (let go of after it). None is started for
+    // telemetry alone.
     let mut started_for_the_run = None;
-    if args.via_hub {
-        let client = match bridge_server::find_running(&config.home).await {
-            Some(client) => client,
-            None => match launch_daemon(&config.home, &serve_command_args(global, config, false))
-                .await?
-            {
+    let daemon = match bridge_server::find_running(&config.home).await {
+        Some(client) => Some(client),
+        None if args.via_hub => {
+            match launch_daemon(&config.home, &serve_command_args(global, config, false)).await? {
                 Launched::Started(client) => {
                     started_for_the_run = Some(client.clone());
-                    client
+                    Some(client)
                 }
-                Launched::Already(client) => client,
-            },
-        };
+                Launched::Already(client) => Some(client),
+            }
+        }
+        None => None,
+    };
+    if let Some(client) = &daemon {
+        send_telemetry(client, agent, env, &mut command, &mut staged).await?;
+    }
+    if let Some(client) = daemon.as_ref().filter(|_| args.via_hub) {
         let origin = client.file().http_url("");
         let origin = origin.trim_end_matches('/').to_owned();
         let token = client.file().token.clone();
@@ -72,14 +82,14 @@ pub async fn run(
                 command.env("ANTHROPIC_MODEL", model);
             }
         } else if agent == Agent::Codex {
-            let model = model_for(&client, args.model.as_deref()).await;
+            let model = model_for(client, args.model.as_deref()).await;
             staged
                 .args
                 .extend(bridge_agents::setup::codex_provider_flags(&origin, &model));
             command.env(bridge_agents::setup::CODEX_KEY_VARIABLE, &token);
         } else {
             let asked = args.model.as_deref().or_else(|| env.copilot_model());
-            let model = model_for(&client, asked).await;
+            let model = model_for(client, asked).await;
             command
                 .env("COPILOT_PROVIDER_BASE_URL", format!("{origin}/v1"))
                 .env("COPILOT_PROVIDER_TYPE", "openai")
@@ -114,6 +124,41 @@ pub async fn run(
         }
     }
     Ok(exit_code_of(status))
+}
+
+/// The agent's own telemetry through the daemon, when it exports and the
+/// user's own settings do not already say where that telemetry goes
+/// (`bridge_agents::telemetry`; docs/telemetry.md). The token is the live
+/// one, in the agent's environment like the facade's: it lives as long as
+/// this run of the agent.
+async fn send_telemetry(
+    client: &bridge_server::GatewayClient,
+    agent: Agent,
+    env: &AgentEnv,
+    command: &mut tokio::process::Command,
+    staged: &mut bridge_agents::launch::Staged,
+) -> Result<(), Failure> {
+    if !super::setup::exporting(&super::setup::status(client).await) {
+        return Ok(());
+    }
+    let origin = client.file().http_url("");
+    let hub = telemetry::Hub {
+        origin: origin.trim_end_matches('/'),
+        token: &client.file().token,
+    };
+    let cwd = super::project_dir(None)?;
+    match telemetry::for_launch(agent, hub, env, &cwd) {
+        telemetry::ForLaunch::Through(launch) => {
+            staged.args.extend(launch.args);
+            command.envs(launch.env);
+        }
+        telemetry::ForLaunch::UsersOwn(why) => eprintln!(
+            "copilot-bridge: {}'s own telemetry is left to your settings, not sent through the hub ({why})",
+            agent.display_name()
+        ),
+        telemetry::ForLaunch::Unknown => {}
+    }
+    Ok(())
 }
 
 /// The model an agent that must name one asks the daemon for: the one

@@ -1,7 +1,8 @@
 //! `copilot-bridge setup`: what a user pastes to route each agent's model
 //! requests through the daemon's facade (`bridge_agents::setup` builds it):
 //! with a daemon running, its address and token; otherwise the configured
-//! port and a command that reads the token.
+//! port and a command that reads the token. With a daemon that exports
+//! telemetry, the lines that send Claude Code's and Codex's own through it.
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -36,6 +37,11 @@ pub async fn run(config: &BridgeConfig, args: SetupArgs) -> Result<ExitCode, Fai
                 .map(str::to_owned)
         })
         .unwrap_or_else(|| bridge_compose::OpenClawMemory::detect(config).describe());
+    // When the daemon exports telemetry, the agents' own can go through it.
+    let telemetry = status
+        .as_ref()
+        .is_some_and(exporting)
+        .then(|| bridge_server::GatewayFile::path(&config.home));
     let facade = match running {
         Some(client) => Facade {
             origin: format!("http://{}", client.address()),
@@ -43,6 +49,7 @@ pub async fn run(config: &BridgeConfig, args: SetupArgs) -> Result<ExitCode, Fai
             live: true,
             openclaw_has_token,
             openclaw_config: config.openclaw.config_path.clone(),
+            telemetry,
         },
         None => Facade {
             origin: format!("http://127.0.0.1:{}", config.port),
@@ -50,6 +57,7 @@ pub async fn run(config: &BridgeConfig, args: SetupArgs) -> Result<ExitCode, Fai
             live: false,
             openclaw_has_token,
             openclaw_config: config.openclaw.config_path.clone(),
+            telemetry,
         },
     };
     let model = served
@@ -62,20 +70,6 @@ pub async fn run(config: &BridgeConfig, args: SetupArgs) -> Result<ExitCode, Fai
         format!("# Sessions the hub creates (run, chat, copilot_code, orchestrate): {memory}.\n\n");
     let at = text.find("\n\n").map_or(0, |end| end + 2);
     text.insert_str(at, &memory);
-    // When the daemon exports telemetry, Claude Code's can go through it.
-    let exporting = status
-        .as_ref()
-        .is_some_and(|status| status["telemetry"]["exporting"] == true);
-    if exporting && agents.contains(&"claude") {
-        let at = at + memory.len();
-        text.insert_str(
-            at,
-            &setup::claude_telemetry(
-                &facade.origin,
-                &bridge_server::GatewayFile::path(&config.home),
-            ),
-        );
-    }
     let _ = write!(std::io::stdout().lock(), "{text}");
     Ok(ExitCode::SUCCESS)
 }
@@ -89,8 +83,14 @@ fn openclaw_has_token(config: &BridgeConfig) -> bool {
         .is_some_and(|token| openclaw::has_token(&config.openclaw.state_dir, &token))
 }
 
+/// Whether the daemon whose `bridge.status` this is exports telemetry, so
+/// that it takes the agents' own (docs/telemetry.md).
+pub(crate) fn exporting(status: &serde_json::Value) -> bool {
+    status["telemetry"]["exporting"] == true
+}
+
 /// The running daemon's `bridge.status` (`null` when it does not answer).
-async fn status(client: &bridge_server::GatewayClient) -> serde_json::Value {
+pub(crate) async fn status(client: &bridge_server::GatewayClient) -> serde_json::Value {
     client
         .call("bridge.status", serde_json::json!({}))
         .await

@@ -4,14 +4,16 @@
 //! `otelHeadersHelper`, never a literal token): it works through the
 //! facade while its metrics and events reach the test's collector through
 //! the hub, marked as forwarded, beside the hub's own `chat` spans of its
-//! requests.
+//! requests. And the same when `launch claude` starts it, which sets its
+//! telemetry variables itself because the daemon exports.
 
 use std::time::Duration;
 
 use bridge_testkit::otlp::OtlpReceiver;
 use bridge_testkit::{MockLlm, MockReply, TempWorkspace, agent_cli};
 
-use super::{agent_command, exports, run_agent, serve_with_env, setup};
+use super::{StopDaemon, agent_command, bridge_command, exports, run_agent, serve_with_env, setup};
+use crate::cli_serve::Served;
 
 const EXPORTED: Duration = Duration::from_secs(30);
 
@@ -71,7 +73,14 @@ async fn claude_code_s_own_telemetry_reaches_the_collector_through_the_hub() {
     let (stdout, _) = run_agent(command, "claude").await;
     assert!(stdout.contains("Hello through the hub."), "{stdout}");
 
-    // Claude Code's own metrics and events, through the hub.
+    claude_code_s_telemetry_arrives(&receiver, &served).await;
+    // And the hub's own span of its model request, beside them.
+    the_hub_s_chat_span(&receiver).await;
+}
+
+/// Waits for Claude Code's own metrics and events at the collector, each
+/// marked as forwarded by the hub.
+async fn claude_code_s_telemetry_arrives(receiver: &OtlpReceiver, served: &Served) {
     let forwarded = |resource: &serde_json::Map<String, serde_json::Value>| {
         resource["service.name"] == "claude-code"
             && resource
@@ -99,7 +108,10 @@ async fn claude_code_s_own_telemetry_reaches_the_collector_through_the_hub() {
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    // And the hub's own span of its model request, beside them.
+}
+
+/// The hub's own `chat` span of a model request, with its tokens.
+async fn the_hub_s_chat_span(receiver: &OtlpReceiver) {
     let chat = receiver
         .wait_for_span(EXPORTED, |span| span.name.starts_with("chat "))
         .await
@@ -113,4 +125,42 @@ async fn claude_code_s_own_telemetry_reaches_the_collector_through_the_hub() {
         "{:?}",
         chat.attributes
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn launch_claude_sends_its_telemetry_through_the_hub_that_exports() {
+    let Some(program) = agent_cli("claude", "claude") else {
+        return;
+    };
+    let receiver = OtlpReceiver::start().await;
+    let mock = MockLlm::start(vec![MockReply::text("Hello through the hub.")]).await;
+    let collector = receiver.endpoint();
+    let served = serve_with_env(
+        &mock,
+        TempWorkspace::new(),
+        &[
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", collector.as_str()),
+            ("OTEL_BSP_SCHEDULE_DELAY", "100"),
+        ],
+    );
+    let _stop = StopDaemon(served.state());
+    let home = tempfile::tempdir().unwrap();
+    // Nothing of telemetry but how often Claude Code exports: launch sets
+    // the rest, the header from the live token.
+    let mut command = tokio::process::Command::from(bridge_command(home.path(), served.state()));
+    command
+        .current_dir(served.workspace.path())
+        .kill_on_drop(true)
+        .env("CLAUDE_CONFIG_DIR", home.path().join(".claude"))
+        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+        .env("DISABLE_AUTOUPDATER", "1")
+        .env("OTEL_METRIC_EXPORT_INTERVAL", "500")
+        .env("OTEL_LOGS_EXPORT_INTERVAL", "500")
+        .args(["launch", "claude", "--via-hub", "--agent"])
+        .arg(&program)
+        .args(["--", "-p", "Say hello", "--output-format", "json"]);
+    let (stdout, _) = run_agent(command, "launch claude").await;
+    assert!(stdout.contains("Hello through the hub."), "{stdout}");
+    claude_code_s_telemetry_arrives(&receiver, &served).await;
+    the_hub_s_chat_span(&receiver).await;
 }
