@@ -17,6 +17,10 @@
 # C  the same gateway with its caller in another process, like A's: a second
 #    `rpc-load` calls a JSON-RPC WebSocket front that tap-caller.mjs serves in
 #    tap's process (one more hop than B, as many processes as A).
+# T  (OTEL=1) A again, a second daemon exporting its telemetry (an
+#    `execute_tool` span and the tool-call metric per call) to `otlp-sink`
+#    (crate bridge-testkit), a collector that only counts spans: A against T
+#    is the cost of export on, in the same run.
 # Both gateways serve the same provider program (scripts/bench-gateway/
 # provider.mjs, Node + `ws`), which answers every `tool.call` at once. Each
 # round runs every level on A, B and C back to back (A, B, C, then C, B, A
@@ -29,6 +33,7 @@
 #   WARMUP=1          seconds of the same load before each measured run
 #   BIN_DIR=dir       take copilot-bridge and rpc-load from dir (e.g. a build
 #                     of another commit) instead of building them
+#   OTEL=1            also side T (telemetry exported), measured after A
 #   DAEMON_ENV="NAME=value ..."  extra environment of the daemon, e.g.
 #                     TOKIO_WORKER_THREADS=2 (default: half the CPUs, min 1)
 #
@@ -85,14 +90,15 @@ if [ -n "${BIN_DIR:-}" ]; then
   BIN=$(cd "$BIN_DIR" && pwd)
 else
   echo "building (release): copilot-bridge, rpc-load" >&2
-  cargo build --release --quiet -p copilot-bridge -p bridge-loadgen --bin copilot-bridge --bin rpc-load
+  cargo build --release --quiet -p copilot-bridge -p bridge-loadgen -p bridge-testkit \
+    --bin copilot-bridge --bin rpc-load --bin otlp-sink
   BIN="$PWD/target/release"
 fi
 [ -x "$BIN/copilot-bridge" ] && [ -x "$BIN/rpc-load" ] || die "no copilot-bridge and rpc-load in $BIN"
 
 PIDS=()
 cleanup() {
-  exec 5>&- 6>&- 7>&- 2>/dev/null || true
+  exec 5>&- 6>&- 7>&- 8>&- 2>/dev/null || true
   for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
   wait 2>/dev/null || true
 }
@@ -109,15 +115,23 @@ lines_in() { [ -f "$1" ] && wc -l <"$1" || echo 0; }
 has_line() { grep -q "$2" "$1" 2>/dev/null; }
 has_more_lines() { [ "$(lines_in "$1")" -gt "$2" ]; }
 
-# --- A: the daemon, its provider, its client ------------------------------
-(cd "$RUN/workspace" && exec env -i PATH="$PATH" HOME="$RUN/home" \
-  COPILOT_BRIDGE_HOME="$RUN/bridge-home" ${DAEMON_ENV:-} "$BIN/copilot-bridge" serve --port 0) \
-  >"$RUN/daemon.log" 2>&1 &
-DAEMON_PID=$!
-PIDS+=("$DAEMON_PID")
-wait_for 20 test -s "$RUN/bridge-home/gateway.json" || die "copilot-bridge serve did not start: $(cat "$RUN/daemon.log")"
-read -r port token < <("$NODE" -p 'const g = require(process.argv[1]); `${g.port} ${g.token}`' "$RUN/bridge-home/gateway.json")
-read -r provider_token session < <("$NODE" - "$port" "$token" <<'EOF'
+# --- A (and T): the daemon, its provider, its client -----------------------
+# start_daemon SIDE FD [VAR=value...]: `serve` in a clean environment with
+# VAR=value added, the provider bound to its default session, and an
+# rpc-load reading its orders from the file descriptor FD.
+start_daemon() {
+  local side=$1 fd=$2 home="$RUN/bridge-home-$1" lower daemon_pid provider_pid port token provider_token session
+  shift 2
+  lower=$(echo "$side" | tr AT at)
+  mkdir -p "$home"
+  (cd "$RUN/workspace" && exec env -i PATH="$PATH" HOME="$RUN/home" \
+    COPILOT_BRIDGE_HOME="$home" ${DAEMON_ENV:-} "$@" "$BIN/copilot-bridge" serve --port 0) \
+    >"$RUN/daemon-$lower.log" 2>&1 &
+  daemon_pid=$!
+  PIDS+=("$daemon_pid")
+  wait_for 20 test -s "$home/gateway.json" || die "copilot-bridge serve ($side) did not start: $(cat "$RUN/daemon-$lower.log")"
+  read -r port token < <("$NODE" -p 'const g = require(process.argv[1]); `${g.port} ${g.token}`' "$home/gateway.json")
+  read -r provider_token session < <("$NODE" - "$port" "$token" <<'EOF'
 const [port, token] = process.argv.slice(2);
 const answer = await fetch(`http://127.0.0.1:${port}/rpc`, {
   method: "POST",
@@ -128,17 +142,26 @@ if (answer.error) { console.error(JSON.stringify(answer.error)); process.exit(1)
 console.log(`${answer.result.token} ${answer.result.session}`);
 EOF
 )
-"$NODE" "$WORK/provider.mjs" "ws://127.0.0.1:$port/" "$provider_token" "$session" >"$RUN/provider-a.log" 2>&1 &
-PROVIDER_PID=$!
-PIDS+=("$PROVIDER_PID")
-wait_for 20 has_line "$RUN/provider-a.log" '^bound' || die "the provider did not bind to copilot-bridge: $(cat "$RUN/provider-a.log")"
-
-mkfifo "$RUN/a.in" "$RUN/b.in" "$RUN/c.in"
-"$BIN/rpc-load" --url "ws://127.0.0.1:$port/rpc" --token "$token" --session "$session" \
-  --cpu-pid "$DAEMON_PID" --provider-pid "$PROVIDER_PID" <"$RUN/a.in" >"$RUN/a.out" 2>"$RUN/a.err" &
-PIDS+=("$!")
-exec 5>"$RUN/a.in"
-wait_for 20 has_line "$RUN/a.out" '^ready' || die "rpc-load did not connect: $(cat "$RUN/a.err")"
+  "$NODE" "$WORK/provider.mjs" "ws://127.0.0.1:$port/" "$provider_token" "$session" >"$RUN/provider-$lower.log" 2>&1 &
+  provider_pid=$!
+  PIDS+=("$provider_pid")
+  wait_for 20 has_line "$RUN/provider-$lower.log" '^bound' || die "the provider did not bind to copilot-bridge ($side): $(cat "$RUN/provider-$lower.log")"
+  mkfifo "$RUN/$lower.in"
+  "$BIN/rpc-load" --url "ws://127.0.0.1:$port/rpc" --token "$token" --session "$session" \
+    --cpu-pid "$daemon_pid" --provider-pid "$provider_pid" <"$RUN/$lower.in" >"$RUN/$lower.out" 2>"$RUN/$lower.err" &
+  PIDS+=("$!")
+  eval "exec $fd>\"\$RUN/\$lower.in\""
+  wait_for 20 has_line "$RUN/$lower.out" '^ready' || die "rpc-load did not connect ($side): $(cat "$RUN/$lower.err")"
+}
+start_daemon A 5
+if [ "${OTEL:-0}" = 1 ]; then
+  "$BIN/otlp-sink" >"$RUN/otlp-sink.log" 2>&1 &
+  PIDS+=("$!")
+  wait_for 10 has_line "$RUN/otlp-sink.log" '^listening' || die "otlp-sink did not start: $(cat "$RUN/otlp-sink.log")"
+  start_daemon T 8 OTEL_EXPORTER_OTLP_ENDPOINT="http://$(sed -n 's/^listening on //p' "$RUN/otlp-sink.log")" \
+    OTEL_BSP_SCHEDULE_DELAY=200
+fi
+mkfifo "$RUN/b.in" "$RUN/c.in"
 
 # --- B: tap's gateway and its in-process caller, with the same provider ----
 (cd "$WORK" && exec "$NODE" "$WORK/tap-caller.mjs" "$WORK/tap" "$WORK/provider.mjs") \
@@ -164,7 +187,7 @@ measure() { # side fd out round level
   before=$(lines_in "$out")
   echo "run $5 $WARMUP $DURATION" >&"$fd"
   wait_for $((WARMUP + DURATION + 60)) has_more_lines "$out" "$before" \
-    || die "side $side gave no result: $(tail -3 "$RUN/$(echo "$side" | tr ABC abc).err")"
+    || die "side $side gave no result: $(tail -3 "$RUN/$(echo "$side" | tr ABCT abct).err")"
   local result
   result=$(tail -1 "$out")
   echo "{\"side\":\"$side\",\"round\":$4,\"inFlight\":$5,\"loadavg\":\"$(cut -d' ' -f1-3 /proc/loadavg)\",\"result\":$result}" >>"$RESULTS"
@@ -174,19 +197,21 @@ for round in $(seq 1 "$ROUNDS"); do
   for level in $LEVELS; do
     if [ $((round % 2)) -eq 1 ]; then
       measure A 5 "$RUN/a.out" "$round" "$level"
+      [ "${OTEL:-0}" != 1 ] || measure T 8 "$RUN/t.out" "$round" "$level"
       measure B 6 "$RUN/b.out" "$round" "$level"
       measure C 7 "$RUN/c.out" "$round" "$level"
     else
       measure C 7 "$RUN/c.out" "$round" "$level"
       measure B 6 "$RUN/b.out" "$round" "$level"
+      [ "${OTEL:-0}" != 1 ] || measure T 8 "$RUN/t.out" "$round" "$level"
       measure A 5 "$RUN/a.out" "$round" "$level"
     fi
   done
 done
 
-"$NODE" - "$RESULTS" "$tap_version" "$tap_commit" "$ROUNDS" <<'EOF'
+"$NODE" - "$RESULTS" "$tap_version" "$tap_commit" "$ROUNDS" "$RUN/otlp-sink.log" <<'EOF'
 const fs = require("node:fs");
-const [file, tapVersion, tapCommit, rounds] = process.argv.slice(2);
+const [file, tapVersion, tapCommit, rounds, sinkLog] = process.argv.slice(2);
 const rows = fs.readFileSync(file, "utf8").trim().split("\n").map((l) => JSON.parse(l));
 const median = (xs) => { const s = [...xs].sort((a, b) => a - b); return s[Math.floor((s.length - 1) / 2)]; };
 const pick = (side, level, key) => median(rows.filter((r) => r.side === side && r.inFlight === level).map((r) => r.result[key]));
@@ -232,6 +257,19 @@ if (rows.some((r) => r.side === "C")) {
     const [ua, uc] = [pick("A", level, "cpuUsPerCall"), pick("C", level, "cpuUsPerCall")];
     console.log(`| ${level} | ${int(ca)} / ${int(cc)} (${(ca / cc).toFixed(2)}×) | ${int(pa)} / ${int(pc)} | ${int(qa)} / ${int(qc)} | ${f1(ua)} / ${f1(uc)} | ${f1(total("A", level))} / ${f1(total("C", level))} |`);
   }
+}
+if (rows.some((r) => r.side === "T")) {
+  console.log("\nTelemetry: A (export off) against T (the same daemon exporting an execute_tool span and the tool-call metric per call):\n");
+  console.log("| in flight | calls/s A / T | p50 µs A / T | daemon CPU µs/call A / T | added by export, µs/call |");
+  console.log("|---|---|---|---|---|");
+  for (const level of levels) {
+    const [ca, ct] = [pick("A", level, "callsPerSec"), pick("T", level, "callsPerSec")];
+    const [pa, pt] = [pick("A", level, "p50Us"), pick("T", level, "p50Us")];
+    const [ua, ut] = [pick("A", level, "cpuUsPerCall"), pick("T", level, "cpuUsPerCall")];
+    console.log(`| ${level} | ${int(ca)} / ${int(ct)} | ${int(pa)} / ${int(pt)} | ${f1(ua)} / ${f1(ut)} | ${(ut - ua >= 0 ? "+" : "") + f1(ut - ua)} |`);
+  }
+  const counts = fs.existsSync(sinkLog) ? fs.readFileSync(sinkLog, "utf8").split("\n").filter((l) => l.startsWith("spans ")) : [];
+  console.log(`\nspans the collector received from T: ${counts.length ? counts[counts.length - 1].split(" ")[1] : 0}`);
 }
 const errors = rows.reduce((n, r) => n + r.result.errors, 0);
 console.log("");
