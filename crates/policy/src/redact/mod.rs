@@ -61,22 +61,37 @@ static ENGINE: LazyLock<Result<Engine, RuleError>> = LazyLock::new(compile);
 
 fn compile() -> Result<Engine, RuleError> {
     let rules = rules::rules();
-    let mut alternatives = Vec::with_capacity(rules.len());
-    for (index, rule) in rules.iter().enumerate() {
-        let pattern = rule
-            .pattern
-            .replace("(?P<secret>", &format!("(?P<s{index}>"))
-            .replace("(?P<key>", &format!("(?P<k{index}>"));
-        // Compiled alone first, so that an error names the rule.
-        build(&pattern).map_err(|source| RuleError {
-            rule: rule.name,
-            source: Box::new(source),
-        })?;
-        alternatives.push(format!("(?P<r{index}>{pattern})"));
-    }
-    let regex = build(&alternatives.join("|")).map_err(|source| RuleError {
-        rule: "combined",
-        source: Box::new(source),
+    let patterns: Vec<String> = rules
+        .iter()
+        .enumerate()
+        .map(|(index, rule)| {
+            rule.pattern
+                .replace("(?P<secret>", &format!("(?P<s{index}>"))
+                .replace("(?P<key>", &format!("(?P<k{index}>"))
+        })
+        .collect();
+    let alternatives: Vec<String> = patterns
+        .iter()
+        .enumerate()
+        .map(|(index, pattern)| format!("(?P<r{index}>{pattern})"))
+        .collect();
+    // One compilation: every process that redacts (each hook call among
+    // them) pays it. Only when it fails is each rule compiled alone, so
+    // that the error names the rule.
+    let regex = build(&alternatives.join("|")).map_err(|combined| {
+        rules
+            .iter()
+            .zip(&patterns)
+            .find_map(|(rule, pattern)| {
+                build(pattern).err().map(|source| RuleError {
+                    rule: rule.name,
+                    source: Box::new(source),
+                })
+            })
+            .unwrap_or(RuleError {
+                rule: "combined",
+                source: Box::new(combined),
+            })
     })?;
     let group = |name: String| {
         regex
