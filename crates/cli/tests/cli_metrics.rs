@@ -6,9 +6,12 @@
 use std::os::unix::fs::PermissionsExt;
 
 use bridge_testkit::{MockLlm, MockReply, TempWorkspace};
-use serde_json::{Value, json};
+use serde_json::json;
 
 use crate::cli_serve::Served;
+use crate::cli_telemetry::{
+    notes_with_a_token, read_allowed_and_list_denied, serve_blocking_list_files,
+};
 use crate::support::Bridge;
 
 async fn get_metrics(served: &Served, token: Option<&str>) -> (u16, String, String) {
@@ -39,45 +42,19 @@ fn samples<'a>(text: &'a str, name: &str) -> Vec<&'a str> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_daemon_serves_its_metrics_to_a_scraper_with_the_scrape_token() {
     let mock = MockLlm::start(vec![MockReply::text("Hello from the mock.")]).await;
-    let workspace = TempWorkspace::new();
-    workspace.write("notes.txt", "hello\n");
-    let bridge = Bridge::new();
-    std::fs::write(
-        bridge.state.path().join("config.toml"),
-        "[permissions]\nblocked_tools = [\"list_files\"]\n",
-    )
-    .unwrap();
     // No collector: scraping alone turns the metrics on.
-    let served = crate::agents::serve_in(
+    let served = serve_blocking_list_files(
         &mock,
-        bridge,
-        workspace,
+        notes_with_a_token(),
         &[("OTEL_METRICS_EXPORTER", "prometheus")],
     );
-    let read = served
-        .rpc_raw(
-            "session.tools.call",
-            json!({"session": "default", "name": "read_file", "arguments": {"path": "notes.txt"}}),
+    read_allowed_and_list_denied(&served).await;
+    let answer = served
+        .post_json(
+            "/v1/chat/completions",
+            json!({"model": "mock-model", "messages": [{"role": "user", "content": "hi"}]}),
         )
         .await;
-    assert!(read.get("error").is_none(), "{read}");
-    let denied = served
-        .rpc_raw(
-            "session.tools.call",
-            json!({"session": "default", "name": "list_files", "arguments": {}}),
-        )
-        .await;
-    assert!(denied.get("error").is_some(), "{denied}");
-    let answer: Value = reqwest::Client::new()
-        .post(served.url("/v1/chat/completions"))
-        .bearer_auth(&served.token)
-        .json(&json!({"model": "mock-model", "messages": [{"role": "user", "content": "hi"}]}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
     assert_eq!(
         answer["choices"][0]["message"]["content"],
         "Hello from the mock."

@@ -182,6 +182,20 @@ impl Served {
     }
 
     /// One JSON-RPC call over POST /rpc; the whole response body.
+    /// POST `body` to `path` with the daemon's token: the answer's JSON.
+    pub async fn post_json(&self, path: &str, body: Value) -> Value {
+        reqwest::Client::new()
+            .post(self.url(path))
+            .bearer_auth(&self.token)
+            .json(&body)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap()
+    }
+
     pub async fn rpc_raw(&self, method: &str, params: Value) -> Value {
         self.rpc_with(&self.token, method, params).await
     }

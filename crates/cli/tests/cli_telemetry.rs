@@ -46,6 +46,40 @@ pub(crate) fn notes_with_a_token() -> TempWorkspace {
     workspace
 }
 
+/// `serve` with `env`, whose rules block `list_files`.
+pub(crate) fn serve_blocking_list_files(
+    mock: &MockLlm,
+    workspace: TempWorkspace,
+    env: &[(&str, &str)],
+) -> Served {
+    let bridge = crate::support::Bridge::new();
+    std::fs::write(
+        bridge.state.path().join("config.toml"),
+        "[permissions]\nblocked_tools = [\"list_files\"]\n",
+    )
+    .unwrap();
+    crate::agents::serve_in(mock, bridge, workspace, env)
+}
+
+/// Over `/rpc`, in the client's trace: `read_file` of notes.txt (allowed)
+/// and `list_files` (denied by [`serve_blocking_list_files`]'s rules).
+pub(crate) async fn read_allowed_and_list_denied(served: &Served) {
+    let read = traced_rpc(
+        served,
+        "session.tools.call",
+        json!({"session": "default", "name": "read_file", "arguments": {"path": "notes.txt"}}),
+    )
+    .await;
+    assert!(read.get("error").is_none(), "{read}");
+    let denied = traced_rpc(
+        served,
+        "session.tools.call",
+        json!({"session": "default", "name": "list_files", "arguments": {}}),
+    )
+    .await;
+    assert!(denied.get("error").is_some(), "{denied}");
+}
+
 /// One JSON-RPC call over POST /rpc with a `traceparent` header.
 pub(crate) async fn traced_rpc(served: &Served, method: &str, params: Value) -> Value {
     reqwest::Client::new()
@@ -167,33 +201,12 @@ async fn tool_calls_over_rpc_are_execute_tool_spans_with_their_decision() {
     let receiver = OtlpReceiver::start().await;
     let mock = MockLlm::start(vec![]).await;
     let endpoint = receiver.endpoint();
-    let workspace = notes_with_a_token();
-    let bridge = crate::support::Bridge::new();
-    std::fs::write(
-        bridge.state.path().join("config.toml"),
-        "[permissions]\nblocked_tools = [\"list_files\"]\n",
-    )
-    .unwrap();
-    let served = crate::agents::serve_in(
+    let served = serve_blocking_list_files(
         &mock,
-        bridge,
-        workspace,
+        notes_with_a_token(),
         &with_telemetry(&endpoint, &[("OTEL_EXPORTER_OTLP_PROTOCOL", "http/json")]),
     );
-    let read = traced_rpc(
-        &served,
-        "session.tools.call",
-        json!({"session": "default", "name": "read_file", "arguments": {"path": "notes.txt"}}),
-    )
-    .await;
-    assert!(read.get("error").is_none(), "{read}");
-    let denied = traced_rpc(
-        &served,
-        "session.tools.call",
-        json!({"session": "default", "name": "list_files", "arguments": {}}),
-    )
-    .await;
-    assert!(denied.get("error").is_some(), "{denied}");
+    read_allowed_and_list_denied(&served).await;
 
     let allowed = span_named(&receiver, &served, "execute_tool read_file").await;
     assert_eq!(allowed.trace_id, TRACE_ID);

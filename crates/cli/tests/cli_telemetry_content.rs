@@ -6,7 +6,7 @@
 
 use bridge_testkit::otlp::OtlpReceiver;
 use bridge_testkit::{MockLlm, MockReply, TempWorkspace};
-use serde_json::{Value, json};
+use serde_json::json;
 
 use crate::cli_telemetry::{EXPORTED, notes_with_a_token, span_named, traced_rpc, with_telemetry};
 
@@ -85,19 +85,14 @@ async fn with_capture_on_facade_requests_carry_prompt_and_answer_redacted() {
         TempWorkspace::new(),
         &with_telemetry(&endpoint, &[CAPTURE]),
     );
-    let client = reqwest::Client::new();
     // A whole answer over the OpenAI wire.
-    let whole: Value = client
-        .post(served.url("/v1/chat/completions"))
-        .bearer_auth(&served.token)
-        .json(&json!({"model": "mock-model", "messages": [
-            {"role": "user", "content": "Whole: keep sk-proj-abcdefghijklmnopqrstuvwxyz012345"}]}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let whole = served
+        .post_json(
+            "/v1/chat/completions",
+            json!({"model": "mock-model", "messages": [
+                {"role": "user", "content": "Whole: keep sk-proj-abcdefghijklmnopqrstuvwxyz012345"}]}),
+        )
+        .await;
     assert!(
         whole["choices"][0]["message"]["content"]
             .as_str()
@@ -106,7 +101,7 @@ async fn with_capture_on_facade_requests_carry_prompt_and_answer_redacted() {
         "{whole}"
     );
     // A streamed one over the Anthropic wire.
-    let streamed = client
+    let streamed = reqwest::Client::new()
         .post(served.url("/v1/messages"))
         .header("x-api-key", &served.token)
         .header("anthropic-version", "2023-06-01")

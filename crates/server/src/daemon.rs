@@ -322,6 +322,24 @@ impl Daemon {
             .map_err(|err| state_dir_error(&home, err))?;
         let started_at = bridge_util::time::now_timestamp();
         let pid = process::own_pid();
+        // Kept before gateway.json names the daemon: a scraper that finds
+        // the daemon finds its token.
+        let metrics_token = if config.telemetry.serves_prometheus() {
+            let home = home.clone();
+            let token =
+                tokio::task::spawn_blocking(move || crate::state_file::keep_metrics_token(&home))
+                    .await
+                    .map_err(|err| state_dir_error(&config.home, err))?
+                    .map_err(|err| {
+                        state_dir_error(
+                            &config.home,
+                            format!("cannot keep the metrics token: {err}"),
+                        )
+                    })?;
+            Some(Arc::from(token.as_str()))
+        } else {
+            None
+        };
         let file = GatewayFile {
             port,
             pid,
@@ -358,22 +376,6 @@ impl Daemon {
                         format!("cannot keep the approver token: {err}"),
                     )
                 })?
-        };
-        let metrics_token = if config.telemetry.serves_prometheus() {
-            let home = home.clone();
-            let token =
-                tokio::task::spawn_blocking(move || crate::state_file::keep_metrics_token(&home))
-                    .await
-                    .map_err(|err| state_dir_error(&config.home, err))?
-                    .map_err(|err| {
-                        state_dir_error(
-                            &config.home,
-                            format!("cannot keep the metrics token: {err}"),
-                        )
-                    })?;
-            Some(Arc::from(token.as_str()))
-        } else {
-            None
         };
         let (request_journal, request_log_refused) = open_request_journal(config, &home).await;
         let ctx = ServerContext::new(ServerParts {

@@ -28,10 +28,7 @@ async fn claude_code_s_own_telemetry_reaches_the_collector_through_the_hub() {
     let served = serve_with_env(
         &mock,
         TempWorkspace::new(),
-        &[
-            ("OTEL_EXPORTER_OTLP_ENDPOINT", collector.as_str()),
-            ("OTEL_BSP_SCHEDULE_DELAY", "100"),
-        ],
+        &crate::cli_telemetry::with_telemetry(&collector, &[]),
     );
     let printed = setup(&served, "claude").await;
     let exported = exports(&printed);
@@ -138,10 +135,7 @@ async fn launch_claude_sends_its_telemetry_through_the_hub_that_exports() {
     let served = serve_with_env(
         &mock,
         TempWorkspace::new(),
-        &[
-            ("OTEL_EXPORTER_OTLP_ENDPOINT", collector.as_str()),
-            ("OTEL_BSP_SCHEDULE_DELAY", "100"),
-        ],
+        &crate::cli_telemetry::with_telemetry(&collector, &[]),
     );
     let _stop = StopDaemon(served.state());
     let home = tempfile::tempdir().unwrap();
