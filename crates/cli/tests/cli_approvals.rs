@@ -15,7 +15,7 @@ use crate::cli_serve::Served;
 use crate::support::{Bridge, python, stdout_json};
 
 /// `copilot-bridge approvals ARGS` against `served`.
-fn approvals(served: &Served, args: &[&str]) -> Output {
+pub(crate) fn approvals(served: &Served, args: &[&str]) -> Output {
     let mut cmd = crate::cli_serve::command(served.state());
     cmd.arg("approvals").args(args).output().unwrap()
 }
@@ -30,7 +30,7 @@ fn stdout(output: &Output) -> String {
 
 /// The id of the ask whose command is `command`, once `approvals list`
 /// shows it.
-async fn ask_id(served: &Served, command: &str) -> String {
+pub(crate) async fn ask_id(served: &Served, command: &str) -> String {
     for _ in 0..600 {
         let listed = approvals(served, &["list", "--json"]);
         assert!(listed.status.success(), "{}", stderr(&listed));

@@ -239,6 +239,44 @@ async fn tool_calls_over_rpc_are_execute_tool_spans_with_their_decision() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_asked_call_carries_its_decision_and_the_wait_for_the_answer() {
+    use crate::cli_approvals::{answered, approvals, ask_id, shell_call};
+    let receiver = OtlpReceiver::start().await;
+    let mock = MockLlm::start(vec![]).await;
+    let endpoint = receiver.endpoint();
+    let served = crate::agents::serve_with_env(
+        &mock,
+        TempWorkspace::new(),
+        &with_telemetry(&endpoint, &[("COPILOT_BRIDGE_APPROVAL_TIMEOUT_SECS", "60")]),
+    );
+    let command = "python3 -c 'print(6*7)'";
+    let call = shell_call(&served, command);
+    let id = ask_id(&served, command).await;
+    // The person takes a moment.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(approvals(&served, &["allow", &id]).status.success());
+    let ran = answered(call).await;
+    assert_eq!(ran["result"]["result"]["stdout"], "42\n", "{ran}");
+
+    let tool = span_named(&receiver, &served, "execute_tool shell").await;
+    // The decision that stood: a person's allow, after the rules asked.
+    assert_eq!(tool.attributes["copilot_bridge.decision"], "allow");
+    let reason = tool.attributes["copilot_bridge.decision.reason"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(reason.contains("allow"), "{:?}", tool.attributes);
+    let wait = span_named(&receiver, &served, "approval wait").await;
+    assert_eq!(wait.parent_span_id, tool.span_id, "the wait under the call");
+    assert_eq!(wait.attributes["copilot_bridge.approval.outcome"], "allow");
+    let waited_ms = (wait.end_unix_nano - wait.start_unix_nano) / 1_000_000;
+    assert!(waited_ms >= 300, "waited {waited_ms} ms");
+    assert!(
+        tool.end_unix_nano - tool.start_unix_nano >= wait.end_unix_nano - wait.start_unix_nano,
+        "the call lasts at least its wait"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_collector_that_hangs_costs_no_call_its_time() {
     let receiver = OtlpReceiver::start().await;
     receiver.set_behaviour(Behaviour::Hang);
