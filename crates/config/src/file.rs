@@ -279,15 +279,20 @@ pub(crate) fn structured_sections(
     };
     let permissions = match section("permissions").map(|v| v.try_into::<PermissionRules>()) {
         None => PermissionRules::default(),
-        Some(Ok(rules)) => rules,
+        Some(Ok(rules)) => {
+            // The file's rules compiled once to find a bad pattern now; the
+            // defaults need no check (every process that loads the
+            // configuration, each hook call among them, would pay it).
+            if let Err(err) = PermissionPolicy::compile(&rules) {
+                errors.push(file_error(err.to_string()));
+            }
+            rules
+        }
         Some(Err(err)) => {
             errors.push(file_error(format!("[permissions]: {}", err.message())));
             PermissionRules::default()
         }
     };
-    if let Err(err) = PermissionPolicy::compile(&permissions) {
-        errors.push(file_error(err.to_string()));
-    }
     let tools = match section("tools").map(|v| v.try_into::<ToolSettings>()) {
         None => ToolSettings::default(),
         Some(Ok(tools)) => tools,
