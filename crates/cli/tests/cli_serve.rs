@@ -181,12 +181,16 @@ impl Served {
         self.rpc_with(token.trim(), method, params).await
     }
 
-    /// One JSON-RPC call over POST /rpc; the whole response body.
     /// POST `body` to `path` with the daemon's token: the answer's JSON.
     pub async fn post_json(&self, path: &str, body: Value) -> Value {
+        self.post_json_with(&self.token, path, body).await
+    }
+
+    /// POST `body` to `path` with `token`: the answer's JSON.
+    async fn post_json_with(&self, token: &str, path: &str, body: Value) -> Value {
         reqwest::Client::new()
             .post(self.url(path))
-            .bearer_auth(&self.token)
+            .bearer_auth(token)
             .json(&body)
             .send()
             .await
@@ -196,6 +200,7 @@ impl Served {
             .unwrap()
     }
 
+    /// One JSON-RPC call over POST /rpc; the whole response body.
     pub async fn rpc_raw(&self, method: &str, params: Value) -> Value {
         self.rpc_with(&self.token, method, params).await
     }
@@ -203,16 +208,7 @@ impl Served {
     /// One JSON-RPC call over POST /rpc with `token`; the whole response.
     async fn rpc_with(&self, token: &str, method: &str, params: Value) -> Value {
         let request = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
-        reqwest::Client::new()
-            .post(self.url("/rpc"))
-            .bearer_auth(token)
-            .json(&request)
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap()
+        self.post_json_with(token, "/rpc", request).await
     }
 
     /// The result of a call that must succeed.
