@@ -46,6 +46,19 @@ pub(crate) fn notes_with_a_token() -> TempWorkspace {
     workspace
 }
 
+/// A collector, the mock with `replies`, and a daemon exporting to the
+/// collector.
+pub(crate) async fn exporting_hub(replies: Vec<MockReply>) -> (OtlpReceiver, MockLlm, Served) {
+    let receiver = OtlpReceiver::start().await;
+    let mock = MockLlm::start(replies).await;
+    let served = crate::agents::serve_with_env(
+        &mock,
+        TempWorkspace::new(),
+        &with_telemetry(&receiver.endpoint(), &[]),
+    );
+    (receiver, mock, served)
+}
+
 /// `serve` with `env`, whose rules block `list_files`.
 pub(crate) fn serve_blocking_list_files(
     mock: &MockLlm,
@@ -138,12 +151,7 @@ async fn a_chat_completion_with_traceparent_is_a_chat_span_in_that_trace() {
 
     // The client's trace went on to the backend.
     let upstream = mock.requests().into_iter().last().unwrap();
-    let sent = upstream
-        .headers
-        .iter()
-        .find(|(name, _)| name == "traceparent")
-        .map(|(_, value)| value.clone())
-        .unwrap_or_default();
+    let sent = upstream.header("traceparent").unwrap_or_default();
     assert!(
         sent.contains(TRACE_ID),
         "traceparent to the backend: {sent:?}"
@@ -337,12 +345,7 @@ async fn the_hub_s_own_agent_run_is_one_trace_of_its_model_and_tool_calls() {
         .collect();
     assert_eq!(chat_requests.len(), 2);
     for request in chat_requests {
-        let sent = request
-            .headers
-            .iter()
-            .find(|(name, _)| name == "traceparent")
-            .map(|(_, value)| value.clone())
-            .unwrap_or_default();
+        let sent = request.header("traceparent").unwrap_or_default();
         assert!(
             sent.starts_with(&format!("00-{}-{}-", run.trace_id, run.span_id)),
             "{sent:?}"

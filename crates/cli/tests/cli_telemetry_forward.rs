@@ -3,12 +3,11 @@
 //! `/v1/metrics`, `/v1/logs` and forwards to its collector, marked; bad
 //! requests answered in OTLP's shape; 404 when the hub exports nothing.
 
-use bridge_testkit::otlp::OtlpReceiver;
-use bridge_testkit::{MockLlm, TempWorkspace};
+use bridge_testkit::TempWorkspace;
 use serde_json::Value;
 
 use crate::cli_serve::Served;
-use crate::cli_telemetry::{EXPORTED, with_telemetry};
+use crate::cli_telemetry::{EXPORTED, exporting_hub};
 
 /// POST `body` to the daemon's `path` with `headers`: status and body.
 async fn post_otlp(
@@ -29,11 +28,7 @@ async fn post_otlp(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_agents_own_telemetry_is_forwarded_marked_as_through_the_hub() {
     use bridge_testkit::otlp::{gzip, json as otlp_json, one_span_request, protobuf};
-    let receiver = OtlpReceiver::start().await;
-    let mock = MockLlm::start(vec![]).await;
-    let endpoint = receiver.endpoint();
-    let served =
-        crate::agents::serve_with_env(&mock, TempWorkspace::new(), &with_telemetry(&endpoint, &[]));
+    let (receiver, _mock, served) = exporting_hub(vec![]).await;
     let bearer = format!("Bearer {}", served.token);
     let agent_trace = "0af7651916cd43dd8448eb211c80319c";
 
@@ -98,11 +93,7 @@ async fn the_agents_own_telemetry_is_forwarded_marked_as_through_the_hub() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_otlp_requests_get_otlp_shaped_errors_and_the_daemon_keeps_serving() {
     use bridge_testkit::otlp::{gzip, one_span_request, protobuf};
-    let receiver = OtlpReceiver::start().await;
-    let mock = MockLlm::start(vec![]).await;
-    let endpoint = receiver.endpoint();
-    let served =
-        crate::agents::serve_with_env(&mock, TempWorkspace::new(), &with_telemetry(&endpoint, &[]));
+    let (_receiver, mock, served) = exporting_hub(vec![]).await;
     let bearer = format!("Bearer {}", served.token);
     let json_type = ("content-type", "application/json");
     let good = protobuf(&one_span_request(

@@ -10,32 +10,20 @@
 use std::time::Duration;
 
 use bridge_testkit::otlp::OtlpReceiver;
-use bridge_testkit::{MockLlm, MockReply, TempWorkspace, agent_cli};
+use bridge_testkit::{MockReply, agent_cli};
 
-use super::{StopDaemon, agent_command, bridge_command, exports, run_agent, serve_with_env, setup};
+use super::{StopDaemon, agent_command, bridge_command, exports, run_agent, setup};
 use crate::cli_serve::Served;
 
 const EXPORTED: Duration = Duration::from_secs(30);
-
-/// A collector, the mock with one answer, and a daemon exporting to the
-/// collector.
-async fn exporting_hub() -> (OtlpReceiver, MockLlm, Served) {
-    let receiver = OtlpReceiver::start().await;
-    let mock = MockLlm::start(vec![MockReply::text("Hello through the hub.")]).await;
-    let served = serve_with_env(
-        &mock,
-        TempWorkspace::new(),
-        &crate::cli_telemetry::with_telemetry(&receiver.endpoint(), &[]),
-    );
-    (receiver, mock, served)
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn claude_code_s_own_telemetry_reaches_the_collector_through_the_hub() {
     let Some(program) = agent_cli("claude", "claude") else {
         return;
     };
-    let (receiver, _mock, served) = exporting_hub().await;
+    let (receiver, _mock, served) =
+        crate::cli_telemetry::exporting_hub(vec![MockReply::text("Hello through the hub.")]).await;
     let printed = setup(&served, "claude").await;
     let exported = exports(&printed);
     let names: Vec<&str> = exported.iter().map(|(name, _)| name.as_str()).collect();
@@ -135,7 +123,8 @@ async fn launch_claude_sends_its_telemetry_through_the_hub_that_exports() {
     let Some(program) = agent_cli("claude", "claude") else {
         return;
     };
-    let (receiver, _mock, served) = exporting_hub().await;
+    let (receiver, _mock, served) =
+        crate::cli_telemetry::exporting_hub(vec![MockReply::text("Hello through the hub.")]).await;
     let _stop = StopDaemon(served.state());
     let home = tempfile::tempdir().unwrap();
     // Nothing of telemetry but how often Claude Code exports: launch sets
