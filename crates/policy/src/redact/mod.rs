@@ -18,6 +18,7 @@ mod key_blocks;
 mod keys;
 mod rules;
 mod values;
+mod verdicts;
 
 use std::borrow::Cow;
 use std::cell::RefCell;
@@ -33,6 +34,7 @@ pub use cut::{
 pub use key_blocks::{KeyBlocks, LINE_VIEW, in_key_block};
 pub use keys::is_secret_key;
 use rules::Kind;
+use verdicts::KeyVerdicts;
 
 pub const REDACTED: &str = "[REDACTED]";
 
@@ -417,40 +419,5 @@ pub fn redact_value(value: &mut Value) {
             }
             Value::Null | Value::Bool(_) | Value::Number(_) => {}
         }
-    }
-}
-
-/// What a key name says, computed once per distinct key of one tree: the
-/// same few keys ("file", "line", "snippet") repeat in every item of a
-/// large result.
-#[derive(Debug, Clone, Copy)]
-struct KeyVerdict {
-    redact_name: bool,
-    secret: bool,
-    names_a_key: bool,
-}
-
-#[derive(Debug, Default)]
-struct KeyVerdicts {
-    known: Vec<(String, KeyVerdict)>,
-}
-
-impl KeyVerdicts {
-    /// Distinct keys remembered; beyond this, verdicts are computed each time.
-    const CAPACITY: usize = 64;
-
-    fn of(&mut self, key: &str) -> KeyVerdict {
-        if let Some((_, verdict)) = self.known.iter().find(|(known, _)| known == key) {
-            return *verdict;
-        }
-        let verdict = KeyVerdict {
-            redact_name: matches!(redact(key), Cow::Owned(_)),
-            secret: is_secret_key(key),
-            names_a_key: keys::names_a_key(key),
-        };
-        if self.known.len() < Self::CAPACITY {
-            self.known.push((key.to_owned(), verdict));
-        }
-        verdict
     }
 }
