@@ -28,7 +28,7 @@ import tempfile
 import time
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-BIN = pathlib.Path(os.environ.get("BIN", ROOT / "target" / "release" / "copilot-bridge"))
+BIN = pathlib.Path(os.environ.get("BIN", ROOT / "target" / "release" / "copilot-bridge")).resolve()
 CALLS = int(os.environ.get("CALLS", "300"))
 
 

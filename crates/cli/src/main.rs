@@ -16,13 +16,12 @@ mod logging;
 use std::process::ExitCode;
 
 use bridge_agents::AgentEnv;
-use clap::Parser;
 
 use crate::args::{Cli, Command};
 use crate::exit::Failure;
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = Cli::from_process();
     let code = match run(cli) {
         Ok(code) => code,
         Err(failure) => failure.report(),
