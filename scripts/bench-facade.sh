@@ -18,7 +18,9 @@
 #                     and /v1/responses, after `bridge` in the list; otel —
 #                     a second bridge exporting its telemetry to `otlp-sink`
 #                     (crate bridge-testkit), a collector that counts spans:
-#                     the cost of export on against `bridge`'s off)
+#                     the cost of export on against `bridge`'s off; quiet —
+#                     a second bridge with RUST_LOG=warn: the cost of the
+#                     request log's info line against `bridge`)
 #                     floor: `floor-proxy` (crate bridge-loadgen), a proxy that
 #                     only forwards bytes on the bridge's own HTTP stack — the
 #                     least any proxy hop costs on this machine
@@ -206,6 +208,11 @@ for target in $TARGETS; do
     bridge)
       start_bridge bridge
       ;;
+    quiet)
+      # The bridge without its info lines (the request log's line per
+      # request): what that line costs, beside `bridge`.
+      start_bridge quiet RUST_LOG=warn
+      ;;
     otel)
       "${LOAD_PIN[@]}" "$BIN/otlp-sink" >"$WORK/otlp-sink.log" 2>&1 &
       PIDS+=("$!")
@@ -255,7 +262,7 @@ YAML
       ACTIVE+=(litellm)
       log "LiteLLM $LITELLM_VERSION on ${URL[litellm]} ($LITELLM_WORKERS uvicorn worker(s))"
       ;;
-    *) die "unknown target $target (mock, floor, bridge, messages, responses, otel, litellm)" ;;
+    *) die "unknown target $target (mock, floor, bridge, messages, responses, otel, quiet, litellm)" ;;
   esac
 done
 
@@ -349,7 +356,7 @@ json.dump(meta, open(os.path.join(out_dir, f"meta-{stamp}.json"), "w"), indent=1
 rows = [json.loads(line) for line in open(results)]
 by = {(r["target"], r["mode_name"], r["load"]): r for r in rows}
 names = {"mock": "mock (direct)", "floor": "floor proxy", "bridge": "copilot-bridge", "litellm": f"LiteLLM {meta['litellm']}",
-         "otel": "copilot-bridge, telemetry exported",
+         "otel": "copilot-bridge, telemetry exported", "quiet": "copilot-bridge, RUST_LOG=warn",
          "messages": "copilot-bridge /v1/messages", "responses": "copilot-bridge /v1/responses"}
 ms = lambda us: f"{us / 1000:.3f}"
 lines = [
@@ -411,6 +418,10 @@ for mode in ("plain", "stream"):
         if otel and cpu_us(otel) is not None:
             verdicts.append(f"- {mode}: with telemetry exported (a chat span and its metrics per request) the bridge costs "
                             f"{cpu_us(otel):.0f} us per request at 3000/s, {cpu_us(otel) - cpu_us(chat):+.1f} us against export off")
+        quiet = by.get(("quiet", mode, "3000"))
+        if quiet and cpu_us(quiet) is not None:
+            verdicts.append(f"- {mode}: without its info lines (RUST_LOG=warn) the bridge costs {cpu_us(quiet):.0f} us per "
+                            f"request at 3000/s: the request log's line is {cpu_us(chat) - cpu_us(quiet):+.1f} us")
         for other in ("messages", "responses"):
             r = by.get((other, mode, "3000"))
             if r and cpu_us(r) is not None:
