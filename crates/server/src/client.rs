@@ -63,10 +63,9 @@ pub(crate) fn is_our_daemon(health: &Value) -> bool {
 
 impl GatewayClient {
     pub fn new(file: GatewayFile) -> Result<Self, RpcCallError> {
-        // The daemon is on loopback: a proxy from the environment must not
-        // see the token.
-        // Plain HTTP on loopback: no certificate store to build (a `hook`
-        // call paid for it), and no redirect to follow with the token.
+        // The daemon is plain HTTP on loopback: a proxy from the environment
+        // must not see the token, nor a redirect take it elsewhere, and no
+        // certificate store need be built (every `hook` call paid for one).
         let http = reqwest::Client::builder()
             .no_proxy()
             .tls_built_in_root_certs(false)
