@@ -47,7 +47,7 @@ pub async fn find_running(home: &Path) -> Option<GatewayClient> {
         return None;
     }
     let client = GatewayClient::new(file).ok()?;
-    let health = client.health().await.ok()?;
+    let health = client.identity().await.ok()?;
     // Another program may have the port now and answer `/healthz` too; only
     // our own daemon, answering as the pid of the file, counts. Anything
     // less and `daemon stop` could signal an unrelated process that reused
@@ -102,9 +102,11 @@ impl GatewayClient {
         }
     }
 
-    /// `GET /healthz`.
-    pub async fn health(&self) -> Result<Value, RpcCallError> {
-        let url = self.file.http_url("/healthz");
+    /// `GET /healthz` without the backends' health: who answers on the
+    /// port (`service`, `pid`, `version`), not waiting for a backend's
+    /// probe nor starting one.
+    pub async fn identity(&self) -> Result<Value, RpcCallError> {
+        let url = self.file.http_url("/healthz?backends=false");
         self.json_of(self.http.get(url).timeout(HEALTH_TIMEOUT))
             .await
     }

@@ -4,7 +4,8 @@
 use std::time::Duration;
 
 use axum::Json;
-use axum::extract::State;
+use axum::extract::{Query, State};
+use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::app::ServerContext;
@@ -13,17 +14,32 @@ use crate::app::ServerContext;
 /// from the cache (their probe goes on in the background).
 pub(crate) const HEALTH_PROBE_WAIT: Duration = Duration::from_millis(500);
 
-pub(crate) async fn healthz(State(ctx): State<ServerContext>) -> Json<Value> {
+/// `GET /healthz`'s query.
+#[derive(Debug, Deserialize)]
+pub(crate) struct HealthQuery {
+    /// `false`: the answer without `backends`, so without waiting for a
+    /// probe or starting one — what a client that only wants to know the
+    /// daemon (every `hook` call, through `find_running`) asks for.
+    backends: Option<bool>,
+}
+
+pub(crate) async fn healthz(
+    State(ctx): State<ServerContext>,
+    Query(query): Query<HealthQuery>,
+) -> Json<Value> {
     let status = ctx.gateway.status();
-    let backends: serde_json::Map<String, Value> = ctx
-        .backends
-        .health_within(HEALTH_PROBE_WAIT)
-        .await
-        .into_iter()
-        .map(|(name, seen)| (name, Value::from(seen.as_str())))
-        .collect();
-    Json(json!({
-        "backends": backends,
+    let backends = match query.backends {
+        Some(false) => None,
+        _ => Some(
+            ctx.backends
+                .health_within(HEALTH_PROBE_WAIT)
+                .await
+                .into_iter()
+                .map(|(name, seen)| (name, Value::from(seen.as_str())))
+                .collect::<serde_json::Map<String, Value>>(),
+        ),
+    };
+    let mut answer = json!({
         "ok": true,
         "service": crate::client::SERVICE,
         "sessions": ctx.registry().list().len(),
@@ -35,5 +51,9 @@ pub(crate) async fn healthz(State(ctx): State<ServerContext>) -> Json<Value> {
         // Lets a client tell this daemon from another process that took the
         // port after a crash.
         "pid": ctx.facts.pid,
-    }))
+    });
+    if let Some(backends) = backends {
+        answer["backends"] = Value::Object(backends);
+    }
+    Json(answer)
 }

@@ -42,3 +42,44 @@ async fn healthz_reports_the_backend_and_answers_from_cache_when_a_backend_hangs
     drop(silent);
     daemon.stop().await;
 }
+
+#[tokio::test]
+async fn healthz_without_backends_names_the_daemon_at_once_whatever_its_backends_do() {
+    // An upstream that accepts connections and never answers: the whole
+    // answer waits for its probe (up to HEALTH_PROBE_WAIT, 500 ms).
+    let silent = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = silent.local_addr().unwrap().port();
+    let daemon = TestDaemon::with(crate::support::Setup::default().config_toml(format!(
+        "[backends.stuck]\nprovider = \"openai\"\nbase_url = \"http://127.0.0.1:{port}/v1\"\n"
+    )))
+    .await;
+    let started = std::time::Instant::now();
+    let identity = daemon.get_json("/healthz?backends=false").await;
+    assert!(
+        started.elapsed() < std::time::Duration::from_millis(450),
+        "/healthz?backends=false took {:?}",
+        started.elapsed()
+    );
+    assert_eq!(identity["ok"], true);
+    assert_eq!(identity["service"], "copilot-bridge");
+    assert_eq!(identity["pid"], std::process::id());
+    assert!(identity.get("backends").is_none(), "{identity}");
+    // Asked for, the backends are still there.
+    let health = daemon.get_json("/healthz?backends=true").await;
+    assert_eq!(
+        health["backends"],
+        serde_json::json!({"stuck": "unavailable"})
+    );
+    // A value that is not a boolean is refused, saying why.
+    let refused = daemon
+        .http()
+        .get(daemon.url("/healthz?backends=maybe"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), 400);
+    let reason = refused.text().await.unwrap();
+    assert!(reason.contains("backends"), "{reason}");
+    drop(silent);
+    daemon.stop().await;
+}

@@ -299,7 +299,7 @@ async fn stopped(config: &BridgeConfig, client: &GatewayClient) -> bool {
         return false;
     }
     let still_published = GatewayFile::read(&config.home).is_some_and(|file| file.pid == pid);
-    !still_published && client.health().await.is_err()
+    !still_published && client.identity().await.is_err()
 }
 
 async fn status(config: &BridgeConfig, as_json: bool) -> Result<ExitCode, Failure> {

@@ -79,7 +79,7 @@ async fn describe_port_owner(host: IpAddr, port: u16) -> String {
     let Ok(client) = crate::client::GatewayClient::new(probe) else {
         return String::new();
     };
-    match client.health().await {
+    match client.identity().await {
         Ok(health) if crate::client::is_our_daemon(&health) => format!(
             " by another copilot-bridge daemon (pid {}) with a different state directory",
             health["pid"]
