@@ -2,6 +2,18 @@
 
 use crate::support::TestDaemon;
 
+/// A daemon whose one backend, `stuck`, accepts connections and never
+/// answers (kept listening while the listener is held).
+async fn with_a_backend_that_hangs() -> (TestDaemon, tokio::net::TcpListener) {
+    let silent = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = silent.local_addr().unwrap().port();
+    let daemon = TestDaemon::with(crate::support::Setup::default().config_toml(format!(
+        "[backends.stuck]\nprovider = \"openai\"\nbase_url = \"http://127.0.0.1:{port}/v1\"\n"
+    )))
+    .await;
+    (daemon, silent)
+}
+
 #[tokio::test]
 async fn healthz_answers_without_a_token() {
     let daemon = TestDaemon::start().await;
@@ -19,13 +31,7 @@ async fn healthz_answers_without_a_token() {
 
 #[tokio::test]
 async fn healthz_reports_the_backend_and_answers_from_cache_when_a_backend_hangs() {
-    // An upstream that accepts connections and never answers.
-    let silent = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let port = silent.local_addr().unwrap().port();
-    let daemon = TestDaemon::with(crate::support::Setup::default().config_toml(format!(
-        "[backends.stuck]\nprovider = \"openai\"\nbase_url = \"http://127.0.0.1:{port}/v1\"\n"
-    )))
-    .await;
+    let (daemon, silent) = with_a_backend_that_hangs().await;
     for _ in 0..2 {
         let started = std::time::Instant::now();
         let health = daemon.health().await;
@@ -45,14 +51,8 @@ async fn healthz_reports_the_backend_and_answers_from_cache_when_a_backend_hangs
 
 #[tokio::test]
 async fn healthz_without_backends_names_the_daemon_at_once_whatever_its_backends_do() {
-    // An upstream that accepts connections and never answers: the whole
-    // answer waits for its probe (up to HEALTH_PROBE_WAIT, 500 ms).
-    let silent = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let port = silent.local_addr().unwrap().port();
-    let daemon = TestDaemon::with(crate::support::Setup::default().config_toml(format!(
-        "[backends.stuck]\nprovider = \"openai\"\nbase_url = \"http://127.0.0.1:{port}/v1\"\n"
-    )))
-    .await;
+    // The whole answer waits for the probe (up to HEALTH_PROBE_WAIT, 500 ms).
+    let (daemon, silent) = with_a_backend_that_hangs().await;
     let started = std::time::Instant::now();
     let identity = daemon.get_json("/healthz?backends=false").await;
     assert!(
