@@ -6,7 +6,6 @@ use std::convert::Infallible;
 use std::sync::Arc;
 
 use axum::body::Body;
-use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use bridge_llm::translate::responses::{
     self, InboundRequest, ResponseHead, StreamEncoder, answer_message, response_object,
@@ -88,12 +87,7 @@ pub(super) async fn create(
         if let Some(keep) = keep {
             keep.save(&whole).await;
         }
-        return Ok((
-            StatusCode::OK,
-            [(header::CONTENT_TYPE, "application/json")],
-            response_object(&head, &whole).to_string(),
-        )
-            .into_response());
+        return Ok(axum::Json(response_object(&head, &whole)).into_response());
     }
 
     let upstream = upstream::open_stream(call, &entry, request, overhead).await?;

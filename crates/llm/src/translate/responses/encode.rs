@@ -4,6 +4,7 @@
 
 use std::collections::BTreeMap;
 
+use serde::Serialize;
 use serde_json::{Value, json};
 
 use crate::{ChatEvent, ChatResponse, FinishReason, Message, Role, ToolCall, Usage};
@@ -24,25 +25,28 @@ pub struct ResponseHead {
 }
 
 impl ResponseHead {
-    fn object(&self, status: &str, output: &[Value], usage: Option<Usage>) -> Value {
-        json!({
-            "id": self.id,
-            "object": "response",
-            "created_at": self.created_at,
-            "status": status,
-            "error": null,
-            "incomplete_details": if status == "incomplete" {
-                json!({"reason": "max_output_tokens"})
-            } else {
-                Value::Null
-            },
-            "model": self.model,
-            "output": output,
-            "parallel_tool_calls": true,
-            "previous_response_id": self.previous_response_id,
-            "store": self.store,
-            "usage": usage.map(usage_object),
-        })
+    fn object<O: Serialize>(
+        &self,
+        status: &'static str,
+        output: O,
+        usage: Option<Usage>,
+    ) -> ResponseObject<'_, O> {
+        ResponseObject {
+            id: &self.id,
+            object: "response",
+            created_at: self.created_at,
+            status,
+            error: None,
+            incomplete_details: (status == "incomplete").then_some(Incomplete {
+                reason: "max_output_tokens",
+            }),
+            model: &self.model,
+            output,
+            parallel_tool_calls: true,
+            previous_response_id: self.previous_response_id.as_deref(),
+            store: self.store,
+            usage: usage.map(UsageObject::from),
+        }
     }
 
     fn call_item(&self, item_id: &str, call: &ToolCall, status: &str) -> Value {
@@ -59,14 +63,160 @@ impl ResponseHead {
     }
 }
 
-fn usage_object(usage: Usage) -> Value {
-    json!({
-        "input_tokens": usage.prompt_tokens,
-        "input_tokens_details": {"cached_tokens": 0},
-        "output_tokens": usage.completion_tokens,
-        "output_tokens_details": {"reasoning_tokens": 0},
-        "total_tokens": usage.prompt_tokens + usage.completion_tokens,
-    })
+/// A `response` object: a whole answer, and what the stream's
+/// `response.created`, `response.in_progress` and `response.completed`
+/// carry. Serialized as it is, not built as a `Value` map first: the
+/// stream sends three of them, and the maps were most of the encoder's
+/// work (docs/benchmarks.md, "Hot paths II").
+#[derive(Debug, Serialize)]
+pub struct ResponseObject<'a, O> {
+    id: &'a str,
+    object: &'static str,
+    created_at: u64,
+    status: &'static str,
+    error: Option<Failure<'a>>,
+    incomplete_details: Option<Incomplete>,
+    model: &'a str,
+    output: O,
+    parallel_tool_calls: bool,
+    previous_response_id: Option<&'a str>,
+    store: bool,
+    usage: Option<UsageObject>,
+}
+
+#[derive(Debug, Serialize)]
+struct Failure<'a> {
+    code: &'a str,
+    message: &'a str,
+}
+
+#[derive(Debug, Serialize)]
+struct Incomplete {
+    reason: &'static str,
+}
+
+#[derive(Debug, Serialize)]
+struct UsageObject {
+    input_tokens: u64,
+    input_tokens_details: CachedTokens,
+    output_tokens: u64,
+    output_tokens_details: ReasoningTokens,
+    total_tokens: u64,
+}
+
+#[derive(Debug, Serialize)]
+struct CachedTokens {
+    cached_tokens: u64,
+}
+
+#[derive(Debug, Serialize)]
+struct ReasoningTokens {
+    reasoning_tokens: u64,
+}
+
+impl From<Usage> for UsageObject {
+    fn from(usage: Usage) -> Self {
+        Self {
+            input_tokens: usage.prompt_tokens,
+            input_tokens_details: CachedTokens { cached_tokens: 0 },
+            output_tokens: usage.completion_tokens,
+            output_tokens_details: ReasoningTokens {
+                reasoning_tokens: 0,
+            },
+            total_tokens: usage.prompt_tokens + usage.completion_tokens,
+        }
+    }
+}
+
+/// One record of the stream: its `type` and `sequence_number`, then the
+/// event's own fields.
+#[derive(Serialize)]
+struct Record<'a, T> {
+    #[serde(rename = "type")]
+    kind: &'a str,
+    sequence_number: u64,
+    #[serde(flatten)]
+    data: T,
+}
+
+#[derive(Serialize)]
+struct ResponseEvent<'a, O> {
+    response: ResponseObject<'a, O>,
+}
+
+#[derive(Serialize)]
+struct ItemEvent<'a> {
+    output_index: usize,
+    item: &'a Value,
+}
+
+/// The fields of the events about a part of a message or a call's
+/// arguments: which item, and where in the output.
+#[derive(Serialize)]
+struct ItemPlace<'a> {
+    item_id: &'a str,
+    output_index: usize,
+}
+
+/// `content_index` is always 0: a message has one text part.
+#[derive(Serialize)]
+struct TextEvent<'a, T> {
+    #[serde(flatten)]
+    place: ItemPlace<'a>,
+    content_index: u32,
+    #[serde(flatten)]
+    data: T,
+}
+
+#[derive(Serialize)]
+struct Delta<'a> {
+    delta: &'a str,
+}
+
+#[derive(Serialize)]
+struct Text<'a> {
+    text: &'a str,
+}
+
+#[derive(Serialize)]
+struct Part<'a> {
+    part: OutputText<'a>,
+}
+
+#[derive(Serialize)]
+struct OutputText<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    text: &'a str,
+    annotations: [(); 0],
+}
+
+impl<'a> Part<'a> {
+    fn of(text: &'a str) -> Self {
+        Self {
+            part: OutputText {
+                kind: "output_text",
+                text,
+                annotations: [],
+            },
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct Arguments<'a> {
+    arguments: &'a str,
+}
+
+fn text_event<'a, T>(item_id: &'a str, output_index: usize, data: T) -> TextEvent<'a, T> {
+    TextEvent {
+        place: ItemPlace {
+            item_id,
+            output_index,
+        },
+        content_index: 0,
+        data,
+    }
 }
 
 /// A custom tool's input: the `input` the model put in its arguments, or
@@ -98,7 +248,10 @@ fn status_of(finish: Option<&FinishReason>) -> &'static str {
 }
 
 /// A whole answer as a `response` object.
-pub fn response_object(head: &ResponseHead, response: &ChatResponse) -> Value {
+pub fn response_object<'a>(
+    head: &'a ResponseHead,
+    response: &ChatResponse,
+) -> ResponseObject<'a, Vec<Value>> {
     let mut output = Vec::new();
     if !response.text.is_empty() {
         output.push(message_item(&item_id("msg"), &response.text, "completed"));
@@ -106,7 +259,7 @@ pub fn response_object(head: &ResponseHead, response: &ChatResponse) -> Value {
     for call in &response.tool_calls {
         output.push(head.call_item(&item_id("fc"), call, "completed"));
     }
-    head.object(status_of(response.finish.as_ref()), &output, response.usage)
+    head.object(status_of(response.finish.as_ref()), output, response.usage)
 }
 
 /// The assistant's turn of an answer, as a later `previous_response_id`
@@ -180,13 +333,15 @@ impl StreamEncoder {
         let mut out = Vec::new();
         if !self.started {
             self.started = true;
-            let response = self.head.object("in_progress", &[], None);
-            self.push(&mut out, "response.created", json!({"response": response}));
-            self.push(
-                &mut out,
-                "response.in_progress",
-                json!({"response": response}),
-            );
+            for kind in ["response.created", "response.in_progress"] {
+                let response = self.head.object("in_progress", [(); 0], None);
+                emit(
+                    &mut out,
+                    &mut self.sequence,
+                    kind,
+                    ResponseEvent { response },
+                );
+            }
         }
         out
     }
@@ -214,13 +369,16 @@ impl StreamEncoder {
                 let item = self
                     .head
                     .call_item(&open.item_id, &open.call, "in_progress");
-                let output_index = open.output_index;
-                self.calls.insert(*index, open);
-                self.push(
+                emit(
                     &mut out,
+                    &mut self.sequence,
                     "response.output_item.added",
-                    json!({"output_index": output_index, "item": item}),
+                    ItemEvent {
+                        output_index: open.output_index,
+                        item: &item,
+                    },
                 );
+                self.calls.insert(*index, open);
             }
             ChatEvent::ToolCallArgumentsDelta { index, arguments } => {
                 let Some(open) = self.calls.get_mut(index) else {
@@ -228,12 +386,12 @@ impl StreamEncoder {
                 };
                 open.call.arguments.push_str(arguments);
                 let custom = self.head.custom_tools.contains(&open.call.name);
-                let (item_id, output_index) = (open.item_id.clone(), open.output_index);
                 if !custom && !arguments.is_empty() {
-                    self.push(
+                    emit(
                         &mut out,
+                        &mut self.sequence,
                         "response.function_call_arguments.delta",
-                        json!({"item_id": item_id, "output_index": output_index, "delta": arguments}),
+                        placed(&open.item_id, open.output_index, Delta { delta: arguments }),
                     );
                 }
             }
@@ -260,11 +418,18 @@ impl StreamEncoder {
         if !self.finished {
             self.finished = true;
             self.failed = true;
-            let mut response = self
-                .head
-                .object("failed", &self.finished_items(), self.usage);
-            response["error"] = json!({"code": code, "message": message});
-            self.push(&mut out, "response.failed", json!({"response": response}));
+            let mut response = self.head.object(
+                "failed",
+                self.output.values().collect::<Vec<_>>(),
+                self.usage,
+            );
+            response.error = Some(Failure { code, message });
+            emit(
+                &mut out,
+                &mut self.sequence,
+                "response.failed",
+                ResponseEvent { response },
+            );
         }
         out
     }
@@ -286,29 +451,32 @@ impl StreamEncoder {
             };
             let item = json!({"id": open.item_id, "type": "message", "status": "in_progress",
                 "role": "assistant", "content": []});
-            let (item_id, output_index) = (open.item_id.clone(), open.output_index);
-            self.text = Some(open);
-            self.push(
+            emit(
                 out,
+                &mut self.sequence,
                 "response.output_item.added",
-                json!({"output_index": output_index, "item": item}),
+                ItemEvent {
+                    output_index: open.output_index,
+                    item: &item,
+                },
             );
-            self.push(
+            emit(
                 out,
+                &mut self.sequence,
                 "response.content_part.added",
-                json!({"item_id": item_id, "output_index": output_index, "content_index": 0,
-                    "part": {"type": "output_text", "text": "", "annotations": []}}),
+                text_event(&open.item_id, open.output_index, Part::of("")),
             );
+            self.text = Some(open);
         }
         let Some(open) = self.text.as_mut() else {
             return;
         };
         open.text.push_str(delta);
-        let (item_id, output_index) = (open.item_id.clone(), open.output_index);
-        self.push(
+        emit(
             out,
+            &mut self.sequence,
             "response.output_text.delta",
-            json!({"item_id": item_id, "output_index": output_index, "content_index": 0, "delta": delta}),
+            text_event(&open.item_id, open.output_index, Delta { delta }),
         );
     }
 
@@ -321,22 +489,27 @@ impl StreamEncoder {
             output_index,
             text,
         } = open;
-        self.push(
+        emit(
             out,
+            &mut self.sequence,
             "response.output_text.done",
-            json!({"item_id": item_id, "output_index": output_index, "content_index": 0, "text": text}),
+            text_event(&item_id, output_index, Text { text: &text }),
         );
-        self.push(
+        emit(
             out,
+            &mut self.sequence,
             "response.content_part.done",
-            json!({"item_id": item_id, "output_index": output_index, "content_index": 0,
-                "part": {"type": "output_text", "text": text, "annotations": []}}),
+            text_event(&item_id, output_index, Part::of(&text)),
         );
         let item = message_item(&item_id, &text, "completed");
-        self.push(
+        emit(
             out,
+            &mut self.sequence,
             "response.output_item.done",
-            json!({"output_index": output_index, "item": item}),
+            ItemEvent {
+                output_index,
+                item: &item,
+            },
         );
         self.answer.text.push_str(&text);
         self.output.insert(output_index, item);
@@ -347,18 +520,28 @@ impl StreamEncoder {
             return;
         };
         if !self.head.custom_tools.contains(&open.call.name) {
-            self.push(
+            emit(
                 out,
+                &mut self.sequence,
                 "response.function_call_arguments.done",
-                json!({"item_id": open.item_id, "output_index": open.output_index,
-                    "arguments": open.call.arguments}),
+                placed(
+                    &open.item_id,
+                    open.output_index,
+                    Arguments {
+                        arguments: &open.call.arguments,
+                    },
+                ),
             );
         }
         let item = self.head.call_item(&open.item_id, &open.call, "completed");
-        self.push(
+        emit(
             out,
+            &mut self.sequence,
             "response.output_item.done",
-            json!({"output_index": open.output_index, "item": item}),
+            ItemEvent {
+                output_index: open.output_index,
+                item: &item,
+            },
         );
         self.output.insert(open.output_index, item);
         self.answer.tool_calls.push(open.call);
@@ -373,30 +556,52 @@ impl StreamEncoder {
         self.finished = true;
         self.answer.usage = self.usage;
         self.answer.finish = reason.cloned();
-        let response = self
-            .head
-            .object(status_of(reason), &self.finished_items(), self.usage);
-        let kind = if status_of(reason) == "incomplete" {
+        let status = status_of(reason);
+        let kind = if status == "incomplete" {
             "response.incomplete"
         } else {
             "response.completed"
         };
-        self.push(out, kind, json!({"response": response}));
+        let response =
+            self.head
+                .object(status, self.output.values().collect::<Vec<_>>(), self.usage);
+        emit(out, &mut self.sequence, kind, ResponseEvent { response });
     }
 
     fn next_output_index(&mut self) -> usize {
         self.next_output += 1;
         self.next_output - 1
     }
+}
 
-    fn finished_items(&self) -> Vec<Value> {
-        self.output.values().cloned().collect()
+/// An event about a call's arguments: which item, where, and `data`.
+fn placed<T>(item_id: &str, output_index: usize, data: T) -> PlacedEvent<'_, T> {
+    PlacedEvent {
+        place: ItemPlace {
+            item_id,
+            output_index,
+        },
+        data,
     }
+}
 
-    fn push(&mut self, out: &mut Vec<String>, kind: &str, mut data: Value) {
-        data["type"] = json!(kind);
-        data["sequence_number"] = json!(self.sequence);
-        self.sequence += 1;
-        out.push(format!("event: {kind}\ndata: {data}\n\n"));
-    }
+#[derive(Serialize)]
+struct PlacedEvent<'a, T> {
+    #[serde(flatten)]
+    place: ItemPlace<'a>,
+    #[serde(flatten)]
+    data: T,
+}
+
+/// `kind`'s record of `data`, numbered from `sequence`, onto `out`.
+fn emit<T: Serialize>(out: &mut Vec<String>, sequence: &mut u64, kind: &str, data: T) {
+    let record = Record {
+        kind,
+        sequence_number: *sequence,
+        data,
+    };
+    *sequence += 1;
+    // Strings, numbers and `Value`s only: serializing cannot fail.
+    let json = serde_json::to_string(&record).unwrap_or_default();
+    out.push(format!("event: {kind}\ndata: {json}\n\n"));
 }

@@ -325,7 +325,7 @@ fn a_whole_response_and_a_cut_off_one() {
         }),
         finish: Some(FinishReason::Length),
     };
-    let object = response_object(&head(&[]), &whole);
+    let object = serde_json::to_value(response_object(&head(&[]), &whole)).unwrap();
     assert_eq!(object["object"], "response");
     assert_eq!(object["status"], "incomplete");
     assert_eq!(object["incomplete_details"]["reason"], "max_output_tokens");
@@ -337,4 +337,74 @@ fn a_whole_response_and_a_cut_off_one() {
     assert_eq!(failed[0]["type"], "response.failed");
     assert_eq!(failed[0]["response"]["error"]["code"], "upstream_error");
     assert!(encoder.answer().is_none(), "a failed answer is not stored");
+}
+
+#[test]
+fn every_record_of_a_stream_is_the_object_openais_api_sends() {
+    let mut encoder = StreamEncoder::new(head(&[]));
+    let mut lines = encoder.start();
+    for event in [
+        ChatEvent::TextDelta { text: "Hi".into() },
+        ChatEvent::ToolCallStart {
+            index: 0,
+            id: "call_1".into(),
+            name: "exec".into(),
+        },
+        ChatEvent::ToolCallArgumentsDelta {
+            index: 0,
+            arguments: "{}".into(),
+        },
+        ChatEvent::Usage {
+            usage: Usage {
+                prompt_tokens: 10,
+                completion_tokens: 4,
+            },
+        },
+        ChatEvent::Finish {
+            reason: FinishReason::ToolCalls,
+        },
+    ] {
+        lines.extend(encoder.encode(&event));
+    }
+    let records = records(&lines);
+    // The item ids are random: taken from the records that name them first.
+    let msg = records[2]["item"]["id"].as_str().unwrap().to_owned();
+    let fc = records[8]["item"]["id"].as_str().unwrap().to_owned();
+    let response = |status: &str, output: Value, usage: Value| {
+        json!({"id": "resp_1", "object": "response", "created_at": 7, "status": status,
+            "error": null, "incomplete_details": null, "model": "gpt-test", "output": output,
+            "parallel_tool_calls": true, "previous_response_id": null, "store": false,
+            "usage": usage})
+    };
+    let text_part = |text: &str| json!({"type": "output_text", "text": text, "annotations": []});
+    let message = json!({"id": msg, "type": "message", "status": "completed", "role": "assistant",
+        "content": [text_part("Hi")]});
+    let call = |status: &str, arguments: &str| {
+        json!({"id": fc, "type": "function_call", "status": status, "call_id": "call_1",
+            "name": "exec", "arguments": arguments})
+    };
+    let usage = json!({"input_tokens": 10, "input_tokens_details": {"cached_tokens": 0},
+        "output_tokens": 4, "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": 14});
+    let expected = [
+        json!({"response": response("in_progress", json!([]), Value::Null)}),
+        json!({"response": response("in_progress", json!([]), Value::Null)}),
+        json!({"output_index": 0, "item": {"id": msg, "type": "message",
+            "status": "in_progress", "role": "assistant", "content": []}}),
+        json!({"item_id": msg, "output_index": 0, "content_index": 0, "part": text_part("")}),
+        json!({"item_id": msg, "output_index": 0, "content_index": 0, "delta": "Hi"}),
+        json!({"item_id": msg, "output_index": 0, "content_index": 0, "text": "Hi"}),
+        json!({"item_id": msg, "output_index": 0, "content_index": 0, "part": text_part("Hi")}),
+        json!({"output_index": 0, "item": message}),
+        json!({"output_index": 1, "item": call("in_progress", "")}),
+        json!({"item_id": fc, "output_index": 1, "delta": "{}"}),
+        json!({"item_id": fc, "output_index": 1, "arguments": "{}"}),
+        json!({"output_index": 1, "item": call("completed", "{}")}),
+        json!({"response": response("completed", json!([message, call("completed", "{}")]), usage)}),
+    ];
+    assert_eq!(records.len(), expected.len(), "{records:#?}");
+    for (sequence, (record, mut expected)) in records.into_iter().zip(expected).enumerate() {
+        expected["type"] = record["type"].clone();
+        expected["sequence_number"] = json!(sequence);
+        assert_eq!(record, expected, "record {sequence}");
+    }
 }
