@@ -19,7 +19,12 @@ async fn get_metrics(served: &Served, token: Option<&str>) -> (u16, String, Stri
     if let Some(token) = token {
         request = request.bearer_auth(token);
     }
-    let answer = request.send().await.unwrap();
+    // The daemon's log in the message: a refused connection once made this
+    // test fail in a full run, and the state directory is gone afterwards.
+    let answer = request
+        .send()
+        .await
+        .unwrap_or_else(|err| panic!("GET /metrics: {err}\nserve.log:\n{}", served.log()));
     let status = answer.status().as_u16();
     let content_type = answer
         .headers()
