@@ -46,6 +46,18 @@ fn head(custom_tools: &[&str]) -> ResponseHead {
     }
 }
 
+/// The records of `events` through a fresh encoder of `head`, its end
+/// included, and the encoder.
+fn stream_of(head: ResponseHead, events: Vec<ChatEvent>) -> (Vec<Value>, StreamEncoder) {
+    let mut encoder = StreamEncoder::new(head);
+    let mut lines = encoder.start();
+    for event in &events {
+        lines.extend(encoder.encode(event));
+    }
+    lines.extend(encoder.end());
+    (records(&lines), encoder)
+}
+
 #[test]
 fn codexs_request_becomes_a_chat_request_and_names_what_it_left_out() {
     let body: Value = serde_json::from_str(CODEX_REQUEST).unwrap();
@@ -205,43 +217,40 @@ fn bad_input_names_the_field_in_openais_shape() {
 
 #[test]
 fn the_stream_is_openais_event_sequence_with_sequence_numbers() {
-    let mut encoder = StreamEncoder::new(head(&[]));
-    let mut lines = encoder.start();
-    for event in [
-        ChatEvent::TextDelta {
-            text: "Let me ".into(),
-        },
-        ChatEvent::TextDelta {
-            text: "look.".into(),
-        },
-        ChatEvent::ToolCallStart {
-            index: 0,
-            id: "call_9".into(),
-            name: "exec_command".into(),
-        },
-        ChatEvent::ToolCallArgumentsDelta {
-            index: 0,
-            arguments: "{\"cmd\":".into(),
-        },
-        ChatEvent::ToolCallArgumentsDelta {
-            index: 0,
-            arguments: "\"ls\"}".into(),
-        },
-        ChatEvent::ToolCallEnd { index: 0 },
-        ChatEvent::Usage {
-            usage: Usage {
-                prompt_tokens: 10,
-                completion_tokens: 4,
+    let (events, encoder) = stream_of(
+        head(&[]),
+        vec![
+            ChatEvent::TextDelta {
+                text: "Let me ".into(),
             },
-        },
-        ChatEvent::Finish {
-            reason: FinishReason::ToolCalls,
-        },
-    ] {
-        lines.extend(encoder.encode(&event));
-    }
-    lines.extend(encoder.end());
-    let events = records(&lines);
+            ChatEvent::TextDelta {
+                text: "look.".into(),
+            },
+            ChatEvent::ToolCallStart {
+                index: 0,
+                id: "call_9".into(),
+                name: "exec_command".into(),
+            },
+            ChatEvent::ToolCallArgumentsDelta {
+                index: 0,
+                arguments: "{\"cmd\":".into(),
+            },
+            ChatEvent::ToolCallArgumentsDelta {
+                index: 0,
+                arguments: "\"ls\"}".into(),
+            },
+            ChatEvent::ToolCallEnd { index: 0 },
+            ChatEvent::Usage {
+                usage: Usage {
+                    prompt_tokens: 10,
+                    completion_tokens: 4,
+                },
+            },
+            ChatEvent::Finish {
+                reason: FinishReason::ToolCalls,
+            },
+        ],
+    );
     let types: Vec<&str> = events.iter().map(|e| e["type"].as_str().unwrap()).collect();
     assert_eq!(
         types,
@@ -282,25 +291,23 @@ fn the_stream_is_openais_event_sequence_with_sequence_numbers() {
 
 #[test]
 fn a_custom_tools_call_is_a_custom_tool_call_with_its_input() {
-    let mut encoder = StreamEncoder::new(head(&["apply_patch"]));
-    let mut lines = Vec::new();
-    for event in [
-        ChatEvent::ToolCallStart {
-            index: 0,
-            id: "call_p".into(),
-            name: "apply_patch".into(),
-        },
-        ChatEvent::ToolCallArgumentsDelta {
-            index: 0,
-            arguments: json!({"input": "*** Begin Patch"}).to_string(),
-        },
-        ChatEvent::Finish {
-            reason: FinishReason::ToolCalls,
-        },
-    ] {
-        lines.extend(encoder.encode(&event));
-    }
-    let events = records(&lines);
+    let (events, _) = stream_of(
+        head(&["apply_patch"]),
+        vec![
+            ChatEvent::ToolCallStart {
+                index: 0,
+                id: "call_p".into(),
+                name: "apply_patch".into(),
+            },
+            ChatEvent::ToolCallArgumentsDelta {
+                index: 0,
+                arguments: json!({"input": "*** Begin Patch"}).to_string(),
+            },
+            ChatEvent::Finish {
+                reason: FinishReason::ToolCalls,
+            },
+        ],
+    );
     let done = events
         .iter()
         .find(|e| e["type"] == "response.output_item.done")
@@ -341,32 +348,30 @@ fn a_whole_response_and_a_cut_off_one() {
 
 #[test]
 fn every_record_of_a_stream_is_the_object_openais_api_sends() {
-    let mut encoder = StreamEncoder::new(head(&[]));
-    let mut lines = encoder.start();
-    for event in [
-        ChatEvent::TextDelta { text: "Hi".into() },
-        ChatEvent::ToolCallStart {
-            index: 0,
-            id: "call_1".into(),
-            name: "exec".into(),
-        },
-        ChatEvent::ToolCallArgumentsDelta {
-            index: 0,
-            arguments: "{}".into(),
-        },
-        ChatEvent::Usage {
-            usage: Usage {
-                prompt_tokens: 10,
-                completion_tokens: 4,
+    let (records, _) = stream_of(
+        head(&[]),
+        vec![
+            ChatEvent::TextDelta { text: "Hi".into() },
+            ChatEvent::ToolCallStart {
+                index: 0,
+                id: "call_1".into(),
+                name: "exec".into(),
             },
-        },
-        ChatEvent::Finish {
-            reason: FinishReason::ToolCalls,
-        },
-    ] {
-        lines.extend(encoder.encode(&event));
-    }
-    let records = records(&lines);
+            ChatEvent::ToolCallArgumentsDelta {
+                index: 0,
+                arguments: "{}".into(),
+            },
+            ChatEvent::Usage {
+                usage: Usage {
+                    prompt_tokens: 10,
+                    completion_tokens: 4,
+                },
+            },
+            ChatEvent::Finish {
+                reason: FinishReason::ToolCalls,
+            },
+        ],
+    );
     // The item ids are random: taken from the records that name them first.
     let msg = records[2]["item"]["id"].as_str().unwrap().to_owned();
     let fc = records[8]["item"]["id"].as_str().unwrap().to_owned();
