@@ -4,8 +4,12 @@
 
 use std::collections::BTreeMap;
 
-use serde::Serialize;
 use serde_json::{Value, json};
+
+use super::records::{
+    Arguments, Delta, ItemEvent, Part, ResponseEvent, ResponseObject, Text, emit, placed,
+    text_event,
+};
 
 use crate::{ChatEvent, ChatResponse, FinishReason, Message, Role, ToolCall, Usage};
 
@@ -25,30 +29,6 @@ pub struct ResponseHead {
 }
 
 impl ResponseHead {
-    fn object<O: Serialize>(
-        &self,
-        status: &'static str,
-        output: O,
-        usage: Option<Usage>,
-    ) -> ResponseObject<'_, O> {
-        ResponseObject {
-            id: &self.id,
-            object: "response",
-            created_at: self.created_at,
-            status,
-            error: None,
-            incomplete_details: (status == "incomplete").then_some(Incomplete {
-                reason: "max_output_tokens",
-            }),
-            model: &self.model,
-            output,
-            parallel_tool_calls: true,
-            previous_response_id: self.previous_response_id.as_deref(),
-            store: self.store,
-            usage: usage.map(UsageObject::from),
-        }
-    }
-
     fn call_item(&self, item_id: &str, call: &ToolCall, status: &str) -> Value {
         if self.custom_tools.contains(&call.name) {
             return json!({
@@ -60,162 +40,6 @@ impl ResponseHead {
             "id": item_id, "type": "function_call", "status": status,
             "call_id": call.id, "name": call.name, "arguments": call.arguments,
         })
-    }
-}
-
-/// A `response` object: a whole answer, and what the stream's
-/// `response.created`, `response.in_progress` and `response.completed`
-/// carry. Serialized as it is, not built as a `Value` map first: the
-/// stream sends three of them, and the maps were most of the encoder's
-/// work (docs/benchmarks.md, "Hot paths II").
-#[derive(Debug, Serialize)]
-pub struct ResponseObject<'a, O> {
-    id: &'a str,
-    object: &'static str,
-    created_at: u64,
-    status: &'static str,
-    error: Option<Failure<'a>>,
-    incomplete_details: Option<Incomplete>,
-    model: &'a str,
-    output: O,
-    parallel_tool_calls: bool,
-    previous_response_id: Option<&'a str>,
-    store: bool,
-    usage: Option<UsageObject>,
-}
-
-#[derive(Debug, Serialize)]
-struct Failure<'a> {
-    code: &'a str,
-    message: &'a str,
-}
-
-#[derive(Debug, Serialize)]
-struct Incomplete {
-    reason: &'static str,
-}
-
-#[derive(Debug, Serialize)]
-struct UsageObject {
-    input_tokens: u64,
-    input_tokens_details: CachedTokens,
-    output_tokens: u64,
-    output_tokens_details: ReasoningTokens,
-    total_tokens: u64,
-}
-
-#[derive(Debug, Serialize)]
-struct CachedTokens {
-    cached_tokens: u64,
-}
-
-#[derive(Debug, Serialize)]
-struct ReasoningTokens {
-    reasoning_tokens: u64,
-}
-
-impl From<Usage> for UsageObject {
-    fn from(usage: Usage) -> Self {
-        Self {
-            input_tokens: usage.prompt_tokens,
-            input_tokens_details: CachedTokens { cached_tokens: 0 },
-            output_tokens: usage.completion_tokens,
-            output_tokens_details: ReasoningTokens {
-                reasoning_tokens: 0,
-            },
-            total_tokens: usage.prompt_tokens + usage.completion_tokens,
-        }
-    }
-}
-
-/// One record of the stream: its `type` and `sequence_number`, then the
-/// event's own fields.
-#[derive(Serialize)]
-struct Record<'a, T> {
-    #[serde(rename = "type")]
-    kind: &'a str,
-    sequence_number: u64,
-    #[serde(flatten)]
-    data: T,
-}
-
-#[derive(Serialize)]
-struct ResponseEvent<'a, O> {
-    response: ResponseObject<'a, O>,
-}
-
-#[derive(Serialize)]
-struct ItemEvent<'a> {
-    output_index: usize,
-    item: &'a Value,
-}
-
-/// The fields of the events about a part of a message or a call's
-/// arguments: which item, and where in the output.
-#[derive(Serialize)]
-struct ItemPlace<'a> {
-    item_id: &'a str,
-    output_index: usize,
-}
-
-/// `content_index` is always 0: a message has one text part.
-#[derive(Serialize)]
-struct TextEvent<'a, T> {
-    #[serde(flatten)]
-    place: ItemPlace<'a>,
-    content_index: u32,
-    #[serde(flatten)]
-    data: T,
-}
-
-#[derive(Serialize)]
-struct Delta<'a> {
-    delta: &'a str,
-}
-
-#[derive(Serialize)]
-struct Text<'a> {
-    text: &'a str,
-}
-
-#[derive(Serialize)]
-struct Part<'a> {
-    part: OutputText<'a>,
-}
-
-#[derive(Serialize)]
-struct OutputText<'a> {
-    #[serde(rename = "type")]
-    kind: &'static str,
-    text: &'a str,
-    annotations: [(); 0],
-}
-
-impl<'a> Part<'a> {
-    fn of(text: &'a str) -> Self {
-        Self {
-            part: OutputText {
-                kind: "output_text",
-                text,
-                annotations: [],
-            },
-        }
-    }
-}
-
-#[derive(Serialize)]
-struct Arguments<'a> {
-    arguments: &'a str,
-}
-
-fn text_event<'a, T>(item_id: &'a str, output_index: usize, data: T) -> TextEvent<'a, T> {
-    TextEvent {
-        place: ItemPlace {
-            item_id,
-            output_index,
-        },
-        content_index: 0,
-        data,
     }
 }
 
@@ -418,12 +242,14 @@ impl StreamEncoder {
         if !self.finished {
             self.finished = true;
             self.failed = true;
-            let mut response = self.head.object(
-                "failed",
-                self.output.values().collect::<Vec<_>>(),
-                self.usage,
-            );
-            response.error = Some(Failure { code, message });
+            let response = self
+                .head
+                .object(
+                    "failed",
+                    self.output.values().collect::<Vec<_>>(),
+                    self.usage,
+                )
+                .failed_with(code, message);
             emit(
                 &mut out,
                 &mut self.sequence,
@@ -572,36 +398,4 @@ impl StreamEncoder {
         self.next_output += 1;
         self.next_output - 1
     }
-}
-
-/// An event about a call's arguments: which item, where, and `data`.
-fn placed<T>(item_id: &str, output_index: usize, data: T) -> PlacedEvent<'_, T> {
-    PlacedEvent {
-        place: ItemPlace {
-            item_id,
-            output_index,
-        },
-        data,
-    }
-}
-
-#[derive(Serialize)]
-struct PlacedEvent<'a, T> {
-    #[serde(flatten)]
-    place: ItemPlace<'a>,
-    #[serde(flatten)]
-    data: T,
-}
-
-/// `kind`'s record of `data`, numbered from `sequence`, onto `out`.
-fn emit<T: Serialize>(out: &mut Vec<String>, sequence: &mut u64, kind: &str, data: T) {
-    let record = Record {
-        kind,
-        sequence_number: *sequence,
-        data,
-    };
-    *sequence += 1;
-    // Strings, numbers and `Value`s only: serializing cannot fail.
-    let json = serde_json::to_string(&record).unwrap_or_default();
-    out.push(format!("event: {kind}\ndata: {json}\n\n"));
 }

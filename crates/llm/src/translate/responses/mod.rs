@@ -11,6 +11,7 @@
 //! function with one `input` string and their calls `custom_tool_call`s.
 
 mod encode;
+mod records;
 mod request;
 
 pub use super::openai::InboundError;
