@@ -7,8 +7,8 @@ use std::collections::BTreeMap;
 use serde_json::{Value, json};
 
 use super::records::{
-    Arguments, Delta, ItemEvent, Part, ResponseEvent, ResponseObject, Text, emit, placed,
-    text_event,
+    Arguments, Delta, ItemEvent, OutputText, Part, ResponseEvent, ResponseObject, Text, emit,
+    placed, text_event,
 };
 
 use crate::{ChatEvent, ChatResponse, FinishReason, Message, Role, ToolCall, Usage};
@@ -60,7 +60,7 @@ fn custom_input(arguments: &str) -> String {
 fn message_item(item_id: &str, text: &str, status: &str) -> Value {
     json!({
         "id": item_id, "type": "message", "status": status, "role": "assistant",
-        "content": [{"type": "output_text", "text": text, "annotations": []}],
+        "content": [OutputText::of(text)],
     })
 }
 

@@ -163,22 +163,29 @@ pub(super) struct Part<'a> {
     part: OutputText<'a>,
 }
 
+/// A message's one content part: its text, without annotations.
 #[derive(Serialize)]
-struct OutputText<'a> {
+pub(super) struct OutputText<'a> {
     #[serde(rename = "type")]
     kind: &'static str,
     text: &'a str,
     annotations: [(); 0],
 }
 
+impl<'a> OutputText<'a> {
+    pub(super) fn of(text: &'a str) -> Self {
+        Self {
+            kind: "output_text",
+            text,
+            annotations: [],
+        }
+    }
+}
+
 impl<'a> Part<'a> {
     pub(super) fn of(text: &'a str) -> Self {
         Self {
-            part: OutputText {
-                kind: "output_text",
-                text,
-                annotations: [],
-            },
+            part: OutputText::of(text),
         }
     }
 }
